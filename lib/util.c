@@ -1,0 +1,15 @@
+#include "util.h"
+
+#include <stdio.h>
+
+int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->kind = kind;
+    }
+    return -1;
+}

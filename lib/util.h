@@ -1,0 +1,53 @@
+/* Small helpers every part uses: an error carrier, a clock, a PRNG. */
+#ifndef ZB_UTIL_H
+#define ZB_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* What went wrong, and of which kind: the server maps ZB_ERR_CONN to 503
+ * and drops the connection, everything else is the caller's fault or data. */
+enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS };
+
+struct zb_err {
+    enum zb_err_kind kind;
+    char msg[512];
+};
+
+/* Fills err (if not NULL) and returns -1, so callers can `return zb_fail(...)`. */
+int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline uint64_t zb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double zb_now_s(void) { return (double)zb_now_ns() / 1e9; }
+
+/* splitmix64: tiny, fast, and the same sequence on every machine for a seed. */
+static inline uint64_t zb_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) without modulo bias worth caring about for n < 2^32. */
+static inline uint32_t zb_rand_below(uint64_t *state, uint32_t n)
+{
+    return (uint32_t)(((zb_rand(state) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Uniform in [0, 1). */
+static inline double zb_rand_unit(uint64_t *state)
+{
+    return (double)(zb_rand(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#endif
