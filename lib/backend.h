@@ -1,0 +1,102 @@
+/* The one seam between zipbench and a database.
+ *
+ * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql.c) fills one
+ * struct backend_driver; the table in backend.c names them. The loader and
+ * the server only ever talk to a database through these calls, so adding a
+ * backend touches one new file and one line of that table.
+ *
+ * SQL text given to exec/query/prepare is always zipbench's own; values
+ * travel as bound parameters (text, NULL for SQL NULL), never pasted in.
+ * Placeholders are written "?" everywhere; drivers that want "$1" rewrite. */
+#ifndef ZB_BACKEND_H
+#define ZB_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf.h"
+#include "util.h"
+
+struct db;     /* a connection, driver-private */
+struct stmt;   /* a prepared statement on one connection */
+
+/* Called once per result row; values are NUL-terminated text (NULL for SQL
+ * NULL). Return non-zero to stop early. */
+typedef int (*row_fn)(void *arg, int ncols, const char *const *vals, const size_t *lens);
+
+/* Source of rows for bulk_load: fills fields (15 KEN_ALL columns) and returns
+ * 1, 0 at the end, -1 on error (err filled). */
+typedef int (*rows_fn)(void *arg, const char *const **fields, struct zb_err *err);
+
+enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
+
+struct backend_driver {
+    const char *name;  /* "sqlite", "pg", "mysql" */
+
+    int  (*open)(const struct backend_conf *bc, struct db **out, struct zb_err *err);
+    void (*close)(struct db *db);
+    /* false once the connection is known broken (cheap, no round trip). */
+    bool (*alive)(struct db *db);
+
+    /* Run statements with no parameters and no result (DDL, BEGIN, COMMIT). */
+    int  (*exec)(struct db *db, const char *sql, struct zb_err *err);
+    /* One-shot parameterized statement: parsed every call, like a PHP page. */
+    int  (*query)(struct db *db, const char *sql, int nparams, const char *const *params,
+                  row_fn fn, void *arg, long long *affected, struct zb_err *err);
+
+    int  (*prepare)(struct db *db, const char *sql, int nparams, struct stmt **out,
+                    struct zb_err *err);
+    int  (*run)(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                long long *affected, struct zb_err *err);
+    void (*finalize)(struct stmt *st);
+
+    /* The backend's fastest load path into table (which exists, empty):
+     * PostgreSQL COPY, MariaDB LOAD DATA LOCAL INFILE, SQLite prepared
+     * inserts. Returns rows loaded, or -1. The caller owns the transaction
+     * where the backend has one. */
+    long long (*bulk_load)(struct db *db, const char *table, rows_fn next, void *arg,
+                           struct zb_err *err);
+
+    /* Applies a durability level (ZB_SYNC_DEFAULT changes nothing) and
+     * describes the setting now in force, e.g. "synchronous=FULL". */
+    int  (*set_sync)(struct db *db, enum zb_sync level, char *desc, size_t desclen,
+                     struct zb_err *err);
+    /* Bytes the table and its indexes take on disk (-1 if unknown). */
+    long long (*table_bytes)(struct db *db, const char *table);
+    /* Server/library version, for reports. */
+    const char *(*version)(struct db *db);
+
+    /* Dialect: text appended to CREATE TABLE (e.g. " ENGINE=InnoDB"). */
+    const char *(*create_suffix)(struct db *db);
+    /* Replace table `to` by table `from` atomically (old one dropped). */
+    int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
+};
+
+const struct backend_driver *backend_driver(const char *name);
+
+/* A connection bundled with its driver, what loader and server hold. */
+struct backend {
+    const struct backend_driver *drv;
+    const struct backend_conf *conf;
+    struct db *db;
+};
+
+int  backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err);
+void backend_close(struct backend *b);
+
+/* The table's columns in KEN_ALL order, shared by loader, server and tests. */
+#define ZB_NCOLS 15
+extern const char *const zb_columns[ZB_NCOLS];
+/* Flags are INTEGER, the rest TEXT, as the original benchmark did. */
+bool zb_column_is_flag(int col);
+
+/* SQL for the lookup every server request runs: all columns by 7-digit code. */
+int zb_lookup_sql(char *buf, size_t len, const char *table);
+
+/* One row in the tab-separated text format both COPY FROM STDIN and
+ * LOAD DATA read: \N for NULL, backslash escapes, ending in a newline.
+ * zb_tsv_row_max() bytes are enough for zb_tsv_row() to write. */
+size_t zb_tsv_row_max(const char *const *fields);
+size_t zb_tsv_row(char *out, const char *const *fields);
+
+#endif

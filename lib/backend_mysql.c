@@ -1,0 +1,528 @@
+/* MySQL/MariaDB through libmariadb; InnoDB and MyISAM are the same driver
+ * with a different ENGINE= on CREATE TABLE. Statements use the binary
+ * protocol with string binds; results are fetched into growable buffers. */
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <errmsg.h>
+#include <pthread.h>
+#include <strings.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+struct db {
+    MYSQL *h;
+    bool broken;
+    char engine[16];
+    char suffix[64];
+    char version[64];
+    int saved_flush;     /* innodb_flush_log_at_trx_commit before set_sync, or -1 */
+};
+
+struct stmt {
+    struct db *db;
+    MYSQL_STMT *s;
+    int nparams, ncols;
+    MYSQL_BIND *pbind, *rbind;
+    unsigned long *plen, *rlen;
+    my_bool *rnull, *rerr;
+    char **rbuf;
+    unsigned long *rcap;
+};
+
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static void library_init(void) { mysql_library_init(0, NULL, NULL); }
+
+static bool conn_errno(unsigned e)
+{
+    return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
+           e == CR_CONN_HOST_ERROR || e == CR_SERVER_LOST_EXTENDED || e == ER_CONNECTION_KILLED ||
+           e == ER_SERVER_SHUTDOWN;
+}
+
+static int my_fail_code(struct db *db, struct zb_err *err, const char *what, unsigned e,
+                        const char *msg)
+{
+    if (conn_errno(e))
+        db->broken = true;
+    return zb_fail(err, conn_errno(e) ? ZB_ERR_CONN : ZB_ERR_SQL, "mysql: %s: %s (%u)", what,
+                   msg, e);
+}
+
+static int my_fail(struct db *db, struct zb_err *err, const char *what)
+{
+    return my_fail_code(db, err, what, mysql_errno(db->h), mysql_error(db->h));
+}
+
+static int stmt_fail(struct stmt *st, struct zb_err *err, const char *what)
+{
+    return my_fail_code(st->db, err, what, mysql_stmt_errno(st->s), mysql_stmt_error(st->s));
+}
+
+static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    pthread_once(&library_once, library_init);
+    struct db *db = calloc(1, sizeof *db);
+    if (!db || !(db->h = mysql_init(NULL))) {
+        free(db);
+        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+    }
+    db->saved_flush = -1;
+    unsigned timeout = bc->connect_timeout_s > 0 ? (unsigned)bc->connect_timeout_s : 5;
+    unsigned rw_timeout = 30;
+    my_bool on = 1;
+    mysql_options(db->h, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+    mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+    mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
+    mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    const char *host = bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
+    if (!mysql_real_connect(db->h, host, bc->user ? bc->user : "zipbench", bc->password,
+                            bc->database ? bc->database : "zipbench",
+                            (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0)) {
+        zb_fail(err, ZB_ERR_CONN, "mysql: cannot connect to %s: %s (%u)",
+                bc->socket ? bc->socket : host, mysql_error(db->h), mysql_errno(db->h));
+        mysql_close(db->h);
+        free(db);
+        return -1;
+    }
+    snprintf(db->engine, sizeof db->engine, "%s", bc->engine ? bc->engine : "InnoDB");
+    snprintf(db->suffix, sizeof db->suffix, " ENGINE=%s DEFAULT CHARSET=utf8mb4", db->engine);
+    snprintf(db->version, sizeof db->version, "MariaDB %s", mysql_get_server_info(db->h));
+    *out = db;
+    return 0;
+}
+
+static int my_exec(struct db *db, const char *sql, struct zb_err *err)
+{
+    if (mysql_real_query(db->h, sql, strlen(sql)) != 0)
+        return my_fail(db, err, sql);
+    /* Drain a result, if the statement had one (SET, SHOW...). */
+    MYSQL_RES *r = mysql_store_result(db->h);
+    if (r)
+        mysql_free_result(r);
+    return 0;
+}
+
+static void my_close(struct db *db)
+{
+    if (db->saved_flush >= 0 && !db->broken) {
+        char sql[80];
+        snprintf(sql, sizeof sql, "SET GLOBAL innodb_flush_log_at_trx_commit = %d", db->saved_flush);
+        my_exec(db, sql, NULL);
+    }
+    mysql_close(db->h);
+    free(db);
+}
+
+static bool my_alive(struct db *db) { return !db->broken; }
+
+static void stmt_free(struct stmt *st)
+{
+    if (!st)
+        return;
+    if (st->s)
+        mysql_stmt_close(st->s);
+    for (int i = 0; st->rbuf && i < st->ncols; i++)
+        free(st->rbuf[i]);
+    free(st->pbind); free(st->rbind); free(st->plen); free(st->rlen);
+    free(st->rnull); free(st->rerr); free(st->rbuf); free(st->rcap);
+    free(st);
+}
+
+static int my_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                      struct zb_err *err)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    if (!st || !(st->s = mysql_stmt_init(db->h))) {
+        free(st);
+        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+    }
+    st->db = db;
+    if (mysql_stmt_prepare(st->s, sql, strlen(sql)) != 0) {
+        stmt_fail(st, err, sql);
+        stmt_free(st);
+        return -1;
+    }
+    st->nparams = nparams;
+    MYSQL_RES *meta = mysql_stmt_result_metadata(st->s);
+    st->ncols = meta ? (int)mysql_num_fields(meta) : 0;
+    if (meta)
+        mysql_free_result(meta);
+    int np = nparams ? nparams : 1, nc = st->ncols ? st->ncols : 1;
+    st->pbind = calloc((size_t)np, sizeof *st->pbind);
+    st->plen = calloc((size_t)np, sizeof *st->plen);
+    st->rbind = calloc((size_t)nc, sizeof *st->rbind);
+    st->rlen = calloc((size_t)nc, sizeof *st->rlen);
+    st->rnull = calloc((size_t)nc, sizeof *st->rnull);
+    st->rerr = calloc((size_t)nc, sizeof *st->rerr);
+    st->rbuf = calloc((size_t)nc, sizeof *st->rbuf);
+    st->rcap = calloc((size_t)nc, sizeof *st->rcap);
+    if (!st->pbind || !st->plen || !st->rbind || !st->rlen || !st->rnull || !st->rerr ||
+        !st->rbuf || !st->rcap) {
+        stmt_free(st);
+        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+    }
+    for (int c = 0; c < st->ncols; c++) {
+        st->rcap[c] = 256;
+        if (!(st->rbuf[c] = malloc(st->rcap[c] + 1))) {
+            stmt_free(st);
+            return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+        }
+    }
+    *out = st;
+    return 0;
+}
+
+static void bind_results(struct stmt *st)
+{
+    for (int c = 0; c < st->ncols; c++) {
+        MYSQL_BIND *b = &st->rbind[c];
+        memset(b, 0, sizeof *b);
+        b->buffer_type = MYSQL_TYPE_STRING;
+        b->buffer = st->rbuf[c];
+        b->buffer_length = st->rcap[c];
+        b->length = &st->rlen[c];
+        b->is_null = &st->rnull[c];
+        b->error = &st->rerr[c];
+    }
+}
+
+static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                  long long *affected, struct zb_err *err)
+{
+    for (int i = 0; i < st->nparams; i++) {
+        MYSQL_BIND *b = &st->pbind[i];
+        memset(b, 0, sizeof *b);
+        if (params[i]) {
+            b->buffer_type = MYSQL_TYPE_STRING;
+            b->buffer = (void *)params[i];
+            st->plen[i] = strlen(params[i]);
+            b->buffer_length = st->plen[i];
+            b->length = &st->plen[i];
+        } else {
+            b->buffer_type = MYSQL_TYPE_NULL;
+        }
+    }
+    if (st->nparams && mysql_stmt_bind_param(st->s, st->pbind))
+        return stmt_fail(st, err, "bind");
+    if (mysql_stmt_execute(st->s))
+        return stmt_fail(st, err, "execute");
+    if (affected)
+        *affected = (long long)mysql_stmt_affected_rows(st->s);
+    if (!st->ncols)
+        return 0;
+    bind_results(st);
+    if (mysql_stmt_bind_result(st->s, st->rbind))
+        return stmt_fail(st, err, "bind result");
+    const char *vals[64];
+    size_t lens[64];
+    int ncols = st->ncols < 64 ? st->ncols : 64, stop = 0, rc;
+    while ((rc = mysql_stmt_fetch(st->s)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
+        if (stop)
+            continue; /* drain, so the statement can run again */
+        for (int c = 0; c < ncols; c++) {
+            if (st->rlen[c] > st->rcap[c]) { /* value longer than the buffer: grow, refetch */
+                char *bigger = realloc(st->rbuf[c], st->rlen[c] + 1);
+                if (!bigger)
+                    return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+                st->rbuf[c] = bigger;
+                st->rcap[c] = st->rlen[c];
+                bind_results(st);
+                if (mysql_stmt_fetch_column(st->s, &st->rbind[c], (unsigned)c, 0))
+                    return stmt_fail(st, err, "fetch column");
+                mysql_stmt_bind_result(st->s, st->rbind);
+            }
+            st->rbuf[c][st->rlen[c]] = 0;
+            vals[c] = st->rnull[c] ? NULL : st->rbuf[c];
+            lens[c] = st->rlen[c];
+        }
+        if (fn)
+            stop = fn(arg, ncols, vals, lens);
+    }
+    if (rc != MYSQL_NO_DATA)
+        return stmt_fail(st, err, "fetch");
+    mysql_stmt_free_result(st->s);
+    return 0;
+}
+
+static void my_finalize(struct stmt *st) { stmt_free(st); }
+
+static int my_query(struct db *db, const char *sql, int nparams, const char *const *params,
+                    row_fn fn, void *arg, long long *affected, struct zb_err *err)
+{
+    struct stmt *st;
+    if (my_prepare(db, sql, nparams, &st, err) < 0)
+        return -1;
+    int rc = my_run(st, params, fn, arg, affected, err);
+    stmt_free(st);
+    return rc;
+}
+
+/* LOAD DATA LOCAL INFILE reads its "file" through these callbacks, which
+ * pull rows from the loader: nothing is written to disk on the way. */
+struct infile {
+    rows_fn next;
+    void *arg;
+    struct zb_err *err;
+    char *row;           /* current row, formatted */
+    size_t cap, len, off;
+    long long rows;
+    bool started, failed;
+};
+
+static int infile_init(void **ptr, const char *filename, void *userdata)
+{
+    (void)filename;
+    struct infile *in = userdata;
+    in->started = true;
+    *ptr = in;
+    return 0;
+}
+
+static int infile_read(void *ptr, char *buf, unsigned int buf_len)
+{
+    struct infile *in = ptr;
+    unsigned int out = 0;
+    while (out < buf_len) {
+        if (in->off == in->len) {
+            const char *const *fields;
+            int rc = in->next(in->arg, &fields, in->err);
+            if (rc <= 0) {
+                if (rc < 0)
+                    in->failed = true;
+                return rc < 0 ? -1 : (int)out;
+            }
+            size_t need = zb_tsv_row_max(fields);
+            if (need > in->cap) {
+                char *bigger = realloc(in->row, need);
+                if (!bigger) {
+                    in->failed = true;
+                    zb_fail(in->err, ZB_ERR_SYS, "out of memory");
+                    return -1;
+                }
+                in->row = bigger;
+                in->cap = need;
+            }
+            in->len = zb_tsv_row(in->row, fields);
+            in->off = 0;
+            in->rows++;
+        }
+        size_t n = in->len - in->off;
+        if (n > buf_len - out)
+            n = buf_len - out;
+        memcpy(buf + out, in->row + in->off, n);
+        in->off += n;
+        out += (unsigned)n;
+    }
+    return (int)out;
+}
+
+static void infile_end(void *ptr) { (void)ptr; }
+
+static int infile_error(void *ptr, char *msg, unsigned int len)
+{
+    struct infile *in = ptr;
+    snprintf(msg, len, "%s", in->err && in->err->msg[0] ? in->err->msg : "zipbench: load aborted");
+    return CR_UNKNOWN_ERROR;
+}
+
+/* Where the server refuses LOCAL INFILE: multi-row prepared INSERTs. */
+static long long insert_batches(struct db *db, const char *table, rows_fn next, void *arg,
+                                struct zb_err *err)
+{
+    enum { BATCH = 100 };
+    char *sql = malloc(64 + strlen(table) + BATCH * (ZB_NCOLS * 2 + 4));
+    const char **params = calloc(BATCH * ZB_NCOLS, sizeof *params);
+    char **owned = calloc(BATCH * ZB_NCOLS, sizeof *owned);
+    long long rows = 0;
+    int rc = 0, n = 0;
+    struct stmt *full = NULL;
+    if (!sql || !params || !owned) {
+        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        const char *const *fields;
+        rc = next(arg, &fields, err);
+        if (rc == 1) {
+            for (int i = 0; i < ZB_NCOLS; i++) {
+                /* The row source reuses its buffers, so keep copies. */
+                free(owned[n * ZB_NCOLS + i]);
+                owned[n * ZB_NCOLS + i] = fields[i] ? strdup(fields[i]) : NULL;
+                params[n * ZB_NCOLS + i] = owned[n * ZB_NCOLS + i];
+            }
+            n++;
+        }
+        if (rc < 0)
+            break;
+        if (n == BATCH || (rc == 0 && n > 0)) {
+            int len = sprintf(sql, "INSERT INTO %s VALUES ", table);
+            for (int r = 0; r < n; r++) {
+                len += sprintf(sql + len, "%s(?", r ? "," : "");
+                for (int i = 1; i < ZB_NCOLS; i++)
+                    len += sprintf(sql + len, ",?");
+                len += sprintf(sql + len, ")");
+            }
+            struct stmt *st = NULL;
+            if (n == BATCH && full)
+                st = full;
+            else if (my_prepare(db, sql, n * ZB_NCOLS, &st, err) < 0) {
+                rc = -1;
+                break;
+            }
+            int ok = my_run(st, params, NULL, NULL, NULL, err);
+            if (n == BATCH)
+                full = st;
+            else
+                stmt_free(st);
+            if (ok < 0) {
+                rc = -1;
+                break;
+            }
+            rows += n;
+            n = 0;
+        }
+        if (rc == 0)
+            break;
+    }
+out:
+    stmt_free(full);
+    for (int i = 0; owned && i < BATCH * ZB_NCOLS; i++)
+        free(owned[i]);
+    free(owned);
+    free(params);
+    free(sql);
+    return rc < 0 ? -1 : rows;
+}
+
+static long long my_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
+                              struct zb_err *err)
+{
+    struct infile in = { .next = next, .arg = arg, .err = err };
+    mysql_set_local_infile_handler(db->h, infile_init, infile_read, infile_end, infile_error, &in);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "LOAD DATA LOCAL INFILE 'zipbench-rows' INTO TABLE %s CHARACTER SET utf8mb4 "
+             "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'", table);
+    int rc = mysql_real_query(db->h, sql, strlen(sql));
+    mysql_set_local_infile_default(db->h);
+    free(in.row);
+    if (rc != 0) {
+        unsigned e = mysql_errno(db->h);
+        if (!in.started && e == ER_NOT_ALLOWED_COMMAND)
+            return insert_batches(db, table, next, arg, err);
+        if (in.failed)
+            return -1; /* err already says which row */
+        return my_fail(db, err, "LOAD DATA");
+    }
+    long long loaded = (long long)mysql_affected_rows(db->h);
+    if (loaded != in.rows)
+        return zb_fail(err, ZB_ERR_SQL, "mysql: LOAD DATA took %lld of %lld rows (warnings: %u)",
+                       loaded, in.rows, mysql_warning_count(db->h));
+    return loaded;
+}
+
+static int my_variable(struct db *db, const char *name, char *out, size_t len)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT @@%s", name);
+    out[0] = '?';
+    out[1] = 0;
+    if (mysql_real_query(db->h, sql, strlen(sql)) != 0)
+        return -1;
+    MYSQL_RES *r = mysql_store_result(db->h);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    if (row && row[0])
+        snprintf(out, len, "%s", row[0]);
+    if (r)
+        mysql_free_result(r);
+    return row ? 0 : -1;
+}
+
+static int my_set_sync(struct db *db, enum zb_sync level, char *desc, size_t desclen,
+                       struct zb_err *err)
+{
+    char flush[16];
+    bool innodb = strcasecmp(db->engine, "InnoDB") == 0;
+    if (innodb && level != ZB_SYNC_DEFAULT) {
+        /* The knob is global: remember it, and put it back on close. */
+        if (db->saved_flush < 0 && my_variable(db, "innodb_flush_log_at_trx_commit", flush,
+                                               sizeof flush) == 0)
+            db->saved_flush = atoi(flush);
+        static const int value[] = { [ZB_SYNC_FULL] = 1, [ZB_SYNC_NORMAL] = 2, [ZB_SYNC_OFF] = 0 };
+        char sql[80];
+        snprintf(sql, sizeof sql, "SET GLOBAL innodb_flush_log_at_trx_commit = %d", value[level]);
+        if (my_exec(db, sql, err) < 0)
+            return -1;
+    }
+    my_variable(db, "innodb_flush_log_at_trx_commit", flush, sizeof flush);
+    if (innodb)
+        snprintf(desc, desclen, "innodb_flush_log_at_trx_commit=%s", flush);
+    else
+        snprintf(desc, desclen, "MyISAM: no fsync per commit%s", level != ZB_SYNC_DEFAULT
+                                                                    ? " (--sync has no knob here)" : "");
+    return 0;
+}
+
+static int first_number(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    if (n > 0 && v[0])
+        *(long long *)arg = atoll(v[0]);
+    return 1;
+}
+
+static long long my_table_bytes(struct db *db, const char *table)
+{
+    const char *params[] = { table };
+    long long bytes = -1;
+    struct stmt *st;
+    if (my_prepare(db, "SELECT data_length + index_length FROM information_schema.TABLES "
+                       "WHERE table_schema = DATABASE() AND table_name = ?", 1, &st, NULL) < 0)
+        return -1;
+    if (my_run(st, params, first_number, &bytes, NULL, NULL) < 0)
+        bytes = -1;
+    stmt_free(st);
+    return bytes;
+}
+
+static const char *my_version(struct db *db) { return db->version; }
+static const char *my_create_suffix(struct db *db) { return db->suffix; }
+
+static int my_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s_old", to);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s LIKE %s", to, from);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    /* RENAME TABLE swaps both names in one atomic step. */
+    snprintf(sql, sizeof sql, "RENAME TABLE %s TO %s_old, %s TO %s", to, to, from, to);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    snprintf(sql, sizeof sql, "DROP TABLE %s_old", to);
+    return my_exec(db, sql, err);
+}
+
+const struct backend_driver backend_mysql = {
+    .name = "mysql",
+    .open = my_open,
+    .close = my_close,
+    .alive = my_alive,
+    .exec = my_exec,
+    .query = my_query,
+    .prepare = my_prepare,
+    .run = my_run,
+    .finalize = my_finalize,
+    .bulk_load = my_bulk_load,
+    .set_sync = my_set_sync,
+    .table_bytes = my_table_bytes,
+    .version = my_version,
+    .create_suffix = my_create_suffix,
+    .swap_table = my_swap_table,
+};

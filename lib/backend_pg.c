@@ -1,0 +1,331 @@
+/* PostgreSQL through libpq. Values go as text parameters; the server infers
+ * their types from the columns. Results come back in text format. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+struct db {
+    PGconn *conn;
+    int next_stmt;       /* names s1, s2, ... per connection */
+    char version[64];
+};
+
+struct stmt {
+    struct db *db;
+    char name[16];
+    int nparams;
+};
+
+/* A failed call on a connection that is no longer CONNECTION_OK means the
+ * server went away: report it as such so the pool drops the connection. */
+static int pg_fail(struct db *db, struct zb_err *err, const char *what)
+{
+    enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", PQerrorMessage(db->conn));
+    msg[strcspn(msg, "\n")] = 0;
+    return zb_fail(err, kind, "pg: %s: %s", what, msg);
+}
+
+static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    char port[16], timeout[16];
+    snprintf(port, sizeof port, "%d", bc->port > 0 ? bc->port : 5432);
+    snprintf(timeout, sizeof timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
+    /* A socket directory wins over a TCP host, as libpq's own host= does. */
+    const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
+    const char *keys[8], *vals[8];
+    int n = 0;
+#define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
+    KV("host", host);
+    KV("port", port);
+    KV("dbname", bc->database ? bc->database : "zipbench");
+    KV("user", bc->user ? bc->user : "zipbench");
+    KV("password", bc->password);
+    KV("connect_timeout", timeout);
+    KV("application_name", "zipbench");
+#undef KV
+    keys[n] = vals[n] = NULL;
+    PGconn *conn = PQconnectdbParams(keys, vals, 0);
+    if (!conn)
+        return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
+    if (PQstatus(conn) != CONNECTION_OK) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
+        msg[strcspn(msg, "\n")] = 0;
+        PQfinish(conn);
+        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s port %s: %s", host, port, msg);
+    }
+    struct db *db = calloc(1, sizeof *db);
+    if (!db) {
+        PQfinish(conn);
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    }
+    db->conn = conn;
+    int v = PQserverVersion(conn);
+    snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+    *out = db;
+    return 0;
+}
+
+static void pg_close(struct db *db)
+{
+    PQfinish(db->conn);
+    free(db);
+}
+
+static bool pg_alive(struct db *db) { return PQstatus(db->conn) == CONNECTION_OK; }
+
+static int pg_exec(struct db *db, const char *sql, struct zb_err *err)
+{
+    PGresult *r = PQexec(db->conn, sql);
+    ExecStatusType s = PQresultStatus(r);
+    int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+    PQclear(r);
+    return ok ? 0 : pg_fail(db, err, sql);
+}
+
+/* "?" placeholders become "$1".. ; zipbench's SQL never has "?" in strings. */
+static char *pg_placeholders(const char *sql)
+{
+    size_t len = strlen(sql);
+    char *out = malloc(len * 6 + 1);
+    if (!out)
+        return NULL;
+    char *o = out;
+    int n = 0;
+    for (const char *p = sql; *p; p++) {
+        if (*p == '?')
+            o += sprintf(o, "$%d", ++n);
+        else
+            *o++ = *p;
+    }
+    *o = 0;
+    return out;
+}
+
+/* Feeds the rows of a result to fn; returns 0 or -1. */
+static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long *affected,
+                     struct zb_err *err, const char *what)
+{
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
+        msg[strcspn(msg, "\n")] = 0;
+        PQclear(r);
+        enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
+        return zb_fail(err, kind, "pg: %s: %s", what, msg[0] ? msg : PQerrorMessage(db->conn));
+    }
+    if (fn) {
+        int rows = PQntuples(r), ncols = PQnfields(r);
+        const char *vals[64];
+        size_t lens[64];
+        if (ncols > 64)
+            ncols = 64;
+        for (int i = 0; i < rows; i++) {
+            for (int c = 0; c < ncols; c++) {
+                vals[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
+                lens[c] = (size_t)PQgetlength(r, i, c);
+            }
+            if (fn(arg, ncols, vals, lens))
+                break;
+        }
+    }
+    if (affected)
+        *affected = atoll(PQcmdTuples(r));
+    PQclear(r);
+    return 0;
+}
+
+static int pg_query(struct db *db, const char *sql, int nparams, const char *const *params,
+                    row_fn fn, void *arg, long long *affected, struct zb_err *err)
+{
+    char *q = pg_placeholders(sql);
+    if (!q)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    PGresult *r = PQexecParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+    free(q);
+    if (!r)
+        return pg_fail(db, err, sql);
+    return pg_result(db, r, fn, arg, affected, err, sql);
+}
+
+static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                      struct zb_err *err)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    char *q = pg_placeholders(sql);
+    if (!st || !q) {
+        free(st);
+        free(q);
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    }
+    st->db = db;
+    st->nparams = nparams;
+    snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
+    PGresult *r = PQprepare(db->conn, st->name, q, nparams, NULL);
+    free(q);
+    if (!r || pg_result(db, r, NULL, NULL, NULL, err, sql) < 0) {
+        if (!r)
+            pg_fail(db, err, sql);
+        free(st);
+        return -1;
+    }
+    *out = st;
+    return 0;
+}
+
+static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                  long long *affected, struct zb_err *err)
+{
+    PGresult *r = PQexecPrepared(st->db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+    if (!r)
+        return pg_fail(st->db, err, st->name);
+    return pg_result(st->db, r, fn, arg, affected, err, st->name);
+}
+
+static void pg_finalize(struct stmt *st)
+{
+    if (!st)
+        return;
+    if (PQstatus(st->db->conn) == CONNECTION_OK) {
+        char sql[32];
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
+        PQclear(PQexec(st->db->conn, sql));
+    }
+    free(st);
+}
+
+static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
+                              struct zb_err *err)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "COPY %s FROM STDIN", table);
+    PGresult *r = PQexec(db->conn, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        PQclear(r);
+        return pg_fail(db, err, sql);
+    }
+    PQclear(r);
+    /* Rows are batched into a 64 KiB buffer so libpq sends few large messages. */
+    size_t cap = 1 << 16, used = 0;
+    char *buf = malloc(cap);
+    long long rows = 0;
+    int rc = 0;
+    const char *const *fields;
+    while (buf && (rc = next(arg, &fields, err)) == 1) {
+        size_t need = zb_tsv_row_max(fields);
+        if (used + need + 1 > cap) {
+            if (used && PQputCopyData(db->conn, buf, (int)used) != 1) {
+                rc = -1;
+                pg_fail(db, err, "COPY data");
+                break;
+            }
+            used = 0;
+            if (need + 1 > cap) {
+                char *bigger = realloc(buf, need + 1);
+                if (!bigger) { rc = -1; zb_fail(err, ZB_ERR_SYS, "out of memory"); break; }
+                buf = bigger;
+                cap = need + 1;
+            }
+        }
+        used += zb_tsv_row(buf + used, fields);
+        rows++;
+    }
+    if (!buf)
+        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
+    if (rc >= 0 && used && PQputCopyData(db->conn, buf, (int)used) != 1)
+        rc = pg_fail(db, err, "COPY data");
+    free(buf);
+    /* On a failed row source, abort the COPY so nothing half-loaded commits. */
+    if (PQputCopyEnd(db->conn, rc < 0 ? "zipbench: load aborted" : NULL) != 1 && rc >= 0)
+        rc = pg_fail(db, err, "COPY end");
+    /* The COPY's own verdict comes last: a bad row or a lost server. */
+    while ((r = PQgetResult(db->conn)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc >= 0)
+            rc = pg_result(db, r, NULL, NULL, NULL, err, sql);
+        else
+            PQclear(r);
+    }
+    return rc < 0 ? -1 : rows;
+}
+
+static int pg_setting(struct db *db, const char *name, char *out, size_t len)
+{
+    const char *params[] = { name };
+    PGresult *r = PQexecParams(db->conn, "SELECT current_setting($1)", 1, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    snprintf(out, len, "%s", ok ? PQgetvalue(r, 0, 0) : "?");
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static int pg_set_sync(struct db *db, enum zb_sync level, char *desc, size_t desclen,
+                       struct zb_err *err)
+{
+    /* A standalone server has only on/off for commits that matter here:
+     * FULL and NORMAL both wait for the WAL flush, OFF does not. */
+    if (level != ZB_SYNC_DEFAULT &&
+        pg_exec(db, level == ZB_SYNC_OFF ? "SET synchronous_commit = off"
+                                         : "SET synchronous_commit = on", err) < 0)
+        return -1;
+    char commit[32], fsync[32];
+    pg_setting(db, "synchronous_commit", commit, sizeof commit);
+    pg_setting(db, "fsync", fsync, sizeof fsync);
+    snprintf(desc, desclen, "synchronous_commit=%s fsync=%s", commit, fsync);
+    return 0;
+}
+
+static long long pg_table_bytes(struct db *db, const char *table)
+{
+    const char *params[] = { table };
+    PGresult *r = PQexecParams(db->conn, "SELECT pg_total_relation_size($1::regclass)", 1, NULL,
+                               params, NULL, NULL, 0);
+    long long bytes = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        bytes = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return bytes;
+}
+
+static const char *pg_version(struct db *db) { return db->version; }
+
+static const char *pg_create_suffix(struct db *db)
+{
+    (void)db;
+    return "";
+}
+
+static int pg_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "BEGIN; DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; COMMIT", to, from, to);
+    if (pg_exec(db, sql, err) < 0) {
+        PQclear(PQexec(db->conn, "ROLLBACK"));
+        return -1;
+    }
+    return 0;
+}
+
+const struct backend_driver backend_pg = {
+    .name = "pg",
+    .open = pg_open,
+    .close = pg_close,
+    .alive = pg_alive,
+    .exec = pg_exec,
+    .query = pg_query,
+    .prepare = pg_prepare,
+    .run = pg_run,
+    .finalize = pg_finalize,
+    .bulk_load = pg_bulk_load,
+    .set_sync = pg_set_sync,
+    .table_bytes = pg_table_bytes,
+    .version = pg_version,
+    .create_suffix = pg_create_suffix,
+    .swap_table = pg_swap_table,
+};

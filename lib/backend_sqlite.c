@@ -1,0 +1,261 @@
+/* SQLite: the embedded default. One sqlite3 handle per connection; the
+ * server opens them read-only, one per pool slot (SQLITE_OPEN_NOMUTEX: a
+ * connection is only ever used by the thread that holds it from the pool). */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+struct db {
+    sqlite3 *h;
+    char version[64];
+};
+
+struct stmt {
+    struct db *db;
+    sqlite3_stmt *s;
+    int nparams;
+};
+
+static int sql_fail(struct db *db, struct zb_err *err, const char *what)
+{
+    return zb_fail(err, ZB_ERR_SQL, "sqlite: %s: %s", what, sqlite3_errmsg(db->h));
+}
+
+static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct db *db = calloc(1, sizeof *db);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    const char *path = bc->path ? bc->path : "build/zipbench.sqlite";
+    int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    flags |= bc->read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
+        zb_fail(err, ZB_ERR_CONN, "sqlite: cannot open %s: %s", path,
+                db->h ? sqlite3_errmsg(db->h) : "out of memory");
+        sqlite3_close(db->h);
+        free(db);
+        return -1;
+    }
+    /* Wait for a writer (the loader swapping tables) instead of failing. */
+    sqlite3_busy_timeout(db->h, bc->acquire_timeout_ms > 0 ? bc->acquire_timeout_ms : 5000);
+    snprintf(db->version, sizeof db->version, "SQLite %s", sqlite3_libversion());
+    *out = db;
+    return 0;
+}
+
+static void sqlite_close(struct db *db)
+{
+    sqlite3_close_v2(db->h);
+    free(db);
+}
+
+static bool sqlite_alive(struct db *db) { return db && db->h; }
+
+static int sqlite_exec(struct db *db, const char *sql, struct zb_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        zb_fail(err, ZB_ERR_SQL, "sqlite: %s: %s", sql, msg ? msg : sqlite3_errmsg(db->h));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int sqlite_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                          struct zb_err *err)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    if (!st)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL) != SQLITE_OK) {
+        free(st);
+        return sql_fail(db, err, sql);
+    }
+    st->db = db;
+    st->nparams = nparams;
+    *out = st;
+    return 0;
+}
+
+static int sqlite_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                      long long *affected, struct zb_err *err)
+{
+    sqlite3_stmt *s = st->s;
+    for (int i = 0; i < st->nparams; i++) {
+        int rc = params[i] ? sqlite3_bind_text(s, i + 1, params[i], -1, SQLITE_STATIC)
+                           : sqlite3_bind_null(s, i + 1);
+        if (rc != SQLITE_OK) {
+            sqlite3_reset(s);
+            return sql_fail(st->db, err, "bind");
+        }
+    }
+    int ncols = sqlite3_column_count(s);
+    const char *vals[64];
+    size_t lens[64];
+    if (ncols > 64)
+        ncols = 64;
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (!fn)
+            continue;
+        for (int c = 0; c < ncols; c++) {
+            vals[c] = (const char *)sqlite3_column_text(s, c);
+            lens[c] = (size_t)sqlite3_column_bytes(s, c);
+        }
+        stop = fn(arg, ncols, vals, lens);
+    }
+    if (!stop && rc != SQLITE_DONE) {
+        sql_fail(st->db, err, sqlite3_sql(s));
+        sqlite3_reset(s);
+        return -1;
+    }
+    if (affected)
+        *affected = sqlite3_changes64(st->db->h);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return 0;
+}
+
+static void sqlite_finalize(struct stmt *st)
+{
+    if (st) {
+        sqlite3_finalize(st->s);
+        free(st);
+    }
+}
+
+/* One-shot: prepare, run, finalize, the way a page that does not cache
+ * statements pays for parsing every time. */
+static int sqlite_query(struct db *db, const char *sql, int nparams, const char *const *params,
+                        row_fn fn, void *arg, long long *affected, struct zb_err *err)
+{
+    struct stmt st = { .db = db, .nparams = nparams };
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL) != SQLITE_OK)
+        return sql_fail(db, err, sql);
+    int rc = sqlite_run(&st, params, fn, arg, affected, err);
+    sqlite3_finalize(st.s);
+    return rc;
+}
+
+static long long sqlite_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
+                                  struct zb_err *err)
+{
+    char sql[512];
+    int n = snprintf(sql, sizeof sql, "INSERT INTO %s VALUES (?", table);
+    for (int i = 1; i < ZB_NCOLS; i++)
+        n += snprintf(sql + n, sizeof sql - (size_t)n, ",?");
+    snprintf(sql + n, sizeof sql - (size_t)n, ")");
+    struct stmt *st;
+    if (sqlite_prepare(db, sql, ZB_NCOLS, &st, err) < 0)
+        return -1;
+    long long rows = 0;
+    const char *const *fields;
+    int rc;
+    while ((rc = next(arg, &fields, err)) == 1) {
+        if (sqlite_run(st, fields, NULL, NULL, NULL, err) < 0) {
+            rc = -1;
+            break;
+        }
+        rows++;
+    }
+    sqlite_finalize(st);
+    return rc < 0 ? -1 : rows;
+}
+
+static int pragma_text(struct db *db, const char *sql, char *out, size_t len)
+{
+    sqlite3_stmt *s;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        snprintf(out, len, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return 0;
+}
+
+static int sqlite_set_sync(struct db *db, enum zb_sync level, char *desc, size_t desclen,
+                           struct zb_err *err)
+{
+    static const char *const pragma[] = {
+        [ZB_SYNC_FULL] = "PRAGMA synchronous=FULL",
+        [ZB_SYNC_NORMAL] = "PRAGMA synchronous=NORMAL",
+        [ZB_SYNC_OFF] = "PRAGMA synchronous=OFF",
+    };
+    if (level != ZB_SYNC_DEFAULT && sqlite_exec(db, pragma[level], err) < 0)
+        return -1;
+    static const char *const names[] = { "OFF", "NORMAL", "FULL", "EXTRA" };
+    char sync[32], journal[32];
+    pragma_text(db, "PRAGMA synchronous", sync, sizeof sync);
+    pragma_text(db, "PRAGMA journal_mode", journal, sizeof journal);
+    int s = atoi(sync);
+    snprintf(desc, desclen, "synchronous=%s journal_mode=%s", s >= 0 && s <= 3 ? names[s] : sync,
+             journal);
+    return 0;
+}
+
+static long long sqlite_table_bytes(struct db *db, const char *table)
+{
+    /* dbstat is compiled into Debian's SQLite; fall back to the whole file. */
+    char out[32];
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db->h,
+                           "SELECT sum(d.pgsize) FROM dbstat d JOIN sqlite_schema m "
+                           "ON d.name = m.name WHERE m.tbl_name = ?",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+        long long bytes = -1;
+        if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+            bytes = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        if (bytes >= 0)
+            return bytes;
+    }
+    if (pragma_text(db, "PRAGMA page_count", out, sizeof out) < 0)
+        return -1;
+    long long pages = atoll(out);
+    pragma_text(db, "PRAGMA page_size", out, sizeof out);
+    return pages * atoll(out);
+}
+
+static const char *sqlite_version(struct db *db) { return db->version; }
+
+static const char *sqlite_create_suffix(struct db *db)
+{
+    (void)db;
+    return "";
+}
+
+static int sqlite_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "BEGIN; DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; COMMIT",
+             to, from, to);
+    if (sqlite_exec(db, sql, err) < 0) {
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+const struct backend_driver backend_sqlite = {
+    .name = "sqlite",
+    .open = sqlite_open,
+    .close = sqlite_close,
+    .alive = sqlite_alive,
+    .exec = sqlite_exec,
+    .query = sqlite_query,
+    .prepare = sqlite_prepare,
+    .run = sqlite_run,
+    .finalize = sqlite_finalize,
+    .bulk_load = sqlite_bulk_load,
+    .set_sync = sqlite_set_sync,
+    .table_bytes = sqlite_table_bytes,
+    .version = sqlite_version,
+    .create_suffix = sqlite_create_suffix,
+    .swap_table = sqlite_swap_table,
+};

@@ -1,0 +1,312 @@
+/* Config file reading with inih. inih is fed through a line-counting
+ * reader so every error can name its line, which inih alone reports only
+ * for the first failure and without the key. */
+#include "conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *keep(struct zb_conf *conf, const char *s)
+{
+    /* Strings live in one list of separately allocated copies: a pointer
+     * array we free at the end. */
+    if (conf->nstrings == conf->capstrings) {
+        int cap = conf->capstrings ? conf->capstrings * 2 : 32;
+        char **grown = realloc(conf->strings, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        conf->strings = grown;
+        conf->capstrings = cap;
+    }
+    char *copy = strdup(s);
+    if (copy)
+        conf->strings[conf->nstrings++] = copy;
+    return copy;
+}
+
+static void backend_defaults(struct backend_conf *b)
+{
+    memset(b, 0, sizeof *b);
+    b->table = "zipcode";
+    b->pool_min = 0;
+    b->pool_soft_max = 8;
+    b->pool_hard_max = 32;
+    b->pool_ttl_s = 60;
+    b->acquire_timeout_ms = 2000;
+    b->connect_timeout_s = 2;
+    b->persistent = true;
+}
+
+void conf_defaults(struct zb_conf *conf)
+{
+    memset(conf, 0, sizeof *conf);
+    conf->file = "(defaults)";
+    conf->server.bind = "127.0.0.1";
+    conf->server.port = 8080;
+    conf->server.threads = 2;
+    conf->server.connection_timeout_s = 10;
+    conf->server.max_connections = 1024;
+    conf->server.max_request_bytes = 32 * 1024;
+    conf->server.default_backend = "sqlite";
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > hi)
+        return -1;
+    *out = (int)n;
+    return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+        *out = true;
+    else if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+/* Names that end up inside SQL text (table) must be plain identifiers. */
+static bool is_identifier(const char *s)
+{
+    if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return false;
+    return true;
+}
+
+struct field {
+    const char *key;
+    enum { F_STR, F_INT, F_BOOL, F_IDENT } type;
+    size_t offset;
+    int lo, hi;
+};
+
+#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0 }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi }
+static const struct field server_fields[] = {
+    S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
+    I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
+    S(default_backend),
+};
+#undef S
+#undef I
+#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0 }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi }
+#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
+static const struct field backend_fields[] = {
+    S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
+    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
+    I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
+    I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
+    B(persistent), B(read_only),
+};
+#undef S
+#undef I
+#undef B
+
+static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
+                     const char *key, const char *value, const char *where, struct zb_err *err)
+{
+    for (size_t i = 0; i < nf; i++) {
+        if (strcmp(f[i].key, key))
+            continue;
+        void *p = (char *)base + f[i].offset;
+        switch (f[i].type) {
+        case F_IDENT:
+            if (!is_identifier(value))
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not a plain SQL name "
+                               "(letters, digits, _)", where, key, value);
+            /* fall through */
+        case F_STR: {
+            const char *s = keep(conf, value);
+            if (!s)
+                return zb_fail(err, ZB_ERR_SYS, "out of memory");
+            *(const char **)p = s;
+            return 0;
+        }
+        case F_INT:
+            if (parse_int(value, f[i].lo, f[i].hi, p) < 0)
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not an integer in %d..%d",
+                               where, key, value, f[i].lo, f[i].hi);
+            return 0;
+        case F_BOOL:
+            if (parse_bool(value, p) < 0)
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not yes or no", where, key, value);
+            return 0;
+        }
+    }
+    return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s'", where, key);
+}
+
+static struct backend_conf *find_backend(struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->nbackends; i++)
+        if (!strcmp(conf->backend[i].name, name))
+            return &conf->backend[i];
+    return NULL;
+}
+
+static struct backend_conf *add_backend(struct zb_conf *conf, const char *name, const char *where,
+                                        struct zb_err *err)
+{
+    if (!is_identifier(name)) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: backend name '%s' must be letters, digits, _", where, name);
+        return NULL;
+    }
+    if (conf->nbackends == ZB_MAX_BACKENDS) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: more than %d backends", where, ZB_MAX_BACKENDS);
+        return NULL;
+    }
+    struct backend_conf *b = &conf->backend[conf->nbackends++];
+    backend_defaults(b);
+    b->name = keep(conf, name);
+    return b;
+}
+
+int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
+             struct zb_err *err)
+{
+    char where[160];
+    snprintf(where, sizeof where, "[%s]", section ? section : "server");
+    if (!section || !strcmp(section, "server"))
+        return set_field(conf, &conf->server, server_fields,
+                         sizeof server_fields / sizeof server_fields[0], key, value, where, err);
+    struct backend_conf *b = find_backend(conf, section);
+    if (!b)
+        return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
+    return set_field(conf, b, backend_fields, sizeof backend_fields / sizeof backend_fields[0],
+                     key, value, where, err);
+}
+
+struct parse_state {
+    struct zb_conf *conf;
+    FILE *f;
+    int line;
+    struct backend_conf *current;  /* the [backend NAME] being read */
+    char section[128];
+    struct zb_err *err;
+    bool failed;
+};
+
+static char *counting_reader(char *str, int num, void *stream)
+{
+    struct parse_state *ps = stream;
+    char *s = fgets(str, num, ps->f);
+    if (s)
+        ps->line++;
+    return s;
+}
+
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+    struct parse_state *ps = user;
+    if (ps->failed)
+        return 1;  /* report only the first error, keep inih quiet */
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d", ps->conf->file, ps->line);
+    if (strcmp(section, ps->section)) {
+        snprintf(ps->section, sizeof ps->section, "%s", section);
+        ps->current = NULL;
+        if (!strncmp(section, "backend ", 8)) {
+            const char *name = section + 8;
+            while (*name == ' ')
+                name++;
+            if (find_backend(ps->conf, name)) {
+                zb_fail(ps->err, ZB_ERR_INPUT, "%s: backend '%s' defined twice", where, name);
+                ps->failed = true;
+                return 1;
+            }
+            if (!(ps->current = add_backend(ps->conf, name, where, ps->err))) {
+                ps->failed = true;
+                return 1;
+            }
+        } else if (strcmp(section, "server")) {
+            zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME)",
+                    where, section);
+            ps->failed = true;
+            return 1;
+        }
+    }
+    int rc = ps->current
+                 ? set_field(ps->conf, ps->current, backend_fields,
+                             sizeof backend_fields / sizeof backend_fields[0], name, value, where,
+                             ps->err)
+                 : set_field(ps->conf, &ps->conf->server, server_fields,
+                             sizeof server_fields / sizeof server_fields[0], name, value, where,
+                             ps->err);
+    if (rc < 0)
+        ps->failed = true;
+    return 1;
+}
+
+static int validate(struct zb_conf *conf, struct zb_err *err)
+{
+    for (int i = 0; i < conf->nbackends; i++) {
+        struct backend_conf *b = &conf->backend[i];
+        if (!b->driver)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: missing key 'driver' "
+                           "(sqlite, pg or mysql)", conf->file, b->name);
+        if (strcmp(b->driver, "sqlite") && strcmp(b->driver, "pg") && strcmp(b->driver, "mysql"))
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
+                           "or mysql", conf->file, b->name, b->driver);
+        if (b->engine && strcasecmp(b->engine, "InnoDB") && strcasecmp(b->engine, "MyISAM"))
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
+                           "MyISAM", conf->file, b->name, b->engine);
+        if (b->pool_hard_max < b->pool_min || b->pool_hard_max < b->pool_soft_max)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: pool_hard_max (%d) is below "
+                           "pool_min or pool_soft_max", conf->file, b->name, b->pool_hard_max);
+    }
+    return 0;
+}
+
+int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
+{
+    conf_defaults(conf);
+    conf->file = keep(conf, path);
+    struct parse_state ps = { .conf = conf, .err = err };
+    if (!(ps.f = fopen(path, "r")))
+        return zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    int rc = ini_parse_stream(counting_reader, &ps, on_entry, &ps);
+    fclose(ps.f);
+    if (ps.failed)
+        return -1;
+    if (rc > 0)
+        return zb_fail(err, ZB_ERR_INPUT, "%s:%d: syntax error (expected [section] or key = value)",
+                       path, rc);
+    if (rc < 0)
+        return zb_fail(err, ZB_ERR_SYS, "%s: cannot parse (out of memory)", path);
+    return validate(conf, err);
+}
+
+const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->nbackends; i++)
+        if (!strcmp(conf->backend[i].name, name))
+            return &conf->backend[i];
+    return NULL;
+}
+
+void conf_free(struct zb_conf *conf)
+{
+    char **strings = conf->strings;
+    for (int i = 0; i < conf->nstrings; i++)
+        free(strings[i]);
+    free(strings);
+    conf->strings = NULL;
+    conf->nstrings = conf->capstrings = 0;
+}

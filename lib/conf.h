@@ -1,0 +1,72 @@
+/* The config file: one [server] section and one [backend NAME] section per
+ * backend, read with inih. Every error names the file, the line and the key. */
+#ifndef ZB_CONF_H
+#define ZB_CONF_H
+
+#include <stdbool.h>
+
+#include "util.h"
+
+#define ZB_MAX_BACKENDS 16
+
+/* One [backend NAME] section. Strings are owned by the conf. */
+struct backend_conf {
+    const char *name;      /* section name: "sqlite", "pg", "innodb", ... */
+    const char *driver;    /* "sqlite", "pg" or "mysql" */
+    const char *engine;    /* mysql only: "InnoDB" or "MyISAM" */
+    const char *path;      /* sqlite: database file or ":memory:" */
+    const char *host;      /* pg/mysql: TCP host (loopback) */
+    int port;
+    const char *socket;    /* pg: socket directory; mysql: socket file */
+    const char *user;
+    const char *password;
+    const char *database;
+    const char *table;     /* default "zipcode" */
+    int pool_min;          /* connections kept open */
+    int pool_soft_max;     /* idle connections above this are closed after ttl */
+    int pool_hard_max;     /* never more than this many at once */
+    int pool_ttl_s;        /* idle lifetime of connections above soft max */
+    int acquire_timeout_ms;/* a request waits this long for a connection, then 503 */
+    int connect_timeout_s;
+    bool persistent;       /* false: connect per request */
+    bool read_only;        /* the server opens connections read-only */
+};
+
+struct server_conf {
+    const char *bind;      /* default 127.0.0.1 */
+    int port;              /* default 8080 */
+    int threads;           /* libmicrohttpd thread pool size */
+    int connection_timeout_s;
+    int max_connections;
+    int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
+    const char *default_backend;
+};
+
+struct zb_conf {
+    const char *file;
+    struct server_conf server;
+    int nbackends;
+    struct backend_conf backend[ZB_MAX_BACKENDS];
+    /* internal: string storage */
+    char **strings;
+    int nstrings, capstrings;
+};
+
+/* Reads path into conf (defaults first). Returns 0, or -1 with err naming
+ * "file:line: key: problem". */
+int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err);
+
+/* Defaults only, no file: the embedded SQLite backend at build/zipbench.sqlite. */
+void conf_defaults(struct zb_conf *conf);
+
+/* "section.key=value" or "backend.NAME.key=value" style override from the
+ * command line: conf_set(conf, "pg", "port", "5433"). section NULL = [server].
+ * Returns -1 with err on an unknown section or key or a bad value. */
+int conf_set(struct zb_conf *conf, const char *section, const char *key,
+             const char *value, struct zb_err *err);
+
+const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
+
+void conf_free(struct zb_conf *conf);
+
+#endif
