@@ -1,6 +1,7 @@
 /* PostgreSQL through libpq. Values go as text parameters; the server infers
  * their types from the columns. Results come back in text format. */
 #include <libpq-fe.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     snprintf(timeout, sizeof timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
     /* A socket directory wins over a TCP host, as libpq's own host= does. */
     const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
+    /* libpq takes a socket directory only as an absolute path. */
+    char socket_dir[PATH_MAX];
+    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, socket_dir))
+        host = socket_dir;
     const char *keys[8], *vals[8];
     int n = 0;
 #define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
