@@ -1,0 +1,39 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cli_long(const char *prog, const char *flag, const char *arg, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s: '%s' is not a whole number in %ld..%ld\n", prog, flag, arg, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_double(const char *prog, const char *flag, const char *arg, double lo, double hi,
+               double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s: '%s' is not a number in %g..%g\n", prog, flag, arg, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_usage_error(const char *prog)
+{
+    fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+    return ZB_EXIT_USAGE;
+}

@@ -1,0 +1,25 @@
+/* Command-line parsing shared by the programs: a thin layer over APR's
+ * apr_getopt_long (what ab itself uses), plus number parsing with messages
+ * that name the flag. */
+#ifndef ZB_CLI_H
+#define ZB_CLI_H
+
+#include <apr_getopt.h>
+#include <apr_pools.h>
+#include <stdbool.h>
+
+/* Exit codes every zipbench program uses. */
+enum { ZB_EXIT_OK = 0, ZB_EXIT_FAIL = 1, ZB_EXIT_USAGE = 2 };
+
+/* Parses a whole number in [lo, hi]; on failure prints "PROG: FLAG: ..." and
+ * returns -1. */
+int cli_long(const char *prog, const char *flag, const char *arg, long lo, long hi, long *out);
+int cli_double(const char *prog, const char *flag, const char *arg, double lo, double hi,
+               double *out);
+
+/* apr_getopt_long's error for an unknown option or a missing argument is
+ * printed by APR itself; this prints the hint that follows it and returns
+ * ZB_EXIT_USAGE. */
+int cli_usage_error(const char *prog);
+
+#endif
