@@ -1,0 +1,244 @@
+/* The KEN_ALL reader: encodings, line ends, quoting, split records, and a
+ * clear file:line error for every kind of bad input. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "kenall.h"
+
+#define LINE(zip, town_kana, town) \
+    "\"13101\",\"100  \",\"" zip "\",\"ﾄｳｷｮｳﾄ\",\"ﾁﾖﾀﾞｸ\",\"" town_kana "\",\"東京都\",\"千代田区\",\"" town "\",0,0,0,0,0,0"
+
+static char path[1024];
+
+static const char *file_with(const char *name, const char *text)
+{
+    snprintf(path, sizeof path, "%s/%s", test_dir("kenall"), name);
+    write_file(path, text);
+    return path;
+}
+
+/* Reads all rows; returns the count, or -1 with err. */
+static long read_all(const char *p, bool raw, struct zb_err *err, char towns[][256], int max)
+{
+    struct kenall_opts o = { .raw = raw };
+    struct kenall_reader *r = kenall_open(p, &o, err);
+    if (!r)
+        return -1;
+    const char *const *f;
+    long n = 0;
+    int rc;
+    while ((rc = kenall_next(r, &f, err)) == 1) {
+        if (towns && n < max)
+            snprintf(towns[n], 256, "%s|%s|%s", f[KENALL_ZIP], f[KENALL_TOWN_KANA], f[KENALL_TOWN]);
+        n++;
+    }
+    kenall_close(r);
+    return rc < 0 ? -1 : n;
+}
+
+START_TEST(utf8_crlf_and_lf)
+{
+    struct zb_err err = { 0 };
+    char towns[4][256];
+    const char *p = file_with("crlf.csv", LINE("1000001", "ﾁﾖﾀﾞ", "千代田") "\r\n"
+                                          LINE("1000002", "ｺｳｷｮｶﾞｲｴﾝ", "皇居外苑") "\n");
+    ck_assert_int_eq(read_all(p, false, &err, towns, 4), 2);
+    ck_assert_str_eq(towns[0], "1000001|ﾁﾖﾀﾞ|千代田");
+    ck_assert_str_eq(towns[1], "1000002|ｺｳｷｮｶﾞｲｴﾝ|皇居外苑");
+}
+END_TEST
+
+START_TEST(quoted_commas_and_quotes)
+{
+    struct zb_err err = { 0 };
+    char towns[2][256];
+    const char *p = file_with("quotes.csv", LINE("1000003", "ﾋﾄﾂﾊﾞｼ(1,2)", "一ツ橋（1,2丁目）") "\r\n"
+                                            LINE("1000004", "\"\"A\"\"", "大\"\"手\"\"町") "\r\n");
+    ck_assert_int_eq(read_all(p, false, &err, towns, 2), 2);
+    ck_assert_str_eq(towns[0], "1000003|ﾋﾄﾂﾊﾞｼ(1,2)|一ツ橋（1,2丁目）");
+    ck_assert_str_eq(towns[1], "1000004|\"A\"|大\"手\"町");
+}
+END_TEST
+
+START_TEST(split_records_merged_and_raw)
+{
+    struct zb_err err = { 0 };
+    char towns[8][256];
+    const char *p = file_with("split.csv",
+        LINE("0600000", "ｲｶﾆｹｲｻｲｶﾞﾅｲﾊﾞｱｲ", "以下に掲載がない場合") "\r\n"
+        LINE("0640941", "ｱｻﾋｶﾞｵｶ(1", "旭ケ丘（１、２丁目、") "\r\n"
+        LINE("0640941", "-3ﾁｮｳﾒ)", "３丁目）") "\r\n"
+        LINE("0640942", "ｵｵﾄﾞｵﾘ", "大通（西１") "\r\n"
+        LINE("0640942", "ｵｵﾄﾞｵﾘ", "〜西５）") "\r\n");
+    ck_assert_int_eq(read_all(p, false, &err, towns, 8), 3);
+    ck_assert_str_eq(towns[1], "0640941|ｱｻﾋｶﾞｵｶ(1-3ﾁｮｳﾒ)|旭ケ丘（１、２丁目、３丁目）");
+    /* Repeated kana on the continuation line is not doubled. */
+    ck_assert_str_eq(towns[2], "0640942|ｵｵﾄﾞｵﾘ|大通（西１〜西５）");
+    ck_assert_int_eq(read_all(p, true, &err, towns, 8), 5);
+    ck_assert_str_eq(towns[2], "0640941|-3ﾁｮｳﾒ)|３丁目）");
+}
+END_TEST
+
+START_TEST(shift_jis_file)
+{
+    struct zb_err err = { 0 };
+    char towns[2][256];
+    const char *utf = file_with("u.csv", LINE("1000001", "ﾁﾖﾀﾞ", "千代田") "\r\n"
+                                         LINE("1000005", "ﾏﾙﾉｳﾁ", "丸の内（次のビルを除く）") "\r\n");
+    char sjis[1100];
+    snprintf(sjis, sizeof sjis, "%s.sjis", utf);
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "iconv -f UTF-8 -t CP932 '%s' > '%s'", utf, sjis);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(read_all(sjis, false, &err, towns, 2), 2);
+    ck_assert_str_eq(towns[1], "1000005|ﾏﾙﾉｳﾁ|丸の内（次のビルを除く）");
+    struct kenall_reader *r = kenall_open(sjis, NULL, &err);
+    ck_assert_int_eq(kenall_encoding(r), KENALL_SJIS);
+    kenall_close(r);
+}
+END_TEST
+
+/* Expects reading text to fail with a message containing want. */
+static void expect_error(const char *name, const char *text, const char *want, struct kenall_opts *o)
+{
+    const char *p = file_with(name, text);
+    struct zb_err err = { 0 };
+    struct kenall_reader *r = kenall_open(p, o, &err);
+    ck_assert_ptr_nonnull(r);
+    const char *const *f;
+    int rc;
+    while ((rc = kenall_next(r, &f, &err)) == 1)
+        ;
+    kenall_close(r);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(err.msg, p) != NULL, "no file name in: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "expected '%s' in: %s", want, err.msg);
+}
+
+START_TEST(errors_name_file_and_line)
+{
+    expect_error("cols.csv", LINE("1000001", "A", "B") "\r\n\"13101\",\"100\",\"1000002\"\r\n",
+                 ":2: 3 columns, expected 15", NULL);
+    expect_error("trunc.csv", LINE("1000001", "A", "B") "\r\n\"13101\",\"100  \",\"10000",
+                 ":2: truncated last line", NULL);
+    expect_error("code.csv", LINE("100001", "A", "B") "\r\n", ":1: column 3 (postal code)", NULL);
+    expect_error("flag.csv", "\"13101\",\"100  \",\"1000001\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",0,0,x,0,0,0\r\n",
+                 ":1: column 12 (flag)", NULL);
+    expect_error("open.csv", LINE("1000001", "A", "長い町（１") "\r\n", ":1: split record is never closed", NULL);
+    expect_error("mixed.csv", LINE("1000001", "A", "長い町（１") "\r\n" LINE("1000002", "B", "２）") "\r\n",
+                 ":1: split record is not closed before line 2", NULL);
+    expect_error("quote.csv", "\"13101,\"100  \"\r\n", ":1:", NULL);
+    /* 0x81 0x20 is not a Shift_JIS character. */
+    struct kenall_opts sj = { .encoding = KENALL_SJIS };
+    expect_error("badsjis.csv", "\"13101\",\"100  \",\"1000001\",\"\x81\x20\",\"\",\"\",\"\",\"\",\"\",0,0,0,0,0,0\r\n",
+                 ":1: invalid Shift_JIS byte 0x81", &sj);
+    struct kenall_opts u8 = { .encoding = KENALL_UTF8 };
+    expect_error("badutf8.csv", "\"13101\",\"100  \",\"1000001\",\"\xff\",\"\",\"\",\"\",\"\",\"\",0,0,0,0,0,0\r\n",
+                 ":1: invalid UTF-8 byte 0xFF", &u8);
+}
+END_TEST
+
+START_TEST(complete_last_line_without_newline)
+{
+    struct zb_err err = { 0 };
+    const char *p = file_with("nonl.csv", LINE("1000001", "A", "B") "\r\n" LINE("1000002", "C", "D"));
+    ck_assert_int_eq(read_all(p, false, &err, NULL, 0), 2);
+}
+END_TEST
+
+/* The generator's file, read back, is exactly its truth file; the same in
+ * Shift_JIS. */
+static void check_generated(bool sjis)
+{
+    const char *dir = test_dir(sjis ? "gen-sjis" : "gen");
+    char csv[1100], truth[1100];
+    snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    snprintf(truth, sizeof truth, "%s/g.tsv", dir);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 3000 --seed 7 %s --truth %s -o %s",
+                             build_path("bin/gen"), sjis ? "--sjis" : "", truth, csv), 0);
+    struct zb_err err = { 0 };
+    struct kenall_reader *r = kenall_open(csv, NULL, &err);
+    ck_assert_ptr_nonnull(r);
+    FILE *t = fopen(truth, "r");
+    ck_assert_ptr_nonnull(t);
+    char want[4096], got[4096];
+    const char *const *f;
+    long rows = 0;
+    while (kenall_next(r, &f, &err) == 1) {
+        size_t n = 0;
+        for (int i = 0; i < KENALL_COLS; i++)
+            n += (size_t)snprintf(got + n, sizeof got - n, "%s%s", i ? "\t" : "", f[i]);
+        ck_assert_ptr_nonnull(fgets(want, sizeof want, t));
+        want[strcspn(want, "\n")] = 0;
+        ck_assert_str_eq(got, want);
+        rows++;
+    }
+    ck_assert_msg(err.kind == ZB_OK, "%s", err.msg);
+    ck_assert_int_eq(rows, 3000);
+    ck_assert_int_gt(kenall_lines(r), 3000); /* some records were split */
+    ck_assert_int_eq(kenall_encoding(r), sjis ? KENALL_SJIS : KENALL_UTF8);
+    kenall_close(r);
+    fclose(t);
+}
+
+START_TEST(generated_utf8) { check_generated(false); }
+END_TEST
+START_TEST(generated_sjis) { check_generated(true); }
+END_TEST
+
+START_TEST(generator_is_deterministic)
+{
+    char a[4096], b[4096];
+    ck_assert_int_eq(run_cmd(a, sizeof a, "%s --rows 500 --seed 9 | md5sum", build_path("bin/gen")), 0);
+    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 9 | md5sum", build_path("bin/gen")), 0);
+    ck_assert_str_eq(a, b);
+    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 10 | md5sum", build_path("bin/gen")), 0);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows x", build_path("bin/gen")), 2);
+}
+END_TEST
+
+/* The real list from `make dataset`: its logical row count is the npm
+ * package's, and every line reads without error. */
+START_TEST(real_dataset_matches_package)
+{
+    const char *csv = build_path("ken_all.csv"), *meta = build_path("ken_all.meta");
+    FILE *m = fopen(meta, "r");
+    ck_assert_msg(m != NULL, "%s missing: run make dataset", meta);
+    long want_rows = -1, want_lines = -1;
+    char line[256];
+    while (fgets(line, sizeof line, m)) {
+        sscanf(line, "rows=%ld", &want_rows);
+        sscanf(line, "lines=%ld", &want_lines);
+    }
+    fclose(m);
+    ck_assert_int_gt(want_rows, 120000);
+    struct zb_err err = { 0 };
+    struct kenall_opts merged = { 0 }, raw = { .raw = true };
+    ck_assert_int_eq(kenall_count(csv, &merged, &err), want_rows);
+    if (want_lines > 0)
+        ck_assert_int_eq(kenall_count(csv, &raw, &err), want_lines);
+}
+END_TEST
+
+Suite *suite_kenall(void)
+{
+    Suite *s = suite_create("kenall");
+    TCase *t = tcase_create("reader");
+    tcase_add_test(t, utf8_crlf_and_lf);
+    tcase_add_test(t, quoted_commas_and_quotes);
+    tcase_add_test(t, split_records_merged_and_raw);
+    tcase_add_test(t, shift_jis_file);
+    tcase_add_test(t, errors_name_file_and_line);
+    tcase_add_test(t, complete_last_line_without_newline);
+    tcase_add_test(t, generated_utf8);
+    tcase_add_test(t, generated_sjis);
+    tcase_add_test(t, generator_is_deterministic);
+    tcase_add_test(t, real_dataset_matches_package);
+    tcase_set_timeout(t, 60);
+    suite_add_tcase(s, t);
+    return s;
+}
