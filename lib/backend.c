@@ -90,3 +90,27 @@ size_t zb_tsv_row(char *out, const char *const *fields)
     *o++ = '\n';
     return (size_t)(o - out);
 }
+
+int zb_create_sql(char *buf, size_t len, const char *table, const char *suffix)
+{
+    size_t n = (size_t)snprintf(buf, len, "CREATE TABLE %s (", table);
+    for (int i = 0; i < ZB_NCOLS && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %s", i ? ", " : "", zb_columns[i],
+                              zb_column_is_flag(i) ? "INTEGER NOT NULL" : "TEXT NOT NULL");
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, ")%s", suffix ? suffix : "");
+    return n < len ? 0 : -1;
+}
+
+int zb_insert_sql(char *buf, size_t len, const char *table, int rows)
+{
+    size_t n = (size_t)snprintf(buf, len, "INSERT INTO %s VALUES ", table);
+    for (int r = 0; r < rows && n < len; r++) {
+        n += (size_t)snprintf(buf + n, len - n, "%s(?", r ? "," : "");
+        for (int i = 1; i < ZB_NCOLS && n < len; i++)
+            n += (size_t)snprintf(buf + n, len - n, ",?");
+        if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, ")");
+    }
+    return n < len ? 0 : -1;
+}

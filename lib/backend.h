@@ -92,6 +92,10 @@ bool zb_column_is_flag(int col);
 
 /* SQL for the lookup every server request runs: all columns by 7-digit code. */
 int zb_lookup_sql(char *buf, size_t len, const char *table);
+/* CREATE TABLE for the 15 columns, with the driver's suffix (engine). */
+int zb_create_sql(char *buf, size_t len, const char *table, const char *suffix);
+/* INSERT of `rows` rows of 15 placeholders each. */
+int zb_insert_sql(char *buf, size_t len, const char *table, int rows);
 
 /* One row in the tab-separated text format both COPY FROM STDIN and
  * LOAD DATA read: \N for NULL, backslash escapes, ending in a newline.

@@ -334,7 +334,8 @@ static long long insert_batches(struct db *db, const char *table, rows_fn next, 
                                 struct zb_err *err)
 {
     enum { BATCH = 100 };
-    char *sql = malloc(64 + strlen(table) + BATCH * (ZB_NCOLS * 2 + 4));
+    size_t sql_len = 64 + strlen(table) + BATCH * (ZB_NCOLS * 2 + 4);
+    char *sql = malloc(sql_len);
     const char **params = calloc(BATCH * ZB_NCOLS, sizeof *params);
     char **owned = calloc(BATCH * ZB_NCOLS, sizeof *owned);
     long long rows = 0;
@@ -359,13 +360,7 @@ static long long insert_batches(struct db *db, const char *table, rows_fn next, 
         if (rc < 0)
             break;
         if (n == BATCH || (rc == 0 && n > 0)) {
-            int len = sprintf(sql, "INSERT INTO %s VALUES ", table);
-            for (int r = 0; r < n; r++) {
-                len += sprintf(sql + len, "%s(?", r ? "," : "");
-                for (int i = 1; i < ZB_NCOLS; i++)
-                    len += sprintf(sql + len, ",?");
-                len += sprintf(sql + len, ")");
-            }
+            zb_insert_sql(sql, sql_len, table, n);
             struct stmt *st = NULL;
             if (n == BATCH && full)
                 st = full;

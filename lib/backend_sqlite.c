@@ -145,11 +145,9 @@ static long long sqlite_bulk_load(struct db *db, const char *table, rows_fn next
                                   struct zb_err *err)
 {
     char sql[512];
-    int n = snprintf(sql, sizeof sql, "INSERT INTO %s VALUES (?", table);
-    for (int i = 1; i < ZB_NCOLS; i++)
-        n += snprintf(sql + n, sizeof sql - (size_t)n, ",?");
-    snprintf(sql + n, sizeof sql - (size_t)n, ")");
     struct stmt *st;
+    if (zb_insert_sql(sql, sizeof sql, table, 1) < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "table name too long");
     if (sqlite_prepare(db, sql, ZB_NCOLS, &st, err) < 0)
         return -1;
     long long rows = 0;

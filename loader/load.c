@@ -1,0 +1,238 @@
+/* The four load modes.
+ *
+ * Rows go into <table>_load, a table nobody reads, and only when its row
+ * count matches the file's is it swapped in for <table> in one atomic
+ * step. A load killed or cut off half way leaves <table>_load behind and
+ * the old <table> as it was: nothing half-loaded is ever claimed complete. */
+#include "load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "progress.h"
+
+static const char *const mode_names[] = { "autocommit", "transaction", "prepared", "bulk" };
+
+const char *load_mode_name(enum load_mode m) { return mode_names[m]; }
+
+int load_mode_parse(const char *s, enum load_mode *m)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, mode_names[i])) {
+            *m = (enum load_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* The row source every mode reads through: counts and draws progress. */
+struct source {
+    struct kenall_reader *r;
+    struct progress bar;
+    long long rows;
+};
+
+static int next_row(void *arg, const char *const **fields, struct zb_err *err)
+{
+    struct source *s = arg;
+    int rc = kenall_next(s->r, fields, err);
+    if (rc == 1 && (++s->rows & 1023) == 0)
+        progress_update(&s->bar, kenall_offset(s->r), kenall_size(s->r), s->rows);
+    return rc;
+}
+
+/* One statement per row: parsed every time, as a PHP page would send it. */
+static long long load_each(struct backend *b, const char *table, struct source *src,
+                           struct zb_err *err)
+{
+    char sql[512];
+    zb_insert_sql(sql, sizeof sql, table, 1);
+    const char *const *fields;
+    long long rows = 0;
+    int rc;
+    while ((rc = next_row(src, &fields, err)) == 1) {
+        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0)
+            return -1;
+        rows++;
+    }
+    return rc < 0 ? -1 : rows;
+}
+
+/* One prepared statement of `batch` rows, executed per batch; the last,
+ * shorter batch gets a statement of its own. */
+static long long load_prepared(struct backend *b, const char *table, int batch,
+                               struct source *src, struct zb_err *err)
+{
+    size_t sqllen = 128 + (size_t)batch * (ZB_NCOLS * 2 + 4);
+    char *sql = malloc(sqllen);
+    const char **params = calloc((size_t)batch * ZB_NCOLS, sizeof *params);
+    char **copies = calloc((size_t)batch * ZB_NCOLS, sizeof *copies);
+    struct stmt *full = NULL;
+    long long rows = 0;
+    int rc = 0, n = 0;
+    if (!sql || !params || !copies) {
+        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
+        goto out;
+    }
+    zb_insert_sql(sql, sqllen, table, batch);
+    if (b->drv->prepare(b->db, sql, batch * ZB_NCOLS, &full, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    for (;;) {
+        const char *const *fields;
+        rc = next_row(src, &fields, err);
+        if (rc < 0)
+            break;
+        if (rc == 1) {
+            /* The reader reuses its buffers: a batch keeps its own copies. */
+            for (int i = 0; i < ZB_NCOLS; i++) {
+                char **c = &copies[n * ZB_NCOLS + i];
+                free(*c);
+                *c = strdup(fields[i]);
+                params[n * ZB_NCOLS + i] = *c;
+            }
+            n++;
+        }
+        if (n == batch || (rc == 0 && n > 0)) {
+            struct stmt *st = full;
+            if (n < batch) {
+                zb_insert_sql(sql, sqllen, table, n);
+                if (b->drv->prepare(b->db, sql, n * ZB_NCOLS, &st, err) < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+            int ok = b->drv->run(st, params, NULL, NULL, NULL, err);
+            if (st != full)
+                b->drv->finalize(st);
+            if (ok < 0) {
+                rc = -1;
+                break;
+            }
+            rows += n;
+            n = 0;
+        }
+        if (rc == 0)
+            break;
+    }
+out:
+    if (full)
+        b->drv->finalize(full);
+    for (int i = 0; copies && i < batch * ZB_NCOLS; i++)
+        free(copies[i]);
+    free(copies);
+    free(params);
+    free(sql);
+    return rc < 0 ? -1 : rows;
+}
+
+static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    if (n > 0 && v[0])
+        *(long long *)arg = atoll(v[0]);
+    return 1;
+}
+
+static int create_indexes(struct backend *b, const char *table, const char *tag,
+                          struct zb_err *err)
+{
+    /* Index names are unique per load: in PostgreSQL and SQLite they are
+     * schema-wide and the previous table's indexes still hold theirs. */
+    static const char *const cols[] = { "zip_code", "old_code" };
+    for (int i = 0; i < 2; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "CREATE INDEX %s_%s_%s ON %s (%s)", table, cols[i], tag, table,
+                 cols[i]);
+        if (b->drv->exec(b->db, sql, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int load_run(const struct backend_conf *bc, const struct load_opts *o, struct load_result *res,
+             struct zb_err *err)
+{
+    memset(res, 0, sizeof *res);
+    struct backend b;
+    if (backend_open(&b, bc, err) < 0)
+        return -1;
+    struct source src = { 0 };
+    int rc = -1;
+    char table[128], sql[1024], tag[32];
+    snprintf(table, sizeof table, "%s_load", bc->table);
+    snprintf(tag, sizeof tag, "%lx%x", (unsigned long)time(NULL), (unsigned)getpid() & 0xfff);
+    snprintf(res->version, sizeof res->version, "%s", b.drv->version(b.db));
+    if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
+        goto out;
+    if (!(src.r = kenall_open(o->dataset, &o->read, err)))
+        goto out;
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", table);
+    if (b.drv->exec(b.db, sql, err) < 0)
+        goto out;
+    zb_create_sql(sql, sizeof sql, table, b.drv->create_suffix(b.db));
+    if (b.drv->exec(b.db, sql, err) < 0)
+        goto out;
+
+    char label[64];
+    snprintf(label, sizeof label, "%s %s", bc->name, load_mode_name(o->mode));
+    progress_start(&src.bar, label, o->quiet);
+    double t0 = zb_now_s();
+    if (!o->index_after && create_indexes(&b, table, tag, err) < 0)
+        goto out;
+    bool txn = o->mode != MODE_AUTOCOMMIT;
+    if (txn && b.drv->exec(b.db, "BEGIN", err) < 0)
+        goto out;
+    long long loaded;
+    switch (o->mode) {
+    case MODE_AUTOCOMMIT:
+    case MODE_TRANSACTION: loaded = load_each(&b, table, &src, err); break;
+    case MODE_PREPARED: loaded = load_prepared(&b, table, o->batch, &src, err); break;
+    default: loaded = b.drv->bulk_load(b.db, table, next_row, &src, err); break;
+    }
+    if (loaded < 0) {
+        if (txn && b.drv->alive(b.db))
+            b.drv->exec(b.db, "ROLLBACK", NULL);
+        goto out;
+    }
+    if (txn && b.drv->exec(b.db, "COMMIT", err) < 0)
+        goto out;
+    res->seconds = zb_now_s() - t0;
+    progress_end(&src.bar);
+    if (o->index_after) {
+        double t1 = zb_now_s();
+        if (create_indexes(&b, table, tag, err) < 0)
+            goto out;
+        res->index_seconds = zb_now_s() - t1;
+    }
+
+    /* The table must hold every row the file has, or it is not swapped in. */
+    long long in_table = -1;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    if (b.drv->query(b.db, sql, 0, NULL, count_cb, &in_table, NULL, err) < 0)
+        goto out;
+    if (in_table != src.rows || loaded != src.rows) {
+        zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not swapped in",
+                bc->name, in_table, o->dataset, src.rows);
+        goto out;
+    }
+    if (b.drv->swap_table(b.db, table, bc->table, err) < 0)
+        goto out;
+    res->rows = src.rows;
+    res->lines = kenall_lines(src.r);
+    res->table_bytes = b.drv->table_bytes(b.db, bc->table);
+    rc = 0;
+out:
+    progress_end(&src.bar);
+    if (rc < 0 && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", table);
+        b.drv->exec(b.db, sql, NULL);
+    }
+    kenall_close(src.r);
+    backend_close(&b);
+    return rc;
+}
