@@ -1,0 +1,81 @@
+/* The config file: defaults, overrides, and errors that name file, line, key. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf.h"
+#include "helpers.h"
+
+static char path[1100];
+
+static int load_text(struct zb_conf *c, const char *text, struct zb_err *err)
+{
+    snprintf(path, sizeof path, "%s/z.conf", test_dir("conf"));
+    write_file(path, text);
+    return conf_load(c, path, err);
+}
+
+static void expect_error(const char *text, const char *want)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    char full[1300];
+    snprintf(full, sizeof full, "%s%s", path, want);
+    ck_assert_msg(strstr(err.msg, full) != NULL, "expected '%s' in: %s", full, err.msg);
+    conf_free(&c);
+}
+
+START_TEST(shipped_config_loads)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(c.nbackends, 4);
+    const struct backend_conf *pg = conf_backend(&c, "pg");
+    ck_assert_str_eq(pg->driver, "pg");
+    ck_assert_int_eq(pg->port, 55432);
+    ck_assert_str_eq(conf_backend(&c, "myisam")->engine, "MyISAM");
+    ck_assert_str_eq(conf_backend(&c, "sqlite")->table, "zipcode");
+    ck_assert_str_eq(c.server.bind, "127.0.0.1");
+    ck_assert_int_eq(conf_set(&c, "pg", "port", "5433", &err), 0);
+    ck_assert_int_eq(conf_backend(&c, "pg")->port, 5433);
+    ck_assert_int_eq(conf_set(&c, NULL, "threads", "4", &err), 0);
+    ck_assert_int_eq(c.server.threads, 4);
+    ck_assert_int_eq(conf_set(&c, "pg", "colour", "red", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown key 'colour'"));
+    ck_assert_int_eq(conf_set(&c, "nosuch", "port", "1", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown backend 'nosuch'"));
+    conf_free(&c);
+}
+END_TEST
+
+START_TEST(errors_name_file_line_and_key)
+{
+    expect_error("[server]\nport = 80x\n", ":2: port: '80x' is not an integer in 1..65535");
+    expect_error("[server]\nport = 8080\n\n[backend pg]\ndriver = pg\nbogus = 1\n", ":6: unknown key 'bogus'");
+    expect_error("[serve]\nport = 1\n", ":2: unknown section [serve]");
+    expect_error("[server]\nthis line has no equals sign\n", ":2: syntax error");
+    expect_error("[backend x]\ndriver = oracle\n", ": [backend x]: driver: 'oracle' is not sqlite");
+    expect_error("[backend x]\nport = 1\n", ": [backend x]: missing key 'driver'");
+    expect_error("[backend x]\ndriver = pg\ntable = t;drop\n", ":3: table: 't;drop' is not");
+    expect_error("[backend x]\ndriver = pg\ntable = a-b\n", ":3: table: 'a-b' is not a plain SQL name");
+    expect_error("[backend x]\ndriver = pg\n[backend x]\ndriver = pg\n", ":4: backend 'x' defined twice");
+    expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&c, "/nonexistent/z.conf", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/z.conf: cannot open"));
+    conf_free(&c);
+}
+END_TEST
+
+Suite *suite_conf(void)
+{
+    Suite *s = suite_create("conf");
+    TCase *t = tcase_create("conf");
+    tcase_add_test(t, shipped_config_loads);
+    tcase_add_test(t, errors_name_file_line_and_key);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,228 @@
+/* The loader against the real servers: every backend in every mode, row
+ * counts and a sample of rows compared field by field with the file. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "conf.h"
+#include "helpers.h"
+
+#define ROWS 1500
+
+static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
+static const char *const modes[] = { "autocommit", "transaction", "prepared", "bulk" };
+static char csv[1100], truth[1100], sqlite_path[1100];
+
+static void make_dataset(void)
+{
+    const char *dir = test_dir("loader");
+    snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    snprintf(truth, sizeof truth, "%s/g.tsv", dir);
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/loader.sqlite", dir);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --truth %s -o %s",
+                             build_path("bin/gen"), ROWS, truth, csv), 0);
+}
+
+/* Runs the loader with the test's table names; returns its exit status. */
+static int loader(char *out, size_t len, const char *backend, const char *args)
+{
+    return run_cmd(out, len,
+                   "%s -q --json --backend %s --set sqlite.path=%s --set pg.table=zt_loader "
+                   "--set innodb.table=zt_loader_innodb --set myisam.table=zt_loader_myisam %s",
+                   build_path("bin/loader"), backend, sqlite_path, args);
+}
+
+static struct zb_conf conf;
+
+static void open_backend(struct backend *b, const char *name)
+{
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&conf, "conf/zipbench.conf", &err), 0);
+    conf_set(&conf, "sqlite", "path", sqlite_path, &err);
+    conf_set(&conf, "pg", "table", "zt_loader", &err);
+    conf_set(&conf, "innodb", "table", "zt_loader_innodb", &err);
+    conf_set(&conf, "myisam", "table", "zt_loader_myisam", &err);
+    const struct backend_conf *bc = conf_backend(&conf, name);
+    ck_assert_ptr_nonnull(bc);
+    ck_assert_msg(backend_open(b, bc, &err) == 0, "%s", err.msg);
+}
+
+static int count_rows(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)n;
+    (void)l;
+    *(long long *)arg = atoll(v[0]);
+    return 0;
+}
+
+struct match { const char *want; int found; };
+
+static int match_row(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    struct match *m = arg;
+    char got[4096];
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(got + k, sizeof got - k, "%s%s", i ? "\t" : "", v[i] ? v[i] : "NULL");
+    if (!strcmp(got, m->want))
+        m->found = 1;
+    return 0;
+}
+
+/* Every 50th row of the truth file is in the table, field for field. */
+static void check_table(const char *name, long long want_rows)
+{
+    struct backend b;
+    open_backend(&b, name);
+    struct zb_err err = { 0 };
+    char sql[2048];
+    long long n = -1;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", b.conf->table);
+    ck_assert_msg(b.drv->query(b.db, sql, 0, NULL, count_rows, &n, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(n, want_rows);
+    zb_lookup_sql(sql, sizeof sql, b.conf->table);
+    struct stmt *st;
+    ck_assert_msg(b.drv->prepare(b.db, sql, 1, &st, &err) == 0, "%s", err.msg);
+    FILE *t = fopen(truth, "r");
+    char line[4096];
+    for (int i = 0; fgets(line, sizeof line, t); i++) {
+        if (i % 50)
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        char zip[8];
+        memcpy(zip, strchr(strchr(line, '\t') + 1, '\t') + 1, 7);
+        zip[7] = 0;
+        struct match m = { line, 0 };
+        const char *params[] = { zip };
+        ck_assert_msg(b.drv->run(st, params, match_row, &m, NULL, &err) == 0, "%s", err.msg);
+        ck_assert_msg(m.found, "%s: row not found as in the file: %s", name, line);
+    }
+    fclose(t);
+    b.drv->finalize(st);
+    backend_close(&b);
+    conf_free(&conf);
+}
+
+START_TEST(every_backend_every_mode)
+{
+    make_dataset();
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            char out[8192], args[2400];
+            snprintf(args, sizeof args, "--mode %s --dataset %s %s", modes[mi], csv,
+                     mi == 2 ? "--batch 64" : "");
+            int rc = loader(out, sizeof out, backends[bi], args);
+            ck_assert_msg(rc == 0, "%s %s: exit %d: %s", backends[bi], modes[mi], rc, out);
+            char want[64];
+            snprintf(want, sizeof want, "\"rows\":%d,", ROWS);
+            ck_assert_msg(strstr(out, want), "%s %s: %s", backends[bi], modes[mi], out);
+            ck_assert_msg(strstr(out, "\"rows_per_s\":"), "%s", out);
+            check_table(backends[bi], ROWS);
+        }
+    }
+}
+END_TEST
+
+START_TEST(index_after_and_sync_are_reported)
+{
+    make_dataset();
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --no-index --sync off --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, backends[bi], args), 0);
+        ck_assert_msg(strstr(out, "\"index_after\":true"), "%s", out);
+        const char *knob = !strcmp(backends[bi], "sqlite") ? "synchronous=OFF"
+                         : !strcmp(backends[bi], "pg") ? "synchronous_commit=off"
+                         : !strcmp(backends[bi], "innodb") ? "innodb_flush_log_at_trx_commit=0"
+                         : "MyISAM";
+        ck_assert_msg(strstr(out, knob), "%s: no %s in %s", backends[bi], knob, out);
+        check_table(backends[bi], ROWS);
+    }
+    /* The global InnoDB knob is put back after the load. */
+    struct backend b;
+    open_backend(&b, "innodb");
+    char desc[128];
+    struct zb_err err = { 0 };
+    b.drv->set_sync(b.db, ZB_SYNC_DEFAULT, desc, sizeof desc, &err);
+    ck_assert_str_eq(desc, "innodb_flush_log_at_trx_commit=1");
+    backend_close(&b);
+    conf_free(&conf);
+}
+END_TEST
+
+START_TEST(bad_row_fails_and_keeps_the_old_table)
+{
+    make_dataset();
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s.bad", csv);
+    /* A good file, then the same with line 700 cut to 3 columns. */
+    ck_assert_int_eq(run_cmd(NULL, 0, "awk 'NR==700 {print \"\\\"1\\\",\\\"2\\\",\\\"3\\\"\"; next} {print}' %s > %s",
+                             csv, bad), 0);
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, backends[bi], args), 0);
+        snprintf(args, sizeof args, "--mode %s --dataset %s", bi % 2 ? "bulk" : "prepared", bad);
+        int rc = loader(out, sizeof out, backends[bi], args);
+        ck_assert_msg(rc == 1, "%s: exit %d: %s", backends[bi], rc, out);
+        char where[1300];
+        snprintf(where, sizeof where, "%s:700: 3 columns, expected 15", bad);
+        ck_assert_msg(strstr(out, where), "%s: no '%s' in: %s", backends[bi], where, out);
+        check_table(backends[bi], ROWS);  /* the old table, untouched */
+        struct backend b;
+        open_backend(&b, backends[bi]);
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s_load", b.conf->table);
+        struct zb_err err = { 0 };
+        ck_assert_msg(b.drv->query(b.db, sql, 0, NULL, NULL, NULL, NULL, &err) < 0,
+                      "%s: a half-loaded %s_load was left behind", backends[bi], b.conf->table);
+        backend_close(&b);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
+START_TEST(raw_mode_loads_every_line)
+{
+    make_dataset();
+    char out[8192], args[2400], lines[64];
+    ck_assert_int_eq(run_cmd(lines, sizeof lines, "wc -l < %s", csv), 0);
+    snprintf(args, sizeof args, "--mode bulk --raw --dataset %s", csv);
+    ck_assert_int_eq(loader(out, sizeof out, "pg", args), 0);
+    char want[64];
+    snprintf(want, sizeof want, "\"rows\":%ld,", atol(lines));
+    ck_assert_msg(strstr(out, want), "want %s in %s", want, out);
+    ck_assert_int_gt(atol(lines), ROWS);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2)
+{
+    char out[8192];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --mode fast", build_path("bin/loader")), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--mode: 'fast'"));
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --backend nosuch", build_path("bin/loader")), 2);
+    ck_assert_ptr_nonnull(strstr(out, "no backend 'nosuch'"));
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", build_path("bin/loader")), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf /nonexistent.conf", build_path("bin/loader")), 2);
+    ck_assert_ptr_nonnull(strstr(out, "/nonexistent.conf: cannot open"));
+}
+END_TEST
+
+Suite *suite_loader(void)
+{
+    Suite *s = suite_create("loader");
+    TCase *t = tcase_create("loader");
+    tcase_add_test(t, every_backend_every_mode);
+    tcase_add_test(t, index_after_and_sync_are_reported);
+    tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
+    tcase_add_test(t, raw_mode_loads_every_line);
+    tcase_add_test(t, usage_errors_exit_2);
+    tcase_set_timeout(t, 300);
+    suite_add_tcase(s, t);
+    return s;
+}
