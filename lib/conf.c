@@ -201,14 +201,41 @@ struct parse_state {
     char section[128];
     struct zb_err *err;
     bool failed;
+    char headers[ZB_MAX_BACKENDS + 2][128];
+    int nheaders;
 };
+
+/* inih does not tell us when a section header repeats (the entries of a
+ * second [backend x] would silently merge into the first), so the reader
+ * watches the header lines as they pass. */
+static void watch_header(struct parse_state *ps, const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line != '[' || ps->failed)
+        return;
+    char name[128];
+    size_t n = strcspn(line + 1, "]\r\n");
+    snprintf(name, sizeof name, "%.*s", (int)n, line + 1);
+    for (int i = 0; i < ps->nheaders; i++)
+        if (!strcmp(ps->headers[i], name)) {
+            zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: section [%s] defined twice", ps->conf->file,
+                    ps->line, name);
+            ps->failed = true;
+            return;
+        }
+    if (ps->nheaders < (int)(sizeof ps->headers / sizeof ps->headers[0]))
+        snprintf(ps->headers[ps->nheaders++], sizeof ps->headers[0], "%s", name);
+}
 
 static char *counting_reader(char *str, int num, void *stream)
 {
     struct parse_state *ps = stream;
     char *s = fgets(str, num, ps->f);
-    if (s)
+    if (s) {
         ps->line++;
+        watch_header(ps, s);
+    }
     return s;
 }
 
@@ -226,11 +253,6 @@ static int on_entry(void *user, const char *section, const char *name, const cha
             const char *name = section + 8;
             while (*name == ' ')
                 name++;
-            if (find_backend(ps->conf, name)) {
-                zb_fail(ps->err, ZB_ERR_INPUT, "%s: backend '%s' defined twice", where, name);
-                ps->failed = true;
-                return 1;
-            }
             if (!(ps->current = add_backend(ps->conf, name, where, ps->err))) {
                 ps->failed = true;
                 return 1;

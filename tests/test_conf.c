@@ -60,7 +60,7 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[backend x]\nport = 1\n", ": [backend x]: missing key 'driver'");
     expect_error("[backend x]\ndriver = pg\ntable = t;drop\n", ":3: table: 't;drop' is not");
     expect_error("[backend x]\ndriver = pg\ntable = a-b\n", ":3: table: 'a-b' is not a plain SQL name");
-    expect_error("[backend x]\ndriver = pg\n[backend x]\ndriver = pg\n", ":4: backend 'x' defined twice");
+    expect_error("[backend x]\ndriver = pg\n[backend x]\ndriver = pg\n", ":3: section [backend x] defined twice");
     expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
     struct zb_conf c;
     struct zb_err err = { 0 };
