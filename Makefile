@@ -77,8 +77,12 @@ sanitize:
 bench: all dataset
 	scripts/bench
 
+# The main job: load the real list into SQLite, serve it, measure it.
+run: all dataset
+	scripts/run
+
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize bench clean dataset
+.PHONY: all test sanitize bench clean dataset run
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
