@@ -32,12 +32,14 @@ int load_mode_parse(const char *s, enum load_mode *m)
 struct source {
     struct kenall_reader *r;
     struct progress bar;
-    long long rows;
+    long long rows, limit;
 };
 
 static int next_row(void *arg, const char *const **fields, struct zb_err *err)
 {
     struct source *s = arg;
+    if (s->limit && s->rows == s->limit)
+        return 0;
     int rc = kenall_next(s->r, fields, err);
     if (rc == 1 && (++s->rows & 1023) == 0)
         progress_update(&s->bar, kenall_offset(s->r), kenall_size(s->r), s->rows);
@@ -161,7 +163,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     struct backend b;
     if (backend_open(&b, bc, err) < 0)
         return -1;
-    struct source src = { 0 };
+    struct source src = { .limit = o->limit };
     int rc = -1;
     char table[128], sql[1024], tag[32];
     snprintf(table, sizeof table, "%s_load", bc->table);

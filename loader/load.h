@@ -17,6 +17,7 @@ struct load_opts {
     int batch;          /* rows per statement in prepared mode */
     bool index_after;   /* --no-index: load first, index after */
     bool quiet;
+    long long limit;    /* load only the first `limit` rows (0: all) */
 };
 
 struct load_result {

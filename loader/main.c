@@ -45,6 +45,8 @@ static const char usage[] =
     "      --raw            one row per line, as Japan Post splits long town names\n"
     "                       (default: split records are merged)\n"
     "      --encoding ENC   auto, utf-8 or sjis (default auto)\n"
+    "      --limit N        load only the first N rows (to time slow modes on a\n"
+    "                       sample; the row check then expects N)\n"
     "  -c, --conf FILE      config file (default conf/zipbench.conf)\n"
     "      --set B.KEY=VAL  override a config key of backend B, e.g. pg.port=5433\n"
     "      --json           one JSON object per run on stdout instead of the table\n"
@@ -132,7 +134,7 @@ int main(int argc, const char *const *argv)
         { "batch", 'B', 1, "" },   { "no-index", 'I', 0, "" }, { "sync", 'S', 1, "" },
         { "raw", 'R', 0, "" },     { "encoding", 'E', 1, "" }, { "conf", 'c', 1, "" },
         { "set", 's', 1, "" },     { "json", 'j', 0, "" },     { "quiet", 'q', 0, "" },
-        { "help", 'h', 0, "" },    { NULL, 0, 0, NULL },
+        { "limit", 'L', 1, "" },   { "help", 'h', 0, "" },    { NULL, 0, 0, NULL },
     };
     struct load_opts o = { .dataset = "build/ken_all.csv", .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
@@ -162,6 +164,11 @@ int main(int argc, const char *const *argv)
             o.batch = (int)n;
             break;
         case 'I': o.index_after = true; break;
+        case 'L':
+            if (cli_long("loader", "--limit", arg, 1, 1L << 40, &n) < 0)
+                return cli_usage_error("loader");
+            o.limit = n;
+            break;
         case 'S':
             if (!strcmp(arg, "full")) o.sync = ZB_SYNC_FULL;
             else if (!strcmp(arg, "normal")) o.sync = ZB_SYNC_NORMAL;
