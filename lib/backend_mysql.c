@@ -475,6 +475,10 @@ static long long my_table_bytes(struct db *db, const char *table)
     const char *params[] = { table };
     long long bytes = -1;
     struct stmt *st;
+    /* InnoDB's sizes in information_schema are estimates refreshed by ANALYZE. */
+    char sql[256];
+    snprintf(sql, sizeof sql, "ANALYZE TABLE %s", table);
+    my_exec(db, sql, NULL);
     if (my_prepare(db, "SELECT data_length + index_length FROM information_schema.TABLES "
                        "WHERE table_schema = DATABASE() AND table_name = ?", 1, &st, NULL) < 0)
         return -1;

@@ -31,6 +31,12 @@ static int pg_fail(struct db *db, struct zb_err *err, const char *what)
     return zb_fail(err, kind, "pg: %s: %s", what, msg);
 }
 
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     char port[16], timeout[16];
@@ -64,6 +70,9 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         PQfinish(conn);
         return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s port %s: %s", host, port, msg);
     }
+    /* NOTICEs ("table does not exist, skipping") are not errors: keep
+     * them off the terminal. */
+    PQsetNoticeProcessor(conn, ignore_notice, NULL);
     struct db *db = calloc(1, sizeof *db);
     if (!db) {
         PQfinish(conn);

@@ -63,3 +63,9 @@ void write_file(const char *path, const char *text)
     fputs(text, f);
     fclose(f);
 }
+
+const char *conf_path(void)
+{
+    const char *c = getenv("ZB_CONF");
+    return c && *c ? c : "conf/zipbench.conf";
+}

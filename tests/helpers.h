@@ -14,5 +14,7 @@ const char *test_dir(const char *name);
  * out/outlen if given (stdout and stderr together). */
 int run_cmd(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void write_file(const char *path, const char *text);
+/* The config the tests use: $ZB_CONF, or conf/zipbench.conf. */
+const char *conf_path(void);
 
 #endif

@@ -29,9 +29,9 @@ static void make_dataset(void)
 static int loader(char *out, size_t len, const char *backend, const char *args)
 {
     return run_cmd(out, len,
-                   "%s -q --json --backend %s --set sqlite.path=%s --set pg.table=zt_loader "
+                   "%s -q --json --conf %s --backend %s --set sqlite.path=%s --set pg.table=zt_loader "
                    "--set innodb.table=zt_loader_innodb --set myisam.table=zt_loader_myisam %s",
-                   build_path("bin/loader"), backend, sqlite_path, args);
+                   build_path("bin/loader"), conf_path(), backend, sqlite_path, args);
 }
 
 static struct zb_conf conf;
@@ -39,7 +39,7 @@ static struct zb_conf conf;
 static void open_backend(struct backend *b, const char *name)
 {
     struct zb_err err = { 0 };
-    ck_assert_int_eq(conf_load(&conf, "conf/zipbench.conf", &err), 0);
+    ck_assert_int_eq(conf_load(&conf, conf_path(), &err), 0);
     conf_set(&conf, "sqlite", "path", sqlite_path, &err);
     conf_set(&conf, "pg", "table", "zt_loader", &err);
     conf_set(&conf, "innodb", "table", "zt_loader_innodb", &err);
