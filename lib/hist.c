@@ -1,0 +1,134 @@
+#include "hist.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* Bucket i < 128 holds exactly i; above, octave s = msb - 6 keeps the top
+ * 7 bits of the value, so index = s*64 + (v >> s) runs on without gaps. */
+static inline unsigned bucket_of(uint64_t v)
+{
+    if (v > HIST_MAX_NS)
+        v = HIST_MAX_NS;
+    if (v < 2 * HIST_SUB)
+        return (unsigned)v;
+    unsigned shift = (unsigned)(63 - __builtin_clzll(v)) - HIST_SUB_BITS;
+    return (shift << HIST_SUB_BITS) + (unsigned)(v >> shift);
+}
+
+static inline uint64_t bucket_low(unsigned i, uint64_t *width)
+{
+    if (i < 2 * HIST_SUB) {
+        *width = 1;
+        return i;
+    }
+    unsigned shift = (i >> HIST_SUB_BITS) - 1;
+    *width = UINT64_C(1) << shift;
+    return (uint64_t)(i - (shift << HIST_SUB_BITS)) << shift;
+}
+
+static inline uint64_t bucket_mid(unsigned i)
+{
+    uint64_t w, lo = bucket_low(i, &w);
+    return lo + (w - 1) / 2;
+}
+
+void hist_init(struct hist *h)
+{
+    memset(h, 0, sizeof *h);
+    h->min = UINT64_MAX;
+}
+
+void hist_record(struct hist *h, uint64_t ns)
+{
+    h->bucket[bucket_of(ns)]++;
+    h->count++;
+    h->sum += ns;
+    if (ns < h->min)
+        h->min = ns;
+    if (ns > h->max)
+        h->max = ns;
+}
+
+/* The plain fields are used through _Atomic views: same size and alignment
+ * on every target we build for, checked here, so one struct serves both. */
+static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+                  _Alignof(_Atomic uint64_t) == _Alignof(uint64_t),
+              "_Atomic uint64_t must overlay uint64_t");
+#define AT(p) ((_Atomic uint64_t *)(p))
+
+void hist_record_atomic(struct hist *h, uint64_t ns)
+{
+    atomic_fetch_add_explicit(AT(&h->bucket[bucket_of(ns)]), 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(AT(&h->count), 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(AT(&h->sum), ns, memory_order_relaxed);
+    /* min and max settle fast: the CAS loop runs only on a new extreme. */
+    uint64_t cur = atomic_load_explicit(AT(&h->min), memory_order_relaxed);
+    while (ns < cur && !atomic_compare_exchange_weak_explicit(AT(&h->min), &cur, ns,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+    cur = atomic_load_explicit(AT(&h->max), memory_order_relaxed);
+    while (ns > cur && !atomic_compare_exchange_weak_explicit(AT(&h->max), &cur, ns,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed))
+        ;
+}
+
+void hist_merge(struct hist *into, const struct hist *from)
+{
+    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+        into->bucket[i] += from->bucket[i];
+    into->count += from->count;
+    into->sum += from->sum;
+    if (from->min < into->min)
+        into->min = from->min;
+    if (from->max > into->max)
+        into->max = from->max;
+}
+
+uint64_t hist_count(const struct hist *h) { return h->count; }
+uint64_t hist_min(const struct hist *h) { return h->count ? h->min : 0; }
+uint64_t hist_max(const struct hist *h) { return h->count ? h->max : 0; }
+
+double hist_mean(const struct hist *h)
+{
+    return h->count ? (double)h->sum / (double)h->count : 0.0;
+}
+
+double hist_stddev(const struct hist *h)
+{
+    if (!h->count)
+        return 0.0;
+    double mean = hist_mean(h), acc = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+        if (h->bucket[i]) {
+            double d = (double)bucket_mid(i) - mean;
+            acc += d * d * (double)h->bucket[i];
+        }
+    return sqrt(acc / (double)h->count);
+}
+
+uint64_t hist_percentile(const struct hist *h, double p)
+{
+    if (!h->count)
+        return 0;
+    if (p <= 0)
+        return h->min;
+    if (p >= 100)
+        return h->max;
+    /* The rank of the value wanted, 1-based: ceil(p% of count). */
+    uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)h->count);
+    if (rank < 1)
+        rank = 1;
+    uint64_t seen = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->bucket[i];
+        if (seen >= rank) {
+            uint64_t v = bucket_mid(i);
+            return v < h->min ? h->min : v > h->max ? h->max : v;
+        }
+    }
+    return h->max;
+}

@@ -1,0 +1,52 @@
+/* A latency histogram in the manner of HdrHistogram: log buckets of 64
+ * linear sub-buckets per power of two, so every value is kept to within
+ * 1/64 (1.6%) of itself, reported at the middle of its bucket (0.8%).
+ *
+ * Values are nanoseconds, 0 .. HIST_MAX_NS (about 137 s); larger ones are
+ * counted in the top bucket. Values below 128 ns are exact. Recording is
+ * O(1), never allocates, and a struct hist is one flat 16 KiB object:
+ * keep one per thread and hist_merge() them at the end.
+ *
+ * hist_record_atomic() may be called from several threads on one shared
+ * histogram (the server's /stats does); it costs three relaxed atomic adds,
+ * plus a compare-and-swap only when a value is a new min or max.
+ * Readers that run while writers record see a consistent-enough snapshot
+ * (counts may be a few values apart), which is all /stats needs. */
+#ifndef ZB_HIST_H
+#define ZB_HIST_H
+
+#include <stdint.h>
+
+#define HIST_SUB_BITS 6                       /* 64 sub-buckets per octave */
+#define HIST_SUB (1u << HIST_SUB_BITS)
+#define HIST_OCTAVES 31                       /* shifts 0..30 */
+#define HIST_BUCKETS (HIST_SUB * (HIST_OCTAVES + 1))  /* 2048 */
+#define HIST_MAX_NS ((UINT64_C(1) << (HIST_OCTAVES + HIST_SUB_BITS)) - 1)
+
+struct hist {
+    uint64_t count;                 /* values recorded */
+    uint64_t sum;                   /* their sum, exact, for the mean */
+    uint64_t min, max;              /* exact; min is UINT64_MAX when empty */
+    uint64_t bucket[HIST_BUCKETS];
+};
+
+void hist_init(struct hist *h);
+void hist_record(struct hist *h, uint64_t ns);
+/* Same as hist_record, safe against other hist_record_atomic callers. */
+void hist_record_atomic(struct hist *h, uint64_t ns);
+/* into += from; either may be empty. */
+void hist_merge(struct hist *into, const struct hist *from);
+
+/* Statistics; all return 0 on an empty histogram. */
+uint64_t hist_count(const struct hist *h);
+uint64_t hist_min(const struct hist *h);
+uint64_t hist_max(const struct hist *h);
+double hist_mean(const struct hist *h);
+/* Population standard deviation, from bucket middles (within ~1%). */
+double hist_stddev(const struct hist *h);
+/* The smallest recorded value v such that at least p percent (0..100) of
+ * values are <= v, to within the bucket precision; p <= 0 gives min,
+ * p >= 100 gives max. */
+uint64_t hist_percentile(const struct hist *h, double p);
+
+#endif
