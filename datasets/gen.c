@@ -278,6 +278,8 @@ int main(int argc, const char *const *argv)
     int bad = ferror(o.f) | (o.f != stdout ? fclose(o.f) : fflush(o.f));
     if (truth)
         bad |= fclose(truth);
+    if (o.cd != (iconv_t)-1)
+        iconv_close(o.cd);
     if (bad) {
         perror("gen: write");
         return ZB_EXIT_FAIL;

@@ -17,6 +17,27 @@ const char *build_path(const char *rest)
     return b;
 }
 
+const char *prog(const char *name)
+{
+    static char bufs[8][1200];
+    static int next;
+    char *b = bufs[next++ % 8];
+    char rest[128];
+    snprintf(rest, sizeof rest, "bin/%s", name);
+    const char *wrap = getenv("ZB_WRAP");
+    snprintf(b, sizeof bufs[0], "%s%s%s", wrap && *wrap ? wrap : "", wrap && *wrap ? " " : "",
+             build_path(rest));
+    return b;
+}
+
+const char *data_path(const char *rest)
+{
+    static char buf[1024];
+    const char *data = getenv("ZB_DATA");
+    snprintf(buf, sizeof buf, "%s/%s", data && *data ? data : "build", rest);
+    return buf;
+}
+
 const char *test_dir(const char *name)
 {
     static char dir[1024];

@@ -158,7 +158,7 @@ static void check_generated(bool sjis)
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
     snprintf(truth, sizeof truth, "%s/g.tsv", dir);
     ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 3000 --seed 7 %s --truth %s -o %s",
-                             build_path("bin/gen"), sjis ? "--sjis" : "", truth, csv), 0);
+                             prog("gen"), sjis ? "--sjis" : "", truth, csv), 0);
     struct zb_err err = { 0 };
     struct kenall_reader *r = kenall_open(csv, NULL, &err);
     ck_assert_ptr_nonnull(r);
@@ -192,12 +192,12 @@ END_TEST
 START_TEST(generator_is_deterministic)
 {
     char a[4096], b[4096];
-    ck_assert_int_eq(run_cmd(a, sizeof a, "%s --rows 500 --seed 9 | md5sum", build_path("bin/gen")), 0);
-    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 9 | md5sum", build_path("bin/gen")), 0);
+    ck_assert_int_eq(run_cmd(a, sizeof a, "%s --rows 500 --seed 9 | md5sum", prog("gen")), 0);
+    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 9 | md5sum", prog("gen")), 0);
     ck_assert_str_eq(a, b);
-    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 10 | md5sum", build_path("bin/gen")), 0);
+    ck_assert_int_eq(run_cmd(b, sizeof b, "%s --rows 500 --seed 10 | md5sum", prog("gen")), 0);
     ck_assert_str_ne(a, b);
-    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows x", build_path("bin/gen")), 2);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows x", prog("gen")), 2);
 }
 END_TEST
 
@@ -205,7 +205,9 @@ END_TEST
  * package's, and every line reads without error. */
 START_TEST(real_dataset_matches_package)
 {
-    const char *csv = build_path("ken_all.csv"), *meta = build_path("ken_all.meta");
+    char csv[1100];
+    snprintf(csv, sizeof csv, "%s", data_path("ken_all.csv"));
+    const char *meta = data_path("ken_all.meta");
     FILE *m = fopen(meta, "r");
     ck_assert_msg(m != NULL, "%s missing: run make dataset", meta);
     long want_rows = -1, want_lines = -1;

@@ -22,7 +22,7 @@ static void make_dataset(void)
     snprintf(truth, sizeof truth, "%s/g.tsv", dir);
     snprintf(sqlite_path, sizeof sqlite_path, "%s/loader.sqlite", dir);
     ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --truth %s -o %s",
-                             build_path("bin/gen"), ROWS, truth, csv), 0);
+                             prog("gen"), ROWS, truth, csv), 0);
 }
 
 /* Runs the loader with the test's table names; returns its exit status. */
@@ -31,7 +31,7 @@ static int loader(char *out, size_t len, const char *backend, const char *args)
     return run_cmd(out, len,
                    "%s -q --json --conf %s --backend %s --set sqlite.path=%s --set pg.table=zt_loader "
                    "--set innodb.table=zt_loader_innodb --set myisam.table=zt_loader_myisam %s",
-                   build_path("bin/loader"), conf_path(), backend, sqlite_path, args);
+                   prog("loader"), conf_path(), backend, sqlite_path, args);
 }
 
 static struct zb_conf conf;
@@ -202,13 +202,13 @@ END_TEST
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --mode fast", build_path("bin/loader")), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --mode fast", prog("loader")), 2);
     ck_assert_ptr_nonnull(strstr(out, "--mode: 'fast'"));
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --backend nosuch", build_path("bin/loader")), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --backend nosuch", prog("loader")), 2);
     ck_assert_ptr_nonnull(strstr(out, "no backend 'nosuch'"));
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", build_path("bin/loader")), 0);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", prog("loader")), 0);
     ck_assert_ptr_nonnull(strstr(out, "Exit status"));
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf /nonexistent.conf", build_path("bin/loader")), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf /nonexistent.conf", prog("loader")), 2);
     ck_assert_ptr_nonnull(strstr(out, "/nonexistent.conf: cannot open"));
 }
 END_TEST
