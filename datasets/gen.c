@@ -78,7 +78,7 @@ static void put_quoted(struct out *o, const char *s)
 }
 
 struct row {
-    char jis[8], old[8], zip[8];
+    char jis[16], old[16], zip[16];
     const char *pref_kana, *city_kana, *pref, *city;
     char town_kana[512], town[1024];
     int flag[6];
