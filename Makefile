@@ -55,7 +55,7 @@ $(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
 $(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests
 
-$(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c)) $(LIBZB)
+$(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(LIBZB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -86,6 +86,25 @@ valgrind: all $(BIN)/zbtest dataset
 	CK_FORK=no ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_WRAP="$(VALGRIND)" \
 	  $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
 
+# libFuzzer on each tests/fuzz/fuzz_NAME.c for FUZZ_SECONDS, starting from
+# tests/fuzz/corpus/NAME; crashing inputs land in build/fuzz/crashes (copy
+# them into the corpus once fixed: the test suite replays it).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+fuzz:
+	$(MAKE) BUILD=build/fuzz CC=clang OPT="$(FUZZ_FLAGS)" build/fuzz/libzb.a
+	@mkdir -p build/fuzz/bin build/fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_LIBFUZZER -Ilib -Itests $(PKG_CFLAGS) -O1 -g \
+	    -fsanitize=fuzzer,address,undefined -o build/fuzz/bin/fuzz_$$t tests/fuzz/fuzz_$$t.c \
+	    build/fuzz/libzb.a $(LDLIBS) || exit 1; \
+	  mkdir -p build/fuzz/corpus/$$t; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  build/fuzz/bin/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build/fuzz/crashes/ \
+	    -print_final_stats=1 build/fuzz/corpus/$$t tests/fuzz/corpus/$$t 2>&1 | tail -12 || exit 1; \
+	done
+
 bench: all dataset
 	scripts/bench
 
@@ -96,5 +115,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize valgrind bench clean dataset run
+.PHONY: all test sanitize valgrind fuzz bench clean dataset run
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -79,41 +79,49 @@ static enum kenall_encoding sniff(FILE *f)
     return (ok == n || (n == sizeof buf && n - ok < 4)) ? KENALL_UTF8 : KENALL_SJIS;
 }
 
-struct kenall_reader *kenall_open(const char *path, const struct kenall_opts *opts,
-                                  struct zb_err *err)
+struct kenall_reader *kenall_open_stream(FILE *f, const char *name, const struct kenall_opts *opts,
+                                         struct zb_err *err)
 {
     struct kenall_reader *r = calloc(1, sizeof *r);
     if (!r) {
+        if (f && f != stdin)
+            fclose(f);
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     r->cd = (iconv_t)-1;
+    r->f = f;
     r->raw = opts && opts->raw;
-    r->pathcopy = strdup(path);
-    r->path = r->pathcopy ? r->pathcopy : path;
-    r->f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!r->f) {
-        zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-        kenall_close(r);
-        return NULL;
-    }
+    r->pathcopy = strdup(name);
+    r->path = r->pathcopy ? r->pathcopy : "(input)";
     struct stat st;
-    if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
+    if (fileno(f) >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
         r->size = st.st_size;
     r->enc = opts ? opts->encoding : KENALL_AUTO;
     if (r->enc == KENALL_AUTO)
-        r->enc = r->f == stdin ? KENALL_UTF8 : sniff(r->f);
+        r->enc = f == stdin ? KENALL_UTF8 : sniff(f);
     if (r->enc == KENALL_SJIS) {
         /* CP932 is what Japan Post's "Shift_JIS" really is (NEC/IBM extensions). */
         r->cd = iconv_open("UTF-8", "CP932");
         if (r->cd == (iconv_t)-1) {
-            zb_fail(err, ZB_ERR_SYS, "%s: iconv cannot convert CP932 to UTF-8: %s", path,
+            zb_fail(err, ZB_ERR_SYS, "%s: iconv cannot convert CP932 to UTF-8: %s", r->path,
                     strerror(errno));
             kenall_close(r);
             return NULL;
         }
     }
     return r;
+}
+
+struct kenall_reader *kenall_open(const char *path, const struct kenall_opts *opts,
+                                  struct zb_err *err)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    return kenall_open_stream(f, path, opts, err);
 }
 
 static int grow(char **buf, size_t *cap, size_t need)

@@ -38,6 +38,11 @@ struct kenall_reader;
 struct kenall_reader *kenall_open(const char *path, const struct kenall_opts *opts,
                                   struct zb_err *err);
 
+/* The same on an open stream (read with getline; closed by kenall_close
+ * unless it is stdin), named `name` in messages: for fuzzing from memory. */
+struct kenall_reader *kenall_open_stream(FILE *f, const char *name, const struct kenall_opts *opts,
+                                         struct zb_err *err);
+
 /* Next row: 1 with *fields pointing at KENALL_COLS UTF-8 strings (valid
  * until the next call), 0 at the end, -1 on error (err says file:line). */
 int kenall_next(struct kenall_reader *r, const char *const **fields, struct zb_err *err);

@@ -1,0 +1,21 @@
+/* Each fuzz target is a function fuzz_NAME(data, size). Built with
+ * -DFUZZ_LIBFUZZER (make fuzz) it becomes libFuzzer's entry point; in the
+ * test runner the same function replays the saved corpus, so every input
+ * that ever crashed stays a regression test. */
+#ifndef ZB_FUZZ_H
+#define ZB_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int fuzz_kenall(const uint8_t *data, size_t size);
+
+#ifdef FUZZ_LIBFUZZER
+#define FUZZ_ENTRY(fn) \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fn(data, size); }
+#else
+#define FUZZ_ENTRY(fn)
+#endif
+
+#endif
