@@ -185,6 +185,25 @@ START_TEST(bad_row_fails_and_keeps_the_old_table)
 }
 END_TEST
 
+/* A loader killed half way leaves the old table as it was. */
+START_TEST(killed_load_leaves_the_old_table)
+{
+    make_dataset();
+    char big[1200];
+    snprintf(big, sizeof big, "%s.big", csv);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 400000 --seed 5 -o %s", prog("gen"), big), 0);
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, backends[bi], args), 0);
+        snprintf(args, sizeof args, "--mode transaction --dataset %s & sleep 0.5; kill -9 $!; wait",
+                 big);
+        loader(out, sizeof out, backends[bi], args);
+        check_table(backends[bi], ROWS);
+    }
+}
+END_TEST
+
 START_TEST(raw_mode_loads_every_line)
 {
     make_dataset();
@@ -220,6 +239,7 @@ Suite *suite_loader(void)
     tcase_add_test(t, every_backend_every_mode);
     tcase_add_test(t, index_after_and_sync_are_reported);
     tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
+    tcase_add_test(t, killed_load_leaves_the_old_table);
     tcase_add_test(t, raw_mode_loads_every_line);
     tcase_add_test(t, usage_errors_exit_2);
     tcase_set_timeout(t, 300);
