@@ -1,0 +1,201 @@
+<?php
+/*
+ * zip.php: the 2008 kind of stack (Apache + mod_php, persistent connections)
+ * answering the same lookups as the zipbench C server, with the same JSON.
+ *
+ *   /zip.php?backend=pg&code=1000001        sqlite, pg, innodb or myisam
+ *   /zip.php?backend=pg&code=random&miss=0.1
+ *   &persistent=0                           connect per request (default 1)
+ *
+ * 200 {"backend":..,"code":..,"rows":[{15 columns}]}, 404 {"error":..} when
+ * no row has the code or the backend is unknown, 400 when the code is not 7
+ * digits, 503 when the database cannot be reached.
+ *
+ * Connection parameters come from the environment that scripts/apache sets
+ * with SetEnv (ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_MYSQL_SOCKET,
+ * ZB_*_TABLE, ZB_KEYS, ...), so tests can point it at their own tables.
+ *
+ * What each backend does per request, persistent / not:
+ *   pg      pg_pconnect + pg_execute of a statement prepared once per
+ *           connection (it outlives the request with the connection; the
+ *           first execute on a new connection fails, prepares, retries) /
+ *           pg_connect + pg_query_params (one round trip: parse, bind and
+ *           execute of the unnamed statement in one message).
+ *   sqlite  PDO with ATTR_PERSISTENT true / false, opened read-only; the
+ *           statement is prepared per request (in-process, no round trip).
+ *   innodb, myisam  PDO mysql with ATTR_PERSISTENT true / false over the
+ *           unix socket, native server-side prepares (EMULATE_PREPARES off):
+ *           PDO cannot keep a statement across requests, so each request
+ *           prepares, executes and closes it: two round trips.
+ *
+ * code=random: PHP under mod_php keeps nothing of its own between requests
+ * (no APCu here; statics die with the request), so a key list loaded into
+ * memory would be reloaded on every request. Picking a row with SQL
+ * (LIMIT 1 OFFSET n) costs a scan of n rows and would charge the database
+ * for the picking. Instead the key file (build/ken_all.keys, one code a line)
+ * is read at a random line by its byte offset: its lines have one width, so
+ * that is one fseek and one short read, a cost that is the same for every
+ * backend and small next to the lookup. The fairest comparison gives both
+ * stacks the keys in the URL (loadgen --keys with code={key}); random is for
+ * ab, which cannot vary its URL. A miss (share ?miss=RATIO) asks for a code
+ * beginning with 000, which no Japanese postal code (and no generated one)
+ * has.
+ */
+
+const ZB_COLUMNS = ['jis_code', 'old_code', 'zip_code', 'pref_kana', 'city_kana',
+    'town_kana', 'pref', 'city', 'town', 'multi_code', 'koaza', 'has_chome',
+    'multi_town', 'update_flag', 'reason'];
+const ZB_FLAG_FROM = 9;   /* columns 9..14 are INTEGER flags */
+
+function zb_env(string $name, string $default): string
+{
+    $v = $_SERVER[$name] ?? getenv($name);
+    return ($v === false || $v === null || $v === '') ? $default : (string)$v;
+}
+
+function zb_reply(int $status, array $body): void
+{
+    http_response_code($status);
+    header('Content-Type: application/json');
+    echo json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES), "\n";
+}
+
+function zb_table(string $backend): string
+{
+    $t = zb_env('ZB_' . strtoupper($backend) . '_TABLE',
+                $backend === 'innodb' || $backend === 'myisam' ? 'zipcode_' . $backend : 'zipcode');
+    /* Only from the server's environment, but it goes into SQL: keep it a name. */
+    return preg_match('/^[A-Za-z_][A-Za-z0-9_]*$/', $t) ? $t : 'zipcode';
+}
+
+function zb_sql(string $table, string $param): string
+{
+    return 'SELECT ' . implode(', ', ZB_COLUMNS) . " FROM $table WHERE zip_code = $param";
+}
+
+/* A random key from the key file, or a miss; null if there is no file. */
+function zb_random_key(float $miss): ?string
+{
+    if ($miss > 0 && mt_rand() / mt_getrandmax() < $miss)
+        return sprintf('000%04d', mt_rand(0, 9999));
+    $path = zb_env('ZB_KEYS', '');
+    $f = $path === '' ? false : @fopen($path, 'rb');
+    if ($f === false)
+        return null;
+    $first = fgets($f, 64);
+    $size = fstat($f)['size'];
+    $width = $first === false ? 0 : strlen($first);
+    if ($width < 8 || $size % $width !== 0) {
+        /* Lines of mixed width: walk to a random one (slow, but correct). */
+        fclose($f);
+        $file = new SplFileObject($path);
+        $file->seek(PHP_INT_MAX);
+        $file->seek(mt_rand(0, max(0, $file->key() - 1)));
+        $key = trim((string)$file->current());
+        return $key === '' ? null : $key;
+    }
+    fseek($f, mt_rand(0, intdiv($size, $width) - 1) * $width);
+    $key = fread($f, 7);
+    fclose($f);
+    return $key === false || strlen($key) !== 7 ? null : $key;
+}
+
+/* Rows of one code as lists of strings/ints, in column order. */
+function zb_lookup(string $backend, string $code, bool $persistent): array
+{
+    $table = zb_table($backend);
+    switch ($backend) {
+    case 'pg':
+        $conn = sprintf('host=%s port=%s user=%s dbname=%s connect_timeout=2',
+            zb_env('ZB_PG_SOCKET', '/var/run/postgresql'), zb_env('ZB_PG_PORT', '5432'),
+            zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'));
+        if ($persistent) {
+            $db = @pg_pconnect($conn);
+            if ($db === false)
+                throw new RuntimeException('pg: cannot connect');
+            $name = 'zb_lookup_' . $table;
+            $res = @pg_execute($db, $name, [$code]);
+            if ($res === false) {
+                if (@pg_prepare($db, $name, zb_sql($table, '$1')) === false)
+                    throw new RuntimeException('pg: ' . pg_last_error($db));
+                $res = @pg_execute($db, $name, [$code]);
+            }
+        } else {
+            $db = @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
+            if ($db === false)
+                throw new RuntimeException('pg: cannot connect');
+            $res = @pg_query_params($db, zb_sql($table, '$1'), [$code]);
+        }
+        if ($res === false)
+            throw new RuntimeException('pg: ' . pg_last_error($db));
+        $rows = pg_fetch_all($res, PGSQL_NUM);
+        if (!$persistent)
+            pg_close($db);
+        return $rows;
+    case 'sqlite':
+        $pdo = new PDO('sqlite:' . zb_env('ZB_SQLITE_PATH', 'zipbench.sqlite'), null, null, [
+            PDO::ATTR_PERSISTENT => $persistent,
+            PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
+            PDO::SQLITE_ATTR_OPEN_FLAGS => PDO::SQLITE_OPEN_READONLY,
+        ]);
+        break;
+    case 'innodb':
+    case 'myisam':
+        $pdo = new PDO(sprintf('mysql:unix_socket=%s;dbname=%s;charset=utf8mb4',
+                zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'),
+                zb_env('ZB_MYSQL_DATABASE', 'zipbench')),
+            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''), [
+            PDO::ATTR_PERSISTENT => $persistent,
+            PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
+            PDO::ATTR_EMULATE_PREPARES => false,
+        ]);
+        break;
+    default:
+        throw new DomainException('unknown backend');
+    }
+    $st = $pdo->prepare(zb_sql($table, '?'));
+    $st->execute([$code]);
+    $rows = $st->fetchAll(PDO::FETCH_NUM);
+    $st = null;
+    $pdo = null;
+    return $rows;
+}
+
+$backend = (string)($_GET['backend'] ?? '');
+$code = (string)($_GET['code'] ?? '');
+$persistent = ($_GET['persistent'] ?? '1') !== '0';
+
+if (!in_array($backend, ['sqlite', 'pg', 'innodb', 'myisam'], true)) {
+    zb_reply(404, ['error' => "unknown backend '$backend'"]);
+    return;
+}
+if ($code === 'random') {
+    $code = zb_random_key((float)($_GET['miss'] ?? 0));
+    if ($code === null) {
+        zb_reply(503, ['error' => 'no key file for code=random (ZB_KEYS)']);
+        return;
+    }
+} elseif (!preg_match('/^[0-9]{7}$/', $code)) {
+    zb_reply(400, ['error' => 'code must be 7 digits', 'code' => $code]);
+    return;
+}
+
+try {
+    $rows = zb_lookup($backend, $code, $persistent);
+} catch (Throwable $e) {
+    error_log("zip.php: $backend: " . $e->getMessage());
+    zb_reply(503, ['error' => "$backend: database unavailable", 'backend' => $backend]);
+    return;
+}
+if (!$rows) {
+    zb_reply(404, ['error' => 'no such code', 'backend' => $backend, 'code' => $code]);
+    return;
+}
+$out = [];
+foreach ($rows as $r) {
+    $o = [];
+    foreach (ZB_COLUMNS as $i => $c)
+        $o[$c] = $i >= ZB_FLAG_FROM ? (int)$r[$i] : (string)$r[$i];
+    $out[] = $o;
+}
+zb_reply(200, ['backend' => $backend, 'code' => $code, 'rows' => $out]);
