@@ -65,7 +65,7 @@ function zb_table(string $backend): string
     $t = zb_env('ZB_' . strtoupper($backend) . '_TABLE',
                 $backend === 'innodb' || $backend === 'myisam' ? 'zipcode_' . $backend : 'zipcode');
     /* Only from the server's environment, but it goes into SQL: keep it a name. */
-    return preg_match('/^[A-Za-z_][A-Za-z0-9_]*$/', $t) ? $t : 'zipcode';
+    return preg_match('/^[A-Za-z_][A-Za-z0-9_]*\z/', $t) ? $t : 'zipcode';
 }
 
 function zb_sql(string $table, string $param): string
@@ -175,7 +175,7 @@ if ($code === 'random') {
         zb_reply(503, ['error' => 'no key file for code=random (ZB_KEYS)']);
         return;
     }
-} elseif (!preg_match('/^[0-9]{7}$/', $code)) {
+} elseif (!preg_match('/^[0-9]{7}\z/', $code)) {
     zb_reply(400, ['error' => 'code must be 7 digits', 'code' => $code]);
     return;
 }
