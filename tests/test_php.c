@@ -230,14 +230,15 @@ START_TEST(unknown_code_404_bad_code_400)
                      backends[bi], persistent);
             ck_assert_int_eq(http_get(path, body, sizeof body), 404);
             snprintf(want_body, sizeof want_body,
-                     "{\"error\":\"no such code\",\"backend\":\"%s\",\"code\":\"0000001\"}\n", backends[bi]);
+                     "{\"backend\":\"%s\",\"code\":\"0000001\",\"error\":\"no such code\",\"status\":404}\n",
+                     backends[bi]);
             ck_assert_str_eq(body, want_body);
             for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d", backends[bi],
                          bad[i], persistent);
                 int st = http_get(path, body, sizeof body);
                 ck_assert_msg(st == 400, "%s: status %d: %s", path, st, body);
-                ck_assert_msg(strstr(body, "\"error\":\"code must be 7 digits\""), "%s: %s", path, body);
+                ck_assert_msg(strstr(body, "\"error\":\"the code must be exactly 7 digits 0-9 (or 'random')\",\"status\":400}"), "%s: %s", path, body);
             }
         }
     }

@@ -7,9 +7,10 @@
  *   /zip.php?backend=pg&code=random&miss=0.1
  *   &persistent=0                           connect per request (default 1)
  *
- * 200 {"backend":..,"code":..,"rows":[{15 columns}]}, 404 {"error":..} when
- * no row has the code or the backend is unknown, 400 when the code is not 7
- * digits, 503 when the database cannot be reached.
+ * 200 {"backend":..,"code":..,"rows":[{15 columns}]}; errors as the C server
+ * writes them, {"backend":..,"code":..,"error":..,"status":N}: 404 when no row
+ * has the code or the backend is unknown, 400 when the code is not 7 digits,
+ * 503 when the database cannot be reached.
  *
  * Connection parameters come from the environment that scripts/apache sets
  * with SetEnv (ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_MYSQL_SOCKET,
@@ -166,17 +167,19 @@ $code = (string)($_GET['code'] ?? '');
 $persistent = ($_GET['persistent'] ?? '1') !== '0';
 
 if (!in_array($backend, ['sqlite', 'pg', 'innodb', 'myisam'], true)) {
-    zb_reply(404, ['error' => "unknown backend '$backend'"]);
+    zb_reply(404, ['error' => 'no such backend', 'status' => 404]);
     return;
 }
 if ($code === 'random') {
     $code = zb_random_key((float)($_GET['miss'] ?? 0));
     if ($code === null) {
-        zb_reply(503, ['error' => 'no key file for code=random (ZB_KEYS)']);
+        zb_reply(503, ['backend' => $backend, 'error' => 'no key file for code=random (ZB_KEYS)',
+                       'status' => 503]);
         return;
     }
 } elseif (!preg_match('/^[0-9]{7}\z/', $code)) {
-    zb_reply(400, ['error' => 'code must be 7 digits', 'code' => $code]);
+    zb_reply(400, ['backend' => $backend, 'error' => "the code must be exactly 7 digits 0-9 (or 'random')",
+                   'status' => 400]);
     return;
 }
 
@@ -184,11 +187,12 @@ try {
     $rows = zb_lookup($backend, $code, $persistent);
 } catch (Throwable $e) {
     error_log("zip.php: $backend: " . $e->getMessage());
-    zb_reply(503, ['error' => "$backend: database unavailable", 'backend' => $backend]);
+    zb_reply(503, ['backend' => $backend, 'code' => $code, 'error' => 'database unavailable',
+                   'status' => 503]);
     return;
 }
 if (!$rows) {
-    zb_reply(404, ['error' => 'no such code', 'backend' => $backend, 'code' => $code]);
+    zb_reply(404, ['backend' => $backend, 'code' => $code, 'error' => 'no such code', 'status' => 404]);
     return;
 }
 $out = [];
