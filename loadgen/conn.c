@@ -1,0 +1,320 @@
+/* The HTTP/1.1 response parser: a state machine fed whatever each read
+ * returned. A response is complete only when its whole body is in, whether
+ * framed by Content-Length, by chunks, or by the server closing. The usual
+ * response arrives in one read and is parsed in place; only a head split
+ * across reads is copied, into the connection's head[]. */
+#include <string.h>
+#include <strings.h>
+
+#include "loadgen.h"
+
+enum { P_HEAD, P_LENGTH, P_CHUNKED, P_TO_EOF, P_DONE };
+enum { C_SIZE, C_EXT, C_SIZE_LF, C_DATA, C_DATA_CR, C_DATA_LF, C_TRAILER, C_TRAILER_LINE,
+       C_TRAILER_LF };
+
+void resp_reset(struct resp *r)
+{
+    r->phase = P_HEAD;
+    r->chunk = C_SIZE;
+    r->status = 0;
+    r->close = false;
+    r->got_any = false;
+    r->hlen = 0;
+    r->left = r->body = r->total = 0;
+}
+
+static int name_is(const char *p, size_t n, const char *name, size_t len)
+{
+    return n == len && !strncasecmp(p, name, len);
+}
+
+static int value_has(const char *v, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        if (!strncasecmp(v + i, word, w))
+            return 1;
+    return 0;
+}
+
+/* Parses the head h[0..n) (ending in CRLFCRLF) and picks the body framing. */
+static int parse_head(struct resp *r, const char *h, size_t n)
+{
+    const char *end = h + n;
+    if (n < 12 || memcmp(h, "HTTP/1.", 7) != 0 || h[8] != ' ')
+        return R_ERROR;
+    unsigned s = 0;
+    for (int i = 9; i < 12; i++) {
+        if (h[i] < '0' || h[i] > '9')
+            return R_ERROR;
+        s = s * 10 + (unsigned)(h[i] - '0');
+    }
+    r->status = (uint16_t)s;
+    bool http10 = h[7] == '0', chunked = false, keep = false, have_len = false;
+    uint64_t len = 0;
+    const char *p = memchr(h, '\n', n);
+    for (p = p ? p + 1 : end; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl : end;
+        const char *le = e > p && e[-1] == '\r' ? e - 1 : e;
+        const char *colon = memchr(p, ':', (size_t)(le - p));
+        if (colon) {
+            size_t nn = (size_t)(colon - p);
+            const char *v = colon + 1;
+            while (v < le && (*v == ' ' || *v == '\t'))
+                v++;
+            size_t vn = (size_t)(le - v);
+            /* Dispatch on the length first: most headers are skipped here. */
+            switch (nn) {
+            case 14:
+                if (name_is(p, nn, "content-length", 14)) {
+                    len = 0;
+                    const char *d = v;
+                    for (; d < le && *d >= '0' && *d <= '9'; d++)
+                        len = len * 10 + (uint64_t)(*d - '0');
+                    if (d == v)
+                        return R_ERROR;
+                    have_len = true;
+                }
+                break;
+            case 17:
+                if (name_is(p, nn, "transfer-encoding", 17) && value_has(v, vn, "chunked"))
+                    chunked = true;
+                break;
+            case 10:
+                if (name_is(p, nn, "connection", 10)) {
+                    if (value_has(v, vn, "close"))
+                        r->close = true;
+                    if (value_has(v, vn, "keep-alive"))
+                        keep = true;
+                }
+                break;
+            case 6:
+                if (r->server && name_is(p, nn, "server", 6)) {
+                    size_t c = vn < r->server_len - 1 ? vn : r->server_len - 1;
+                    memcpy(r->server, v, c);
+                    r->server[c] = 0;
+                    r->server = NULL;
+                }
+                break;
+            }
+        }
+        p = e + 1;
+    }
+    if (http10 && !keep)
+        r->close = true;
+    if ((s >= 100 && s < 200) || s == 204 || s == 304) {
+        r->phase = P_DONE;
+    } else if (chunked) {
+        r->phase = P_CHUNKED;
+        r->chunk = C_SIZE;
+        r->left = 0;
+    } else if (have_len) {
+        r->left = len;
+        r->phase = len ? P_LENGTH : P_DONE;
+    } else {
+        r->phase = P_TO_EOF;
+        r->close = true;
+    }
+    return R_MORE;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Walks chunked framing over p[0..n); sets *used. Chunk data is skipped in
+ * bulk, only the size lines are looked at byte by byte. */
+static int feed_chunked(struct resp *r, const char *p, size_t n, size_t *used)
+{
+    size_t i = 0;
+    while (i < n) {
+        char c = p[i];
+        switch (r->chunk) {
+        case C_SIZE: {
+            int h = hexval(c);
+            if (h >= 0) {
+                if (r->left >> 59)
+                    return R_ERROR;
+                r->left = r->left * 16 + (uint64_t)h;
+            } else if (c == ';' || c == ' ' || c == '\t') {
+                r->chunk = C_EXT;
+            } else if (c == '\r') {
+                r->chunk = C_SIZE_LF;
+            } else if (c == '\n') {
+                goto size_done;
+            } else {
+                return R_ERROR;
+            }
+            i++;
+            break;
+        }
+        case C_EXT:
+            if (c == '\n')
+                goto size_done;
+            i++;
+            break;
+        case C_SIZE_LF:
+            if (c != '\n')
+                return R_ERROR;
+        size_done:
+            i++;
+            r->chunk = r->left ? C_DATA : C_TRAILER;
+            break;
+        case C_DATA: {
+            size_t take = n - i < r->left ? n - i : (size_t)r->left;
+            r->left -= take;
+            r->body += take;
+            i += take;
+            if (!r->left)
+                r->chunk = C_DATA_CR;
+            break;
+        }
+        case C_DATA_CR:
+            i++;
+            if (c == '\r')
+                r->chunk = C_DATA_LF;
+            else if (c == '\n')
+                r->chunk = C_SIZE;
+            else
+                return R_ERROR;
+            break;
+        case C_DATA_LF:
+            i++;
+            if (c != '\n')
+                return R_ERROR;
+            r->chunk = C_SIZE;
+            break;
+        case C_TRAILER:                 /* at the start of a trailer line */
+            i++;
+            if (c == '\n')
+                goto done;
+            r->chunk = c == '\r' ? C_TRAILER_LF : C_TRAILER_LINE;
+            break;
+        case C_TRAILER_LINE:
+            i++;
+            if (c == '\n')
+                r->chunk = C_TRAILER;
+            break;
+        case C_TRAILER_LF:
+            i++;
+            if (c == '\n')
+                goto done;
+            r->chunk = C_TRAILER_LINE;
+            break;
+        }
+    }
+    *used = n;
+    return R_MORE;
+done:
+    r->phase = P_DONE;
+    *used = i;
+    return R_DONE;
+}
+
+static int feed_body(struct resp *r, const char *p, size_t n, size_t *used)
+{
+    switch (r->phase) {
+    case P_DONE:
+        *used = 0;
+        return R_DONE;
+    case P_LENGTH: {
+        size_t take = n < r->left ? n : (size_t)r->left;
+        r->left -= take;
+        r->body += take;
+        *used = take;
+        if (r->left)
+            return R_MORE;
+        r->phase = P_DONE;
+        return R_DONE;
+    }
+    case P_CHUNKED:
+        return feed_chunked(r, p, n, used);
+    case P_TO_EOF:
+        r->body += n;
+        *used = n;
+        return R_MORE;
+    }
+    return R_ERROR;
+}
+
+/* Where CRLFCRLF ends in p[from..n), or 0. */
+static size_t head_end(const char *p, size_t from, size_t n)
+{
+    for (size_t i = from; i + 3 < n;) {
+        const char *cr = memchr(p + i, '\r', n - 3 - i);
+        if (!cr)
+            return 0;
+        i = (size_t)(cr - p);
+        if (cr[1] == '\n' && cr[2] == '\r' && cr[3] == '\n')
+            return i + 4;
+        i++;
+    }
+    return 0;
+}
+
+int resp_feed(struct resp *r, const char *p, size_t n, size_t *used)
+{
+    size_t off = 0;
+    if (n)
+        r->got_any = true;
+    if (r->phase == P_HEAD) {
+        if (r->hlen == 0) {
+            size_t he = head_end(p, 0, n);
+            if (he) {
+                if (parse_head(r, p, he) != R_MORE)
+                    return R_ERROR;
+                off = he;
+            } else {
+                if (n > HEAD_MAX)
+                    return R_ERROR;
+                memcpy(r->head, p, n);
+                r->hlen = (uint32_t)n;
+                r->total += n;
+                *used = n;
+                return R_MORE;
+            }
+        } else {
+            /* A split head: gather it, look again from just before the seam. */
+            size_t old = r->hlen, room = HEAD_MAX - old, take = n < room ? n : room;
+            memcpy(r->head + old, p, take);
+            r->hlen += (uint32_t)take;
+            size_t he = head_end(r->head, old > 3 ? old - 3 : 0, r->hlen);
+            if (!he) {
+                if (r->hlen == HEAD_MAX)
+                    return R_ERROR;
+                r->total += take;
+                *used = n;
+                return R_MORE;
+            }
+            if (parse_head(r, r->head, he) != R_MORE)
+                return R_ERROR;
+            off = he - old;
+            r->total += off;
+            r->hlen = 0;
+            goto body;
+        }
+        r->total += off;
+    }
+body:;
+    size_t u = 0;
+    int rc = feed_body(r, p + off, n - off, &u);
+    r->total += u;
+    *used = off + u;
+    return rc;
+}
+
+int resp_eof(struct resp *r)
+{
+    if (r->phase == P_TO_EOF) {
+        r->phase = P_DONE;
+        return R_DONE;
+    }
+    return R_ERROR;
+}

@@ -1,0 +1,526 @@
+/* loadgen end to end against a tiny HTTP server of our own, run on a
+ * thread in the test on an ephemeral 127.0.0.1 port. The server counts
+ * connections and logs every path, so the counts loadgen reports can be
+ * checked exactly against what was really sent. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+/* ---- the server ---- */
+#define LOG_MAX 20000
+
+static struct {
+    int lfd, port;
+    pthread_t accepter;
+    _Atomic int stop, accepted, requests, open_conns;
+    bool close_all;                /* answer every request with Connection: close */
+    pthread_mutex_t mu;
+    char (*log)[64];               /* paths in arrival order */
+    int nlog;
+} srv;
+
+static void log_path(const char *p, size_t n)
+{
+    pthread_mutex_lock(&srv.mu);
+    if (srv.nlog < LOG_MAX) {
+        size_t c = n < 63 ? n : 63;
+        memcpy(srv.log[srv.nlog], p, c);
+        srv.log[srv.nlog][c] = 0;
+        srv.nlog++;
+    }
+    pthread_mutex_unlock(&srv.mu);
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int sendf(int fd, const char *s) { return send_all(fd, s, strlen(s)); }
+
+/* Answers one request; returns 0 to keep the connection, -1 to close it. */
+static int answer(int fd, const char *req, size_t len)
+{
+    const char *sp = memchr(req, ' ', len);
+    const char *path = sp ? sp + 1 : req;
+    const char *pe = memchr(path, ' ', len - (size_t)(path - req));
+    size_t pl = pe ? (size_t)(pe - path) : 0;
+    log_path(path, pl);
+    atomic_fetch_add(&srv.requests, 1);
+    bool close = srv.close_all || strstr(req, "Connection: close") != NULL;
+    const char *conn = close ? "Connection: close\r\n" : "";
+    char head[256];
+    if (!strncmp(path, "/hang", 5)) {
+        while (!atomic_load(&srv.stop))
+            usleep(10000);
+        return -1;
+    }
+    if (!strncmp(path, "/chunked", 8)) {
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n%s\r\n", conn);
+        /* 5 + 16 + 1 = 22 decoded bytes, an extension and a trailer */
+        if (sendf(fd, head) || sendf(fd, "5\r\nhello\r\n10;ext=1\r\n0123456789abcdef\r\n") ||
+            sendf(fd, "1\r\n!\r\n0\r\nX-Trailer: t\r\n\r\n"))
+            return -1;
+    } else if (!strncmp(path, "/split", 6)) {
+        /* The head in two writes with a pause, so it arrives in two reads. */
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nServer: tiny\r\nContent-Len");
+        if (sendf(fd, head))
+            return -1;
+        usleep(2000);
+        snprintf(head, sizeof head, "gth: 12\r\n%s\r\nhello", conn);
+        if (sendf(fd, head))
+            return -1;
+        usleep(2000);
+        if (sendf(fd, " world\n"))
+            return -1;
+    } else if (!strncmp(path, "/404", 4)) {
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n%s\r\nnot found", conn);
+        if (sendf(fd, head))
+            return -1;
+    } else {
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 200 OK\r\nServer: tiny/1.0\r\nContent-Length: 12\r\n%s\r\nhello world\n",
+                 conn);
+        if (sendf(fd, head))
+            return -1;
+    }
+    return close ? -1 : 0;
+}
+
+static void *serve_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[16384];
+    size_t have = 0;
+    for (;;) {
+        char *end = have >= 4 ? memmem(buf, have, "\r\n\r\n", 4) : NULL;
+        if (end) {
+            size_t len = (size_t)(end - buf) + 4;
+            buf[len - 1] = 0;  /* the head as a string for strstr; byte was '\n' */
+            if (answer(fd, buf, len) < 0)
+                break;
+            memmove(buf, buf + len, have - len);
+            have -= len;
+            continue;
+        }
+        ssize_t k = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+        if (k <= 0)
+            break;
+        have += (size_t)k;
+    }
+    close(fd);
+    atomic_fetch_sub(&srv.open_conns, 1);
+    return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&srv.stop)) {
+        struct pollfd p = { .fd = srv.lfd, .events = POLLIN };
+        if (poll(&p, 1, 20) <= 0)
+            continue;
+        int fd = accept(srv.lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        atomic_fetch_add(&srv.accepted, 1);
+        atomic_fetch_add(&srv.open_conns, 1);
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 128 * 1024);
+        if (pthread_create(&t, &a, serve_conn, (void *)(intptr_t)fd) != 0) {
+            close(fd);
+            atomic_fetch_sub(&srv.open_conns, 1);
+        }
+        pthread_attr_destroy(&a);
+    }
+    return NULL;
+}
+
+static void server_start(bool close_all)
+{
+    memset(&srv, 0, sizeof srv);
+    pthread_mutex_init(&srv.mu, NULL);
+    srv.log = calloc(LOG_MAX, sizeof *srv.log);
+    srv.close_all = close_all;
+    srv.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(srv.lfd, 0);
+    int one = 1;
+    setsockopt(srv.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(srv.lfd, 1024), 0);
+    socklen_t al = sizeof a;
+    getsockname(srv.lfd, (struct sockaddr *)&a, &al);
+    srv.port = ntohs(a.sin_port);
+    ck_assert_int_eq(pthread_create(&srv.accepter, NULL, accept_loop, NULL), 0);
+}
+
+/* Stops the server; copies its path log into keep (if not NULL) first. */
+static int server_stop_log(char (*keep)[64])
+{
+    atomic_store(&srv.stop, 1);
+    pthread_join(srv.accepter, NULL);
+    close(srv.lfd);
+    /* loadgen has exited, so its connections are closed: let ours end. */
+    for (int i = 0; i < 300 && atomic_load(&srv.open_conns) > 0; i++)
+        usleep(10000);
+    int n = srv.nlog;
+    if (keep)
+        memcpy(keep, srv.log, (size_t)n * sizeof *keep);
+    free(srv.log);
+    srv.log = NULL;
+    return n;
+}
+
+static void server_stop(void) { server_stop_log(NULL); }
+
+/* ---- running loadgen ---- */
+static char out[65536];
+
+static int loadgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int loadgen(const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_cmd(out, sizeof out, "%s %s", build_path("bin/loadgen"), args);
+}
+
+/* The number after "key": in the JSON report (first occurrence). */
+static double jnum(const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(out, pat);
+    ck_assert_msg(p != NULL, "no %s in: %s", key, out);
+    return strtod(p + strlen(pat), NULL);
+}
+
+static long jint(const char *key) { return (long)jnum(key); }
+
+static void check_identity(long n)
+{
+    ck_assert_int_eq(jint("requests"), n);
+    ck_assert_int_eq(jint("completed") + jint("failed"), n);
+}
+
+/* ---- the tests ---- */
+START_TEST(keepalive_counts)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 500 -c 5 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    check_identity(500);
+    ck_assert_int_eq(jint("completed"), 500);
+    ck_assert_int_eq(jint("failed"), 0);
+    ck_assert_int_eq(jint("non2xx"), 0);
+    ck_assert_int_eq(jint("keepalive_requests"), 500);
+    ck_assert_int_eq(jint("doc_length"), 12);
+    ck_assert_int_eq(jint("bytes_html"), 500 * 12);
+    ck_assert_int_eq(atomic_load(&srv.requests), 500);
+    ck_assert_int_eq(atomic_load(&srv.accepted), 5);   /* one per connection */
+    ck_assert_int_eq(jint("connections"), 5);
+    ck_assert_ptr_nonnull(strstr(out, "\"server\":\"tiny/1.0\""));
+}
+END_TEST
+
+START_TEST(no_keepalive_one_connection_per_request)
+{
+    server_start(false);
+    int rc = loadgen("-q --json -n 300 -c 4 http://127.0.0.1:%d/x", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    check_identity(300);
+    ck_assert_int_eq(jint("completed"), 300);
+    ck_assert_int_eq(jint("keepalive_requests"), 0);
+    ck_assert_int_eq(atomic_load(&srv.requests), 300);
+    ck_assert_int_eq(atomic_load(&srv.accepted), 300);
+}
+END_TEST
+
+START_TEST(non2xx_counted_apart)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 200 -c 3 http://127.0.0.1:%d/404", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "a 404 is a completed request: rc %d: %s", rc, out);
+    check_identity(200);
+    ck_assert_int_eq(jint("completed"), 200);
+    ck_assert_int_eq(jint("non2xx"), 200);
+    ck_assert_int_eq(jint("failed"), 0);
+}
+END_TEST
+
+START_TEST(chunked_bodies)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 200 -c 2 http://127.0.0.1:%d/chunked", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    check_identity(200);
+    ck_assert_int_eq(jint("completed"), 200);
+    ck_assert_int_eq(jint("bytes_html"), 200 * 22);
+    ck_assert_int_eq(jint("length_mismatch"), 0);
+    ck_assert_int_eq(atomic_load(&srv.accepted), 2);
+}
+END_TEST
+
+START_TEST(split_head_across_reads)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 20 -c 2 http://127.0.0.1:%d/split", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    check_identity(20);
+    ck_assert_int_eq(jint("completed"), 20);
+    ck_assert_int_eq(jint("bytes_html"), 20 * 12);
+    ck_assert_ptr_nonnull(strstr(out, "\"server\":\"tiny\""));
+}
+END_TEST
+
+START_TEST(server_closes_every_connection)
+{
+    server_start(true);
+    int rc = loadgen("-q -k --json -n 200 -c 4 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    check_identity(200);
+    ck_assert_int_eq(jint("completed"), 200);
+    ck_assert_int_eq(jint("failed"), 0);
+    ck_assert_int_eq(atomic_load(&srv.requests), 200);
+    ck_assert_int_eq(atomic_load(&srv.accepted), 200);
+}
+END_TEST
+
+START_TEST(timelimit_stops_by_itself)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -c 2 -t 1 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    double s = jnum("seconds");
+    ck_assert_msg(s >= 0.9 && s < 2.5, "seconds %f", s);
+    long done = jint("completed");
+    ck_assert_int_gt(done, 100);
+    ck_assert_int_eq(jint("requests"), done + jint("failed"));
+    ck_assert_int_eq(atomic_load(&srv.requests), done + jint("abandoned"));
+}
+END_TEST
+
+START_TEST(timeout_fails_requests)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 2 -c 2 -s 0.3 http://127.0.0.1:%d/hang", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    check_identity(2);
+    ck_assert_int_eq(jint("failed"), 2);
+    ck_assert_int_eq(jint("failed_timeout"), 2);
+}
+END_TEST
+
+START_TEST(refused_connects_fail)
+{
+    server_start(false);
+    int port = srv.port;
+    server_stop();                 /* nobody listens there now */
+    int rc = loadgen("-q --json -n 50 -c 5 http://127.0.0.1:%d/", port);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    check_identity(50);
+    ck_assert_int_eq(jint("failed_connect"), 50);
+}
+END_TEST
+
+/* ---- keys ---- */
+static char keyfile[1100];
+
+static void make_keys(void)
+{
+    const char *dir = test_dir("loadgen");
+    snprintf(keyfile, sizeof keyfile, "%s/keys.txt", dir);
+    char text[50 * 9 + 1] = "";
+    for (int i = 0; i < 50; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%07d\n", 1000000 + i * 7919);
+        strcat(text, k);
+    }
+    write_file(keyfile, text);
+}
+
+static int in_keys(const char *key)
+{
+    for (int i = 0; i < 50; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%07d", 1000000 + i * 7919);
+        if (!strcmp(k, key))
+            return 1;
+    }
+    return 0;
+}
+
+/* Runs loadgen with keys; copies the server's path log into paths. */
+static int run_keys(char (*paths)[64], const char *extra)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json %s --keys %s 'http://127.0.0.1:%d/zip/{key}'", extra, keyfile,
+                     srv.port);
+    int n = server_stop_log(paths);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    return n;
+}
+
+static int cmp_path(const void *a, const void *b) { return strcmp(a, b); }
+
+START_TEST(seed_repeatable)
+{
+    make_keys();
+    static char a[LOG_MAX][64], b[LOG_MAX][64], c[LOG_MAX][64], d[LOG_MAX][64];
+    int na = run_keys(a, "-n 300 -c 1 --seed 7");
+    int nb = run_keys(b, "-n 300 -c 1 --seed 7");
+    int nc = run_keys(c, "-n 300 -c 1 --seed 8");
+    int nd = run_keys(d, "-n 300 -c 6 --threads 3 --seed 7");
+    ck_assert_int_eq(na, 300);
+    ck_assert_int_eq(nb, 300);
+    ck_assert_int_eq(nc, 300);
+    ck_assert_int_eq(nd, 300);
+    int same = 0;
+    for (int i = 0; i < 300; i++) {
+        ck_assert_msg(!strcmp(a[i], b[i]), "request %d: %s vs %s", i, a[i], b[i]);
+        ck_assert_msg(!strncmp(a[i], "/zip/", 5) && in_keys(a[i] + 5), "path %s", a[i]);
+        same += !strcmp(a[i], c[i]);
+    }
+    ck_assert_msg(same < 60, "seed 8 repeats seed 7's keys (%d of 300)", same);
+    /* More connections and threads: the same requests, in another order. */
+    qsort(a, 300, sizeof a[0], cmp_path);
+    qsort(d, 300, sizeof d[0], cmp_path);
+    for (int i = 0; i < 300; i++)
+        ck_assert_str_eq(a[i], d[i]);
+}
+END_TEST
+
+START_TEST(miss_ratio)
+{
+    make_keys();
+    static char p[LOG_MAX][64];
+    int n = run_keys(p, "-n 2000 -c 4 --seed 3 --miss 0.25");
+    ck_assert_int_eq(n, 2000);
+    int miss = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert(!strncmp(p[i], "/zip/", 5));
+        const char *k = p[i] + 5;
+        ck_assert_msg(strlen(k) == 7 || strlen(k) == 8, "miss key shaped like a key: %s", k);
+        miss += !in_keys(k);
+    }
+    ck_assert_msg(miss > 400 && miss < 600, "%d misses of 2000 at --miss 0.25", miss);
+    n = run_keys(p, "-n 500 -c 2 --seed 3");
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(in_keys(p[i] + 5), "a miss without --miss: %s", p[i]);
+}
+END_TEST
+
+/* ---- usage ---- */
+START_TEST(bad_flags_exit_2)
+{
+    const char *bad[] = {
+        "--no-such-flag http://127.0.0.1:1/",
+        "-n abc http://127.0.0.1:1/",
+        "-n 0 http://127.0.0.1:1/",
+        "-c 10 -n 5 http://127.0.0.1:1/",
+        "-n 5",
+        "-n 5 http://127.0.0.1:1/ http://127.0.0.1:2/",
+        "-n 5 https://127.0.0.1:1/",
+        "-n 5 http://10.1.2.3/",
+        "-n 5 http://example.com/",
+        "-n 5 http://[::2]:80/",
+        "-n 5 http://127.0.0.1:99999/",
+        "-n 5 --miss 0.5 http://127.0.0.1:1/",
+        "-n 5 --keys /nonexistent/keys 'http://127.0.0.1:1/{key}'",
+        "-n 5 'http://127.0.0.1:1/{key}'",
+        "-n 5 --rate -3 http://127.0.0.1:1/",
+        "-n 5 -H NoColon http://127.0.0.1:1/",
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = loadgen("%s", bad[i]);
+        ck_assert_msg(rc == 2, "'%s' gave %d: %s", bad[i], rc, out);
+        ck_assert_msg(strstr(out, "loadgen") != NULL, "'%s' says nothing: %s", bad[i], out);
+    }
+    ck_assert_int_eq(loadgen("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+    ck_assert_int_eq(loadgen("-V"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "loadgen"));
+}
+END_TEST
+
+START_TEST(text_report_and_csv)
+{
+    server_start(false);
+    const char *dir = test_dir("loadgen-csv");
+    char csv[1100];
+    snprintf(csv, sizeof csv, "%s/r.csv", dir);
+    int rc = loadgen("-q -k -n 100 -c 2 --csv %s http://127.0.0.1:%d/404", csv, srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    rc = loadgen("-q -n 50 -c 2 --csv %s http://127.0.0.1:%d/", csv, srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    const char *want[] = { "Server Software:        tiny/1.0", "Complete requests:      50",
+                           "Failed requests:        0", "Requests per second:", "Time per request:",
+                           "Transfer rate:", "p99.9", "Client CPU:" };
+    for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]) != NULL, "no '%s' in: %s", want[i], out);
+    char text[4096];
+    ck_assert_int_eq(run_cmd(text, sizeof text, "cat %s", csv), 0);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines == 3, "header and two rows: %s", text);
+    ck_assert_ptr_nonnull(strstr(text, "url,concurrency,"));
+}
+END_TEST
+
+Suite *suite_loadgen(void)
+{
+    Suite *s = suite_create("loadgen");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, keepalive_counts);
+    tcase_add_test(tc, no_keepalive_one_connection_per_request);
+    tcase_add_test(tc, non2xx_counted_apart);
+    tcase_add_test(tc, chunked_bodies);
+    tcase_add_test(tc, split_head_across_reads);
+    tcase_add_test(tc, server_closes_every_connection);
+    tcase_add_test(tc, timelimit_stops_by_itself);
+    tcase_add_test(tc, timeout_fails_requests);
+    tcase_add_test(tc, refused_connects_fail);
+    tcase_add_test(tc, seed_repeatable);
+    tcase_add_test(tc, miss_ratio);
+    tcase_add_test(tc, bad_flags_exit_2);
+    tcase_add_test(tc, text_report_and_csv);
+    suite_add_tcase(s, tc);
+    return s;
+}
