@@ -395,15 +395,16 @@ int main(int argc, const char *const *argv)
         if (!wanted[e])
             continue;
         for (int i = 0; i < nup; i++) {
-            fprintf(stderr, "sqlbench: %s on %s...", experiments[e].name, up[i].bc->name);
+            fprintf(stderr, "sqlbench: %s on %s\n", experiments[e].name, up[i].bc->name);
             double t0 = zb_now_s();
             memset(&err, 0, sizeof err);
             if (experiments[e].run(&o, &up[i], &err) < 0) {
-                fprintf(stderr, " FAILED\nsqlbench: %s: %s: %s\n", experiments[e].name,
+                fprintf(stderr, "sqlbench: %s on %s FAILED: %s\n", experiments[e].name,
                         up[i].bc->name, err.msg);
                 failed = 1;
             } else {
-                fprintf(stderr, " %.1f s\n", zb_now_s() - t0);
+                fprintf(stderr, "sqlbench: %s on %s: %.1f s\n", experiments[e].name,
+                        up[i].bc->name, zb_now_s() - t0);
             }
         }
         sb_report_experiment(experiments[e].name, up, nup);

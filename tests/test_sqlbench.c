@@ -1,0 +1,129 @@
+/* sqlbench against the real servers: every experiment yields its figures
+ * on every backend (what the figures are is the benchmark's business, not
+ * the test's), the time cap extrapolates, and usage errors exit 2. */
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
+
+static char out[1 << 20];
+
+/* Runs sqlbench with the test's own table prefix and scratch directory. */
+static int sqlbench(const char *args)
+{
+    const char *dir = test_dir("sqlbench");
+    return run_cmd(out, sizeof out, "%s --conf %s --prefix sbt_ --scratch %s %s", prog("sqlbench"),
+                   conf_path(), dir, args);
+}
+
+/* JSON lines of experiment e on backend b that carry a numeric median. */
+static int figures(const char *e, const char *b)
+{
+    char want[128];
+    snprintf(want, sizeof want, "{\"experiment\":\"%s\",", e);
+    char be[64];
+    snprintf(be, sizeof be, ",\"backend\":\"%s\",", b);
+    int n = 0;
+    for (const char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[2048];
+        if (len >= sizeof buf)
+            continue;
+        memcpy(buf, line, len);
+        buf[len] = 0;
+        if (strncmp(buf, want, strlen(want)) || !strstr(buf, be))
+            continue;
+        const char *m = strstr(buf, "\"median_s\":");
+        ck_assert_msg(m, "no median_s in %s", buf);
+        char *num_end;
+        double v = strtod(m + 11, &num_end);
+        ck_assert_msg(num_end != m + 11 && v >= 0, "bad median_s in %s", buf);
+        ck_assert_msg(strstr(buf, "\"extrapolated\":"), "no extrapolated in %s", buf);
+        n++;
+    }
+    return n;
+}
+
+START_TEST(all_quick_on_every_backend)
+{
+    int rc = sqlbench("all --quick --json --backends sqlite,pg,innodb,myisam");
+    ck_assert_msg(rc == 0, "exit %d: %.4000s", rc, out);
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        const char *b = backends[i];
+        ck_assert_msg(figures("speed", b) == 11, "%s: %d speed figures: %.4000s", b,
+                      figures("speed", b), out);
+        /* 3 durability levels x 4 sizes (1..1,000 at --quick) x separate, single */
+        ck_assert_msg(figures("txn", b) == 24, "%s: %d txn figures: %.4000s", b, figures("txn", b), out);
+        ck_assert_msg(figures("writers", b) == 2, "%s: %d writers figures: %.4000s", b,
+                      figures("writers", b), out);
+    }
+    ck_assert_ptr_nonnull(strstr(out, "\"busy_retries\":"));
+    ck_assert_ptr_nonnull(strstr(out, "\"per_s\":"));
+}
+END_TEST
+
+START_TEST(tables_and_markdown)
+{
+    int rc = sqlbench("speed writers --backends sqlite --scale 0.01 --repeat 2");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "machine: "));
+    ck_assert_ptr_nonnull(strstr(out, "sqlite: SQLite 3"));
+    ck_assert_ptr_nonnull(strstr(out, "10 DELETE"));
+    ck_assert_ptr_nonnull(strstr(out, "job queue 1 workers x 1 tasks"));
+    rc = sqlbench("speed --backends sqlite --scale 0.01 --markdown");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "| test | sqlite |"));
+    ck_assert_ptr_nonnull(strstr(out, "|---|---:|"));
+}
+END_TEST
+
+START_TEST(time_cap_extrapolates)
+{
+    /* 1,000 separate fsynced commits never fit in 10 ms. */
+    int rc = sqlbench("txn --backends sqlite --scale 0.1 --repeat 1 --max-seconds 0.01 --json");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_int_eq(figures("txn", "sqlite"), 24);
+    ck_assert_msg(strstr(out, "\"test\":\"separate\",\"backend\":\"sqlite\"") != NULL, "%s", out);
+    bool found = false;
+    for (char *line = strtok(out, "\n"); line && !found; line = strtok(NULL, "\n"))
+        found = strstr(line, "\"test\":\"separate\"") && strstr(line, "\"n\":1000,") &&
+                strstr(line, "\"extrapolated\":true");
+    ck_assert_msg(found, "no extrapolated separate 1000-insert figure");
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2)
+{
+    ck_assert_int_eq(sqlbench(""), 2);
+    ck_assert_ptr_nonnull(strstr(out, "no experiment given"));
+    ck_assert_int_eq(sqlbench("speedy"), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'speedy' is not an experiment"));
+    ck_assert_int_eq(sqlbench("txn --repeat 0"), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--repeat: '0'"));
+    ck_assert_int_eq(sqlbench("txn --backends sqlite,nosuch"), 2);
+    ck_assert_ptr_nonnull(strstr(out, "no backend 'nosuch'"));
+    ck_assert_int_eq(sqlbench("txn --set sqlite.nokey=1"), 2);
+    ck_assert_int_eq(sqlbench("txn --bogus"), 2);
+    ck_assert_int_eq(sqlbench("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+}
+END_TEST
+
+Suite *suite_sqlbench(void)
+{
+    Suite *s = suite_create("sqlbench");
+    TCase *t = tcase_create("sqlbench");
+    tcase_add_test(t, usage_errors_exit_2);
+    tcase_add_test(t, tables_and_markdown);
+    tcase_add_test(t, time_cap_extrapolates);
+    tcase_add_test(t, all_quick_on_every_backend);
+    tcase_set_timeout(t, 300);
+    suite_add_tcase(s, t);
+    return s;
+}
