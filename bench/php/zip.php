@@ -113,22 +113,22 @@ function zb_lookup(string $backend, string $code, bool $persistent): array
         if ($persistent) {
             $db = @pg_pconnect($conn);
             if ($db === false)
-                throw new RuntimeException('pg: cannot connect');
+                throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
             $name = 'zb_lookup_' . $table;
             $res = @pg_execute($db, $name, [$code]);
             if ($res === false) {
                 if (@pg_prepare($db, $name, zb_sql($table, '$1')) === false)
-                    throw new RuntimeException('pg: ' . pg_last_error($db));
+                    throw new RuntimeException(pg_last_error($db));
                 $res = @pg_execute($db, $name, [$code]);
             }
         } else {
             $db = @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
             if ($db === false)
-                throw new RuntimeException('pg: cannot connect');
+                throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
             $res = @pg_query_params($db, zb_sql($table, '$1'), [$code]);
         }
         if ($res === false)
-            throw new RuntimeException('pg: ' . pg_last_error($db));
+            throw new RuntimeException(pg_last_error($db));
         $rows = pg_fetch_all($res, PGSQL_NUM);
         if (!$persistent)
             pg_close($db);
