@@ -61,6 +61,7 @@ static int one_run(struct backend *b, const char *prefix, int n, bool single, do
 int sb_txn(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err)
 {
     static const enum zb_sync levels[] = { ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
+    static const char *const level_names[] = { "FULL", "NORMAL", "OFF" };
     struct backend b;
     if (backend_open(&b, t->bc, err) < 0)
         return -1;
@@ -73,11 +74,15 @@ int sb_txn(const struct sb_opts *o, const struct sb_target *t, struct zb_err *er
     /* The cap covers all the runs of a case together. */
     double budget = o->max_seconds / o->repeat;
     for (size_t l = 0; l < sizeof levels / sizeof levels[0] && rc == 0; l++) {
-        char desc[160];
-        if (b.drv->set_sync(b.db, levels[l], desc, sizeof desc, err) < 0) {
+        /* The level asked for, then what the backend made of it: two
+         * levels may map to the same setting (PostgreSQL FULL and NORMAL,
+         * MyISAM all three). */
+        char got[128], desc[160];
+        if (b.drv->set_sync(b.db, levels[l], got, sizeof got, err) < 0) {
             rc = -1;
             break;
         }
+        snprintf(desc, sizeof desc, "%s: %s", level_names[l], got);
         for (int n = 1; n <= o->txn_max && rc == 0; n *= 10) {
             sb_figure_init(sep, "txn", "separate", t, desc, n);
             sb_figure_init(one, "txn", "single", t, desc, n);
