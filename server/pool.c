@@ -418,6 +418,7 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
 int pool_start(struct srv_backend *sb, struct zb_err *err)
 {
     if (create_list(sb, err) < 0) {
+        atomic_store(&sb->up, false);   /* main reports it: no "down" line of our own */
         mark_down(sb, err);
         return -1;
     }

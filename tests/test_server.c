@@ -1,0 +1,771 @@
+/* build/bin/server end to end: a generated set loaded with build/bin/loader
+ * into the four backends' test tables, the server started as a child on
+ * its own port from a test config under build/test/server, and its answers
+ * checked with a small blocking HTTP client. Then PostgreSQL is stopped
+ * and started under it (scripts/db), which it must ride out.
+ *
+ * The database script is $ZB_DB (default scripts/db); the config copied is
+ * $ZB_CONF (default conf/zipbench.conf). */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "helpers.h"
+#include "kenall.h"
+#include "util.h"
+
+#define ROWS 3000
+#define PORT 18080
+#define PORT2 18081   /* the CLI tests' own server */
+#define NB 4
+
+static const char *const backends[NB] = { "sqlite", "pg", "innodb", "myisam" };
+static char dir[1024], csv[1100], conf[1100], sqlite_path[1100], logfile[1100];
+static char setup_error[8192];
+static pid_t server_pid;
+static int acquire_timeout_ms = 2000;
+
+static const char *db_script(void)
+{
+    const char *s = getenv("ZB_DB");
+    return s && *s ? s : "scripts/db";
+}
+
+/* ---- a blocking HTTP/1.1 client ---- */
+
+struct resp {
+    int status;            /* -1: no answer */
+    char head[8192];
+    char body[1 << 17];
+    size_t body_len;
+    double ms;             /* time to the complete answer */
+};
+
+/* Sends req (a whole request, or several) to port and reads until the
+ * server closes; parses the first response. */
+static int http_raw(int port, const char *req, size_t reqlen, char *out, size_t outlen)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = { .tv_sec = 15 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    for (size_t sent = 0; sent < reqlen;) {
+        ssize_t w = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;   /* the server may answer (414, 431) before reading it all */
+        sent += (size_t)w;
+    }
+    size_t got = 0;
+    ssize_t r;
+    while (got < outlen - 1 && (r = read(fd, out + got, outlen - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    out[got] = 0;
+    return (int)got;
+}
+
+static void http(struct resp *rs, const char *method, const char *path)
+{
+    char req[4096];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                     method, path);
+    static char raw[sizeof rs->head + sizeof rs->body];
+    uint64_t t0 = zb_now_ns();
+    int got = http_raw(PORT, req, (size_t)n, raw, sizeof raw);
+    rs->ms = (double)(zb_now_ns() - t0) / 1e6;
+    rs->status = -1;
+    rs->head[0] = rs->body[0] = 0;
+    rs->body_len = 0;
+    if (got <= 0 || sscanf(raw, "HTTP/1.1 %d", &rs->status) != 1)
+        return;
+    const char *b = strstr(raw, "\r\n\r\n");
+    size_t hl = b ? (size_t)(b - raw) : strlen(raw);
+    snprintf(rs->head, sizeof rs->head, "%.*s", (int)hl, raw);
+    if (b) {
+        rs->body_len = (size_t)got - hl - 4;
+        memcpy(rs->body, b + 4, rs->body_len);
+        rs->body[rs->body_len] = 0;
+    }
+}
+
+static struct resp R;   /* one at a time: the tests are sequential */
+
+static struct resp *get(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static struct resp *get(const char *fmt, ...)
+{
+    char path[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    http(&R, "GET", path);
+    return &R;
+}
+
+/* Header value (case-insensitive name) into out, or NULL. */
+static const char *header(const struct resp *rs, const char *name, char *out, size_t len)
+{
+    size_t nl = strlen(name);
+    for (const char *p = strstr(rs->head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
+        if (!strncasecmp(p + 2, name, nl) && p[2 + nl] == ':') {
+            const char *v = p + 3 + nl;
+            while (*v == ' ')
+                v++;
+            snprintf(out, len, "%.*s", (int)strcspn(v, "\r\n"), v);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+/* A number from /stats: key of the backend named b (NULL: the server block). */
+static long long stat_of(const char *json, const char *b, const char *key)
+{
+    char pat[128];
+    const char *p, *end;
+    if (b) {
+        snprintf(pat, sizeof pat, "{\"name\":\"%s\"", b);
+        p = strstr(json, pat);
+        end = p ? strstr(p + 1, "{\"name\":") : NULL;
+    } else {
+        p = strstr(json, "\"server\":{");
+        end = NULL;
+    }
+    if (!p)
+        return -1;
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(p, pat);
+    if (!k || (end && k > end))
+        return -1;
+    return atoll(k + strlen(pat));
+}
+
+static long long stat_now(const char *b, const char *key)
+{
+    struct resp *r = get("/stats");
+    ck_assert_int_eq(r->status, 200);
+    return stat_of(r->body, b, key);
+}
+
+/* ---- the expected rows, read back from the file with lib/kenall ---- */
+
+static size_t json_str(char *out, const char *s)
+{
+    char *o = out;
+    *o++ = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char)c;
+        } else if (c < 0x20) {
+            o += sprintf(o, "\\u%04x", c);
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o++ = '"';
+    return (size_t)(o - out);
+}
+
+static void row_json(char *out, const char *const *f)
+{
+    char *o = out;
+    *o++ = '{';
+    for (int i = 0; i < ZB_NCOLS; i++) {
+        o += sprintf(o, "%s\"%s\":", i ? "," : "", zb_columns[i]);
+        if (zb_column_is_flag(i))
+            o += sprintf(o, "%d", atoi(f[i]));
+        else
+            o += json_str(o, f[i]);
+    }
+    *o++ = '}';
+    *o = 0;
+}
+
+#define NCHECK 8
+static char codes[NCHECK][8], want[NCHECK][4096];   /* codes with one row */
+static char split_code[8], split_want[4096];        /* a merged split record */
+static char multi_code[8];                          /* a code with several rows */
+static int multi_rows;
+static char absent_code[8];
+
+static struct { char code[8]; char json[2048]; bool split; } *rows;
+static int nrows;
+
+static int by_code(const void *a, const void *b)
+{
+    return strcmp(((const char(*)[8])a)[0], ((const char(*)[8])b)[0]);
+}
+
+static int read_rows(char *msg, size_t len)
+{
+    struct zb_err err = { 0 };
+    struct kenall_opts o = { 0 };
+    struct kenall_reader *r = kenall_open(csv, &o, &err);
+    if (!r) {
+        snprintf(msg, len, "%s", err.msg);
+        return -1;
+    }
+    rows = calloc(ROWS + 10, sizeof *rows);
+    const char *const *f;
+    int rc;
+    long lines_before = 0;
+    while (nrows < ROWS + 10 && (rc = kenall_next(r, &f, &err)) == 1) {
+        snprintf(rows[nrows].code, 8, "%s", f[KENALL_ZIP]);
+        row_json(rows[nrows].json, f);
+        rows[nrows].split = kenall_lines(r) - lines_before > 1;
+        lines_before = kenall_lines(r);
+        nrows++;
+    }
+    kenall_close(r);
+    if (rc < 0) {
+        snprintf(msg, len, "%s", err.msg);
+        return -1;
+    }
+    /* Codes: single-row ones spread over the file, one split record, one
+     * shared code. */
+    int k = 0;
+    for (int i = 0; i < nrows; i++) {
+        int same = 0;
+        for (int j = 0; j < nrows; j++)
+            same += !strcmp(rows[i].code, rows[j].code);
+        if (same > 1 && !multi_rows) {
+            snprintf(multi_code, 8, "%s", rows[i].code);
+            multi_rows = same;
+        }
+        if (same == 1 && rows[i].split && !split_code[0]) {
+            snprintf(split_code, 8, "%s", rows[i].code);
+            snprintf(split_want, sizeof split_want, "%s", rows[i].json);
+        }
+        if (same == 1 && k < NCHECK && i >= k * (nrows / NCHECK)) {
+            snprintf(codes[k], 8, "%s", rows[i].code);
+            snprintf(want[k], sizeof want[k], "%s", rows[i].json);
+            k++;
+        }
+    }
+    /* The smallest 7-digit code not in the file. */
+    size_t nsorted = nrows > 0 && nrows <= ROWS + 10 ? (size_t)nrows : 1;
+    char (*sorted)[8] = calloc(nsorted, 8);
+    for (int i = 0; i < nrows; i++)
+        memcpy(sorted[i], rows[i].code, 8);
+    qsort(sorted, (size_t)nrows, 8, by_code);
+    for (unsigned c = 1; c < 10000000; c++) {
+        char s[8];
+        snprintf(s, sizeof s, "%07u", c);
+        if (!bsearch(s, sorted, (size_t)nrows, 8, by_code)) {
+            memcpy(absent_code, s, 8);
+            break;
+        }
+    }
+    free(sorted);
+    return 0;
+}
+
+/* ---- the test config and the server ---- */
+
+/* conf_path() copied with the test's port, SQLite file and table names,
+ * plus a backend sqlite_np: the same file with persistent = no. */
+static int write_conf(char *msg, size_t len)
+{
+    FILE *in = fopen(conf_path(), "r"), *out = fopen(conf, "w");
+    if (!in || !out) {
+        snprintf(msg, len, "cannot copy %s to %s", conf_path(), conf);
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return -1;
+    }
+    char line[1024], section[128] = "";
+    while (fgets(line, sizeof line, in)) {
+        const char *p = line + strspn(line, " \t");
+        if (*p == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+            fputs(line, out);
+            if (!strcmp(section, "server"))
+                fprintf(out, "port = %d\n", PORT);
+            else if (!strcmp(section, "backend sqlite"))
+                fprintf(out, "path = %s\ntable = zt_server\n", sqlite_path);
+            else if (!strcmp(section, "backend pg"))
+                fprintf(out, "table = zt_server\n");
+            else if (!strcmp(section, "backend innodb"))
+                fprintf(out, "table = zt_server_innodb\n");
+            else if (!strcmp(section, "backend myisam"))
+                fprintf(out, "table = zt_server_myisam\n");
+            continue;
+        }
+        char key[64] = "";
+        sscanf(p, "%63[a-z_]", key);
+        bool drop = !strcmp(key, "table") ||
+                    (!strcmp(section, "server") && !strcmp(key, "port")) ||
+                    (!strcmp(section, "backend sqlite") && !strcmp(key, "path"));
+        if (!strcmp(section, "backend pg") && !strcmp(key, "acquire_timeout_ms"))
+            acquire_timeout_ms = atoi(strchr(p, '=') + 1);
+        if (!drop)
+            fputs(line, out);
+    }
+    fprintf(out, "\n[backend sqlite_np]\ndriver = sqlite\npath = %s\ntable = zt_server\n"
+            "persistent = no\n", sqlite_path);
+    fclose(in);
+    fclose(out);
+    return 0;
+}
+
+static pid_t start_server(int port, const char *log, const char *extra)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        /* Through sh, so prog()'s $ZB_WRAP (valgrind) applies; exec keeps
+         * the pid the server's. */
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "exec %s --conf '%s' --port %d%s%s", prog("server"), conf, port,
+                 extra ? " --backends " : "", extra ? extra : "");
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits until the server answers /health (any status); false if it exited. */
+static bool wait_ready(pid_t pid, int port)
+{
+    char raw[4096];
+    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return false;
+        if (http_raw(port, req, sizeof req - 1, raw, sizeof raw) > 0 && !strncmp(raw, "HTTP/1.1", 8))
+            return true;
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+/* SIGTERM, then the exit status (-1 if it had to be killed). */
+static int stop_server(pid_t pid)
+{
+    if (pid <= 0)
+        return -1;
+    kill(pid, SIGTERM);
+    int st;
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(50 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "%s", build_path("test/server"));
+    snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    snprintf(conf, sizeof conf, "%s/server.conf", dir);
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/server.sqlite", dir);
+    snprintf(logfile, sizeof logfile, "%s/server.log", dir);
+    char out[4096];
+    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 7 -o %s",
+                dir, dir, prog("gen"), ROWS, csv)) {
+        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
+        return;
+    }
+    if (read_rows(out, sizeof out) < 0) {
+        snprintf(setup_error, sizeof setup_error, "reading %s: %s", csv, out);
+        return;
+    }
+    if (write_conf(setup_error, sizeof setup_error) < 0)
+        return;
+    /* A previous run stopped half way may have left pg down. */
+    run_cmd(NULL, 0, "%s start", db_script());
+    for (int i = 0; i < NB; i++) {
+        int rc = run_cmd(out, sizeof out, "%s -q --conf %s --backend %s --mode bulk --dataset %s",
+                         prog("loader"), conf, backends[i], csv);
+        if (rc) {
+            snprintf(setup_error, sizeof setup_error, "loader %s: exit %d: %s", backends[i], rc, out);
+            return;
+        }
+    }
+    server_pid = start_server(PORT, logfile, NULL);
+    if (!wait_ready(server_pid, PORT)) {
+        run_cmd(out, sizeof out, "cat '%s'", logfile);
+        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
+    }
+}
+
+static void teardown(void)
+{
+    /* Whatever the outage test did, the other suites need pg. */
+    run_cmd(NULL, 0, "%s start pg", db_script());
+    stop_server(server_pid);
+    server_pid = 0;
+    free(rows);
+    rows = NULL;
+    nrows = 0;
+}
+
+#define SETUP_OK() ck_assert_msg(!setup_error[0], "%s", setup_error)
+
+static void assert_json_headers(const struct resp *r)
+{
+    char v[256];
+    ck_assert_msg(header(r, "Content-Type", v, sizeof v) &&
+                  !strcmp(v, "application/json; charset=utf-8"), "%s", r->head);
+    ck_assert_msg(header(r, "Content-Length", v, sizeof v), "%s", r->head);
+    ck_assert_int_eq(atol(v), (long)r->body_len);
+}
+
+START_TEST(known_codes_give_the_rows_of_the_file)
+{
+    SETUP_OK();
+    ck_assert_msg(codes[NCHECK - 1][0], "too few single-row codes in %s", csv);
+    for (int b = 0; b < NB; b++) {
+        for (int k = 0; k < NCHECK * 2; k++) {
+            struct resp *r = get("/zip/%s/%s", backends[b], codes[k % NCHECK]);
+            char expect[8192];
+            snprintf(expect, sizeof expect, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}",
+                     backends[b], codes[k % NCHECK], want[k % NCHECK]);
+            ck_assert_msg(r->status == 200, "%s %s: %d %s", backends[b], codes[k % NCHECK],
+                          r->status, r->body);
+            ck_assert_msg(!strcmp(r->body, expect), "%s:\n got  %s\n want %s", backends[b],
+                          r->body, expect);
+            assert_json_headers(r);
+        }
+    }
+}
+END_TEST
+
+START_TEST(split_and_shared_codes)
+{
+    SETUP_OK();
+    ck_assert_msg(split_code[0], "no split record with a code of its own in %s", csv);
+    ck_assert_msg(multi_rows > 1, "no shared code in %s", csv);
+    for (int b = 0; b < NB; b++) {
+        struct resp *r = get("/zip/%s/%s", backends[b], split_code);
+        ck_assert_int_eq(r->status, 200);
+        ck_assert_msg(strstr(r->body, split_want), "%s: %s\n want %s", backends[b], r->body,
+                      split_want);
+        r = get("/zip/%s/%s", backends[b], multi_code);
+        ck_assert_int_eq(r->status, 200);
+        int n = 0;
+        for (const char *p = r->body; (p = strstr(p, "\"jis_code\":")); p++)
+            n++;
+        ck_assert_msg(n == multi_rows, "%s %s: %d rows, want %d", backends[b], multi_code, n,
+                      multi_rows);
+        for (int i = 0; i < nrows; i++)
+            if (!strcmp(rows[i].code, multi_code))
+                ck_assert_msg(strstr(r->body, rows[i].json), "%s: missing %s", backends[b],
+                              rows[i].json);
+    }
+}
+END_TEST
+
+START_TEST(unknown_404_bad_400)
+{
+    SETUP_OK();
+    static const char *const bad[] = {
+        "abcdefg", "123456", "12345678", "%00", "1234567%00", "%001234567",
+        "1'%20OR%20'1'='1", "1'+OR+'1'='1", "123456%3B", "%2012345", "１２３４５６７", "",
+        "1234567/", "0x12345",
+    };
+    for (int b = 0; b < NB; b++) {
+        struct resp *r = get("/zip/%s/%s", backends[b], absent_code);
+        ck_assert_msg(r->status == 404, "%s %s: %d", backends[b], absent_code, r->status);
+        char expect[256];
+        snprintf(expect, sizeof expect,
+                 "{\"backend\":\"%s\",\"code\":\"%s\",\"error\":\"no such code\",\"status\":404}",
+                 backends[b], absent_code);
+        ck_assert_str_eq(r->body, expect);
+        assert_json_headers(r);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            r = get("/zip/%s/%s", backends[b], bad[i]);
+            ck_assert_msg(r->status == 400, "%s '%s': %d %s", backends[b], bad[i], r->status,
+                          r->body);
+            ck_assert_msg(strstr(r->body, "\"error\":"), "%s", r->body);
+            assert_json_headers(r);
+        }
+    }
+    struct resp *r = get("/zip/nosuch/%s", codes[0]);
+    ck_assert_int_eq(r->status, 404);
+    ck_assert_msg(strstr(r->body, "\"error\":\"no such backend"), "%s", r->body);
+    assert_json_headers(r);
+    ck_assert_int_eq(get("/nothing")->status, 404);
+    ck_assert_int_eq(get("/zip/sqlite")->status, 404);
+    ck_assert_int_eq(get("/zip/sqlite/%s?persistent=maybe", codes[0])->status, 400);
+    ck_assert_int_eq(get("/zip/sqlite/random?miss=1.5")->status, 400);
+}
+END_TEST
+
+START_TEST(methods_and_http)
+{
+    SETUP_OK();
+    char v[256];
+    static const char *const methods[] = { "POST", "PUT", "DELETE", "OPTIONS", "PATCH" };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        http(&R, methods[i], "/zip/sqlite/1000001");
+        ck_assert_msg(R.status == 405, "%s: %d", methods[i], R.status);
+        ck_assert_msg(header(&R, "Allow", v, sizeof v) && !strcmp(v, "GET, HEAD"), "%s", R.head);
+        assert_json_headers(&R);
+    }
+    /* HEAD: the headers of the GET, no body. */
+    http(&R, "HEAD", "/zip/sqlite/");
+    ck_assert_int_eq(R.status, 400);
+    ck_assert_int_eq((long)R.body_len, 0);
+    char path[64];
+    snprintf(path, sizeof path, "/zip/sqlite/%s", codes[0]);
+    http(&R, "HEAD", path);
+    ck_assert_int_eq(R.status, 200);
+    ck_assert_int_eq((long)R.body_len, 0);
+    ck_assert_msg(header(&R, "Content-Length", v, sizeof v) && atol(v) > 100, "%s", R.head);
+
+    /* Keep-alive: three requests on one connection, the last one closing it. */
+    char req[1024], raw[1 << 16];
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path, path);
+    ck_assert_int_gt(http_raw(PORT, req, (size_t)n, raw, sizeof raw), 0);
+    int answers = 0;
+    for (const char *p = raw; (p = strstr(p, "HTTP/1.1 200")); p++)
+        answers++;
+    ck_assert_msg(answers == 3, "%d answers on one connection: %s", answers, raw);
+
+    /* Oversized URL and headers are refused by libmicrohttpd itself
+     * (max_request_bytes): 414 URI Too Long, 431 Request Header Fields Too
+     * Large. Those bodies are MHD's, not JSON. */
+    static char big[70000];
+    memset(big, 'a', 60000);
+    n = snprintf(big + 60000, 100, "x");
+    char *breq = malloc(140000);
+    n = snprintf(breq, 140000, "GET /zip/sqlite/%.60000s HTTP/1.1\r\nHost: x\r\n\r\n", big);
+    http_raw(PORT, breq, (size_t)n, raw, sizeof raw);
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 414", 12), "long URL: %.100s", raw);
+    n = snprintf(breq, 140000, "GET %s HTTP/1.1\r\nHost: x\r\nX-Big: %.60000s\r\n\r\n", path, big);
+    http_raw(PORT, breq, (size_t)n, raw, sizeof raw);
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 431", 12), "big header: %.100s", raw);
+    free(breq);
+}
+END_TEST
+
+START_TEST(health_and_stats)
+{
+    SETUP_OK();
+    struct resp *r = get("/health");
+    ck_assert_msg(r->status == 200, "%d %s", r->status, r->body);
+    for (int b = 0; b < NB; b++) {
+        char pat[128];
+        snprintf(pat, sizeof pat, "{\"name\":\"%s\",\"driver\":", backends[b]);
+        const char *p = strstr(r->body, pat);
+        ck_assert_msg(p && strstr(p, "\"up\":true"), "%s", r->body);
+    }
+    long long before = stat_now("sqlite", "requests");
+    for (int i = 0; i < 10; i++)
+        get("/zip/sqlite/%s", codes[i % NCHECK]);
+    get("/zip/sqlite/%s", absent_code);
+    get("/zip/sqlite/abc");
+    r = get("/stats");
+    ck_assert_int_eq(r->status, 200);
+    assert_json_headers(r);
+    ck_assert_int_eq(stat_of(r->body, "sqlite", "requests") - before, 12);
+    ck_assert_int_ge(stat_of(r->body, "sqlite", "errors_4xx"), 2);
+    ck_assert_int_ge(stat_of(r->body, "sqlite", "min"), 0);
+    ck_assert_int_ge(stat_of(r->body, "sqlite", "size"), 1);
+    ck_assert_int_eq(stat_of(r->body, "sqlite", "in_use"), 0);
+    ck_assert_int_ge(stat_of(r->body, "sqlite", "p99"), stat_of(r->body, "sqlite", "p50"));
+    ck_assert_int_ge(stat_of(r->body, "sqlite", "max"), 1);
+    ck_assert_int_ge(stat_of(r->body, NULL, "requests"), 12);
+    ck_assert_msg(strstr(r->body, "\"p90\":"), "%s", r->body);
+}
+END_TEST
+
+START_TEST(random_keys_and_misses)
+{
+    SETUP_OK();
+    for (int b = 0; b < NB; b++) {
+        for (int i = 0; i < 30; i++) {
+            struct resp *r = get("/zip/%s/random", backends[b]);
+            ck_assert_msg(r->status == 200, "%s: %d %s", backends[b], r->status, r->body);
+            const char *c = strstr(r->body, "\"code\":\"");
+            ck_assert_ptr_nonnull(c);
+            bool found = false;
+            for (int j = 0; j < nrows && !found; j++)
+                found = !strncmp(rows[j].code, c + 8, 7);
+            ck_assert_msg(found, "%s: random code %.7s is not in the file", backends[b], c + 8);
+        }
+        for (int i = 0; i < 10; i++)
+            ck_assert_int_eq(get("/zip/%s/random?miss=1", backends[b])->status, 404);
+        int miss = 0;
+        for (int i = 0; i < 200; i++)
+            miss += get("/zip/%s/random?miss=0.5", backends[b])->status == 404;
+        ck_assert_msg(miss > 60 && miss < 140, "%s: %d misses of 200 at miss=0.5", backends[b],
+                      miss);
+    }
+}
+END_TEST
+
+START_TEST(per_request_connections)
+{
+    SETUP_OK();
+    for (int b = 0; b < NB; b++) {
+        long long c0 = stat_now(backends[b], "connects");
+        long long r0 = stat_now(backends[b], "connects_per_request");
+        for (int i = 0; i < 20; i++) {
+            struct resp *r = get("/zip/%s/%s?persistent=0", backends[b], codes[i % NCHECK]);
+            ck_assert_msg(r->status == 200, "%s: %d %s", backends[b], r->status, r->body);
+        }
+        ck_assert_int_eq(stat_now(backends[b], "connects") - c0, 20);
+        ck_assert_int_eq(stat_now(backends[b], "connects_per_request") - r0, 20);
+        /* And pooled ones open nothing new. */
+        c0 = stat_now(backends[b], "connects");
+        for (int i = 0; i < 20; i++)
+            ck_assert_int_eq(get("/zip/%s/%s", backends[b], codes[i % NCHECK])->status, 200);
+        ck_assert_int_eq(stat_now(backends[b], "connects") - c0, 0);
+    }
+    /* persistent = no in the config: per request unless ?persistent=1. */
+    long long c0 = stat_now("sqlite_np", "connects");
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(get("/zip/sqlite_np/%s", codes[i])->status, 200);
+    ck_assert_int_eq(stat_now("sqlite_np", "connects") - c0, 5);
+    ck_assert_int_eq(get("/zip/sqlite_np/%s?persistent=1", codes[0])->status, 200);
+    c0 = stat_now("sqlite_np", "connects");
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(get("/zip/sqlite_np/%s?persistent=1", codes[i])->status, 200);
+    ck_assert_int_eq(stat_now("sqlite_np", "connects") - c0, 0);
+}
+END_TEST
+
+START_TEST(postgres_outage_and_recovery)
+{
+    SETUP_OK();
+    char out[4096];
+    ck_assert_int_eq(get("/zip/pg/%s", codes[0])->status, 200);
+    long long reconnects0 = stat_now("pg", "reconnects");
+    int rc = run_cmd(out, sizeof out, "%s stop pg", db_script());
+    ck_assert_msg(rc == 0, "%s stop pg: %d %s", db_script(), rc, out);
+
+    for (int i = 0; i < 10; i++) {
+        struct resp *r = get("/zip/pg/%s", codes[i % NCHECK]);
+        ck_assert_msg(r->status == 503, "pg down: %d %s", r->status, r->body);
+        ck_assert_msg(r->ms < acquire_timeout_ms, "pg down: 503 after %.0f ms", r->ms);
+        ck_assert_msg(strstr(r->body, "\"error\":"), "%s", r->body);
+        assert_json_headers(r);
+        r = get("/zip/pg/%s?persistent=0", codes[0]);
+        ck_assert_msg(r->status == 503 && r->ms < acquire_timeout_ms, "%d %.0f ms", r->status, r->ms);
+        r = get("/zip/sqlite/%s", codes[i % NCHECK]);
+        ck_assert_msg(r->status == 200, "sqlite while pg is down: %d %s", r->status, r->body);
+        ck_assert_int_eq(get("/zip/innodb/%s", codes[i % NCHECK])->status, 200);
+    }
+    struct resp *r = get("/health");
+    ck_assert_int_eq(r->status, 503);
+    ck_assert_msg(strstr(r->body, "{\"name\":\"pg\",\"driver\":\"pg\",\"up\":false"), "%s", r->body);
+
+    rc = run_cmd(out, sizeof out, "%s start pg", db_script());
+    ck_assert_msg(rc == 0, "%s start pg: %d %s", db_script(), rc, out);
+    int status = 0;
+    for (int i = 0; i < 100 && status != 200; i++) {
+        status = get("/zip/pg/%s", codes[1])->status;
+        if (status != 200)
+            usleep(100 * 1000);
+    }
+    ck_assert_msg(status == 200, "pg after restart: %d %s", status, R.body);
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_eq(get("/zip/pg/%s", codes[i % NCHECK])->status, 200);
+    ck_assert_int_eq(get("/zip/pg/%s?persistent=0", codes[2])->status, 200);
+    ck_assert_int_eq(get("/health")->status, 200);
+    r = get("/stats");
+    ck_assert_msg(stat_of(r->body, "pg", "reconnects") > reconnects0, "%s", r->body);
+    ck_assert_msg(stat_of(r->body, "pg", "errors_5xx") >= 20, "%s", r->body);
+}
+END_TEST
+
+/* ---- the command line, on a server of the test's own ---- */
+
+START_TEST(cli_exit_codes_and_clean_stop)
+{
+    SETUP_OK();
+    char out[8192], log[1200];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", prog("server")), 0);
+    ck_assert_msg(strstr(out, "SYNOPSIS") && strstr(out, "EXIT STATUS") && strstr(out, "--backends"),
+                  "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -V", prog("server")), 0);
+    ck_assert_msg(strstr(out, "libmicrohttpd"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --no-such-flag", prog("server")), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --threads 0", prog("server"), conf), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --backends sqlite,nosuch", prog("server"),
+                             conf), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --set sqlite.nokey=1", prog("server"),
+                             conf), 2);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --bind 0.0.0.0 --port %d", prog("server"),
+                             conf, PORT2), 2);
+    ck_assert_msg(strstr(out, "--allow-remote"), "%s", out);
+    /* A bad config names file:line:key; a port in use is a startup error. */
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s/bad.conf", dir);
+    write_file(bad, "[server]\nport = 80\n\n[backend x]\ndriver = sqlite\npool_min = lots\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s", prog("server"), bad), 1);
+    ck_assert_msg(strstr(out, ":6:") && strstr(out, "pool_min"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --backends sqlite --port %d",
+                             prog("server"), conf, PORT), 1);
+    ck_assert_msg(strstr(out, "in use"), "%s", out);
+
+    /* Start, one line; serve; SIGTERM: stop line, exit 0. */
+    snprintf(log, sizeof log, "%s/cli.log", dir);
+    pid_t pid = start_server(PORT2, log, "sqlite,pg");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start", PORT2);
+    char req[256], raw[8192];
+    int n = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nConnection: close"
+                     "\r\n\r\n", codes[0]);
+    http_raw(PORT2, req, (size_t)n, raw, sizeof raw);
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 200", 12), "%.200s", raw);
+    n = snprintf(req, sizeof req, "GET /zip/innodb/%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[0]);
+    http_raw(PORT2, req, (size_t)n, raw, sizeof raw);   /* not chosen: 404 */
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 404", 12), "%.200s", raw);
+    ck_assert_int_eq(stop_server(pid), 0);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(strstr(out, "zipbench server listening on 127.0.0.1:18081, ") &&
+                  strstr(out, "backends: sqlite pg") && strstr(out, "stopped"), "%s", out);
+}
+END_TEST
+
+Suite *suite_server(void)
+{
+    Suite *s = suite_create("server");
+    TCase *t = tcase_create("server");
+    tcase_add_unchecked_fixture(t, setup, teardown);
+    tcase_add_test(t, known_codes_give_the_rows_of_the_file);
+    tcase_add_test(t, split_and_shared_codes);
+    tcase_add_test(t, unknown_404_bad_400);
+    tcase_add_test(t, methods_and_http);
+    tcase_add_test(t, health_and_stats);
+    tcase_add_test(t, random_keys_and_misses);
+    tcase_add_test(t, per_request_connections);
+    tcase_add_test(t, cli_exit_codes_and_clean_stop);
+    tcase_add_test(t, postgres_outage_and_recovery);   /* last: it stops pg */
+    tcase_set_timeout(t, 180);
+    suite_add_tcase(s, t);
+    return s;
+}
