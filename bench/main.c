@@ -123,7 +123,7 @@ static void print_header(const struct sb_target *t, int nt, const struct sb_opts
     time_t now = time(NULL);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     const char *li = md ? "- " : "  ";
-    printf("%ssqlbench, %s\n\n", md ? "## " : "", when);
+    printf("sqlbench run of %s:\n\n", when);
     printf("%smachine: %ld cores (nproc), %s %s %s\n", li, sysconf(_SC_NPROCESSORS_ONLN),
            u.sysname, u.release, u.machine);
     printf("%ssizes: speed %d rows / %d statements, txn up to %d inserts, writers %d x %d, "
