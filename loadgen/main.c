@@ -207,8 +207,8 @@ static int parse_args(int argc, const char *const *argv, struct config *cfg, apr
     if (g->ind >= argc)
         return usage_error("no URL given%s", "");
     if (g->ind + 1 < argc)
-        return usage_error("unexpected argument '%s' (one URL only)", argv[g->ind + 1]);
-    cfg->url = argv[g->ind];
+        return usage_error("unexpected argument '%s' (one URL only)", g->argv[g->ind + 1]);
+    cfg->url = g->argv[g->ind];       /* APR permutes its own copy of argv */
     if (cfg->timelimit > 0 && !have_n)
         cfg->requests = 50000000;
     if ((uint64_t)cfg->concurrency > cfg->requests) {

@@ -267,7 +267,8 @@ END_TEST
 START_TEST(non2xx_counted_apart)
 {
     server_start(false);
-    int rc = loadgen("-q -k --json -n 200 -c 3 http://127.0.0.1:%d/404", srv.port);
+    /* Options after the URL too, as scripts write them. */
+    int rc = loadgen("-q -k -n 200 -c 3 http://127.0.0.1:%d/404 --json", srv.port);
     server_stop();
     ck_assert_msg(rc == 0, "a 404 is a completed request: rc %d: %s", rc, out);
     check_identity(200);
@@ -330,6 +331,18 @@ START_TEST(timelimit_stops_by_itself)
     ck_assert_int_gt(done, 100);
     ck_assert_int_eq(jint("requests"), done + jint("failed"));
     ck_assert_int_eq(atomic_load(&srv.requests), done + jint("abandoned"));
+}
+END_TEST
+
+START_TEST(rate_is_held)
+{
+    server_start(false);
+    int rc = loadgen("-q -k --json -c 4 --rate 400 -t 1 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    long done = jint("completed");
+    ck_assert_msg(done >= 360 && done <= 404, "%ld requests in 1 s at --rate 400", done);
+    ck_assert_int_eq(atomic_load(&srv.requests), done);
 }
 END_TEST
 
@@ -515,6 +528,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, split_head_across_reads);
     tcase_add_test(tc, server_closes_every_connection);
     tcase_add_test(tc, timelimit_stops_by_itself);
+    tcase_add_test(tc, rate_is_held);
     tcase_add_test(tc, timeout_fails_requests);
     tcase_add_test(tc, refused_connects_fail);
     tcase_add_test(tc, seed_repeatable);
