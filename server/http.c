@@ -30,6 +30,8 @@ struct jbuf {
 };
 
 static _Thread_local struct jbuf tbuf;
+/* Frees a thread's buffer when MHD's thread ends (set on every growth). */
+static pthread_key_t tbuf_key;
 static _Thread_local uint64_t trng;   /* per-thread PRNG state for /random */
 
 static bool jb_reserve(struct jbuf *b, size_t more)
@@ -46,6 +48,8 @@ static bool jb_reserve(struct jbuf *b, size_t more)
     }
     b->p = p;
     b->cap = cap;
+    if (b == &tbuf)
+        pthread_setspecific(tbuf_key, p);
     return true;
 }
 
@@ -556,6 +560,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
 {
     init_keys();
+    pthread_key_create(&tbuf_key, free);
     const struct server_conf *sc = &srv.conf->server;
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_TURBO, 0, NULL, NULL, handle, NULL,

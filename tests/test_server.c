@@ -229,7 +229,7 @@ static int read_rows(char *msg, size_t len)
     }
     rows = calloc(ROWS + 10, sizeof *rows);
     const char *const *f;
-    int rc;
+    int rc = 0;
     long lines_before = 0;
     while (nrows < ROWS + 10 && (rc = kenall_next(r, &f, &err)) == 1) {
         snprintf(rows[nrows].code, 8, "%s", f[KENALL_ZIP]);
