@@ -68,7 +68,9 @@ static void mark_down(struct srv_backend *sb, const struct zb_err *err)
 {
     bool was = atomic_exchange(&sb->up, false);
     atomic_store(&sb->next_probe_ns, zb_now_ns() + PROBE_NS);
+    pthread_mutex_lock(&sb->reason_lock);
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
+    pthread_mutex_unlock(&sb->reason_lock);
     if (was)
         fprintf(stderr, "server: backend %s: down: %s\n", sb->conf.name, sb->down_reason);
 }
@@ -129,6 +131,7 @@ int pool_init(struct srv_backend *sb, const struct backend_conf *bc, apr_pool_t 
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", bc->name);
     pthread_mutex_init(&sb->create_lock, NULL);
     pthread_mutex_init(&sb->keys_lock, NULL);
+    pthread_mutex_init(&sb->reason_lock, NULL);
     atomic_init(&sb->list, NULL);
     atomic_init(&sb->keys, NULL);
     atomic_init(&sb->up, true);
@@ -240,6 +243,13 @@ static void release(struct srv_backend *sb, struct conn *c, bool failed)
     }
 }
 
+static void down_error(struct srv_backend *sb, struct zb_err *err)
+{
+    pthread_mutex_lock(&sb->reason_lock);
+    zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->conf.name, sb->down_reason);
+    pthread_mutex_unlock(&sb->reason_lock);
+}
+
 /* While down, only one request per probe interval goes on to connect. */
 static bool may_try(struct srv_backend *sb)
 {
@@ -277,8 +287,7 @@ int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_f
                 struct zb_err *err)
 {
     if (!may_try(sb))
-        return zb_fail(err, ZB_ERR_CONN, "backend %s is down: %s", sb->conf.name,
-                       sb->down_reason), LOOKUP_UNAVAILABLE;
+        return down_error(sb, err), LOOKUP_UNAVAILABLE;
     struct counting ct = { fn, arg, 0 };
     if (!persistent) {
         struct conn c;
@@ -408,11 +417,24 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
             mark_down(sb, err);
         }
     } else if (!keys) {
-        zb_fail(err, ZB_ERR_CONN, "backend %s is down: %s", sb->conf.name, sb->down_reason);
+        down_error(sb, err);
     }
     pthread_mutex_unlock(&sb->keys_lock);
     *n = atomic_load_explicit(&sb->nkeys, RELAXED);
     return keys;
+}
+
+/* Loads the key set in the background: the server answers at once, and a
+ * /random request that comes before the keys are in waits on keys_lock. */
+static void *load_keys(void *arg)
+{
+    struct srv_backend *sb = arg;
+    struct zb_err err = { 0 };
+    size_t n;
+    if (!pool_keys(sb, &n, &err))
+        fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
+                sb->conf.name, err.msg);
+    return NULL;
 }
 
 int pool_start(struct srv_backend *sb, struct zb_err *err)
@@ -422,14 +444,14 @@ int pool_start(struct srv_backend *sb, struct zb_err *err)
         mark_down(sb, err);
         return -1;
     }
-    size_t n;
-    if (!pool_keys(sb, &n, err))
-        return -1;
+    sb->keys_thread_started = pthread_create(&sb->keys_thread, NULL, load_keys, sb) == 0;
     return 0;
 }
 
 void pool_destroy(struct srv_backend *sb)
 {
+    if (sb->keys_thread_started)
+        pthread_join(sb->keys_thread, NULL);
     /* Every connection is back: MHD has stopped, no request holds one.
      * Destroying the subpool runs apr_reslist's cleanup, which closes them. */
     if (sb->list_pool)
@@ -438,5 +460,6 @@ void pool_destroy(struct srv_backend *sb)
     atomic_store(&sb->list, NULL);
     pthread_mutex_destroy(&sb->create_lock);
     pthread_mutex_destroy(&sb->keys_lock);
+    pthread_mutex_destroy(&sb->reason_lock);
     apr_pool_destroy(sb->pool);
 }

@@ -45,10 +45,13 @@ struct srv_backend {
     _Atomic bool up;
     _Atomic unsigned gen;
     _Atomic uint64_t next_probe_ns;
-    char down_reason[512];         /* last connect error, for /health (racy text, advisory) */
+    pthread_mutex_t reason_lock;
+    char down_reason[512];         /* last connect error (under reason_lock) */
 
     /* The distinct codes of the table, sorted, for /random. */
     pthread_mutex_t keys_lock;
+    pthread_t keys_thread;         /* loads them at start, in the background */
+    bool keys_thread_started;
     _Atomic(uint32_t *) keys;
     _Atomic size_t nkeys;
 
