@@ -104,8 +104,14 @@ static int open_conn(struct loop *L, struct conn *c)
     c->fd = socket(t->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         return -1;
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* Nagle only holds back data sent while earlier data is unacked. A
+     * keep-alive connection gets TCP_NODELAY all the same; a one-request
+     * connection sends one write into an empty pipe, where Nagle never
+     * waits, so it is spared the syscall (one in seven on that path). */
+    if (L->cfg->keepalive) {
+        int one = 1;
+        setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     L->st->connects++;
     /* On loopback the handshake is usually done when connect returns
      * EINPROGRESS, so the request is sent at once without waiting for
