@@ -160,9 +160,7 @@ int main(int argc, const char *const *argv)
     /* "sqlbench all --quick": APR's own interleave mode loses the value of
      * an option given as a separate word, so move the experiment names
      * after the options here and let apr_getopt_long parse the rest. */
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    if (!args)
-        return ZB_EXIT_FAIL;
+    const char **args = apr_pcalloc(pool, ((size_t)argc + 1) * sizeof *args);
     int nargs = 0, npos = 0;
     const char *pos[64];
     args[nargs++] = argv[0];
