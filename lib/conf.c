@@ -193,6 +193,17 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
                      key, value, where, err);
 }
 
+int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
+    if (!dot || !eq || eq < dot)
+        return zb_fail(err, ZB_ERR_INPUT, "'%s' is not BACKEND.KEY=VALUE", arg);
+    *dot = *eq = 0;
+    return conf_set(conf, buf, dot + 1, eq + 1, err);
+}
+
 struct parse_state {
     struct zb_conf *conf;
     FILE *f;

@@ -65,6 +65,10 @@ void conf_defaults(struct zb_conf *conf);
 int conf_set(struct zb_conf *conf, const char *section, const char *key,
              const char *value, struct zb_err *err);
 
+/* The same from one command-line argument "BACKEND.KEY=VALUE" (or
+ * "server.KEY=VALUE"): what every program's --set takes. */
+int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
+
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 
 void conf_free(struct zb_conf *conf);

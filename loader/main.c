@@ -105,24 +105,6 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
     fflush(stdout);
 }
 
-static int set_override(struct zb_conf *conf, const char *arg)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", arg);
-    char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
-    if (!dot || !eq || eq < dot) {
-        fprintf(stderr, "loader: --set: '%s' is not BACKEND.KEY=VALUE\n", arg);
-        return -1;
-    }
-    *dot = *eq = 0;
-    struct zb_err err = { 0 };
-    if (conf_set(conf, buf, dot + 1, eq + 1, &err) < 0) {
-        fprintf(stderr, "loader: --set %s: %s\n", arg, err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, const char *const *argv)
 {
     apr_pool_t *pool;
@@ -216,7 +198,8 @@ int main(int argc, const char *const *argv)
         return ZB_EXIT_USAGE;
     }
     for (int i = 0; i < nsets; i++)
-        if (set_override(&conf, sets[i]) < 0) {
+        if (conf_set_arg(&conf, sets[i], &err) < 0) {
+            fprintf(stderr, "loader: --set %s: %s\n", sets[i], err.msg);
             conf_free(&conf);
             return ZB_EXIT_USAGE;
         }
