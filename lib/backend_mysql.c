@@ -458,7 +458,7 @@ static int my_set_sync(struct db *db, enum zb_sync level, char *desc, size_t des
         snprintf(desc, desclen, "innodb_flush_log_at_trx_commit=%s", flush);
     else
         snprintf(desc, desclen, "MyISAM: no fsync per commit%s", level != ZB_SYNC_DEFAULT
-                                                                    ? " (--sync has no knob here)" : "");
+                                                                    ? " (no knob to set)" : "");
     return 0;
 }
 
