@@ -557,6 +557,12 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+/* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
+ * pool the request line and headers must fit in. Past it libmicrohttpd 0.9.75
+ * answers by itself, before our handler runs: "414 URI Too Long" for a long
+ * request line, "431 Request Header Fields Too Large" for big headers, both
+ * with Connection: close and an empty body without a Content-Type (so not
+ * our JSON). The test suite checks both statuses. */
 struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
 {
     init_keys();

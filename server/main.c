@@ -89,24 +89,6 @@ static const char usage[] =
 
 static int usage_error(void) { return cli_usage_error("server"); }
 
-static int set_override(struct zb_conf *conf, const char *arg)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", arg);
-    char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
-    if (!dot || !eq || eq < dot) {
-        fprintf(stderr, "server: --set: '%s' is not BACKEND.KEY=VALUE\n", arg);
-        return -1;
-    }
-    *dot = *eq = 0;
-    struct zb_err err = { 0 };
-    if (conf_set(conf, buf, dot + 1, eq + 1, &err) < 0) {
-        fprintf(stderr, "server: --set %s: %s\n", arg, err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 static bool is_loopback(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET)
@@ -226,8 +208,10 @@ int main(int argc, const char *const *argv)
     }
     int rc = ZB_EXIT_USAGE;
     for (int i = 0; i < nsets; i++)
-        if (set_override(&conf, sets[i]) < 0)
+        if (conf_set_arg(&conf, sets[i], &err) < 0) {
+            fprintf(stderr, "server: --set %s: %s\n", sets[i], err.msg);
             goto out_conf;
+        }
     static const struct { const char *flag, *key; } flagkeys[] = {
         { "--port", "port" }, { "--bind", "bind" }, { "--threads", "threads" } };
     const char *flagvals[] = { port, bind_addr, threads };

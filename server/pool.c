@@ -183,7 +183,9 @@ static void discard(struct srv_backend *sb, apr_reslist_t *list, struct conn *c)
     apr_reslist_invalidate(list, c);
 }
 
-/* Lends a pool connection: -1 with err (kind ZB_ERR_CONN: 503) if none. */
+/* Lends a pool connection. -1 with err (kind ZB_ERR_CONN: 503) if the
+ * database cannot be reached, -2 if every connection stayed busy for
+ * acquire_timeout_ms (503 too, but the backend is not down). */
 static int acquire(struct srv_backend *sb, struct conn **out, struct zb_err *err)
 {
     apr_reslist_t *list = atomic_load_explicit(&sb->list, memory_order_acquire);
@@ -201,9 +203,10 @@ static int acquire(struct srv_backend *sb, struct conn **out, struct zb_err *err
         apr_status_t st = apr_reslist_acquire(list, &res);
         if (st == APR_TIMEUP) {
             INC(sb->timeouts);
-            return zb_fail(err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
-                           "(pool_hard_max %d)", sb->conf.name, sb->conf.acquire_timeout_ms,
-                           sb->conf.pool_hard_max);
+            zb_fail(err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
+                    "(pool_hard_max %d)", sb->conf.name, sb->conf.acquire_timeout_ms,
+                    sb->conf.pool_hard_max);
+            return -2;
         }
         if (st != APR_SUCCESS) {
             if (st == APR_EGENERAL || st == APR_ENOMEM)
@@ -290,20 +293,18 @@ int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_f
         return down_error(sb, err), LOOKUP_UNAVAILABLE;
     struct counting ct = { fn, arg, 0 };
     if (!persistent) {
+        /* A failure here is this request's alone (a refused connect may be
+         * "too many connections" while the pool is fine): 503, but the
+         * backend is not marked down. While it is down (the pool saw the
+         * database go), the gate above answers at once. */
         struct conn c;
         INC(sb->connects_per_request);
-        if (open_conn(sb, &c, err) < 0) {
-            if (err->kind == ZB_ERR_CONN)
-                mark_down(sb, err);
+        if (open_conn(sb, &c, err) < 0)
             return err->kind == ZB_ERR_CONN ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
-        }
         int rc = run_once(&c, code, &ct, err);
         close_conn(&c);
-        if (rc < 0) {
-            if (err->kind == ZB_ERR_CONN)
-                mark_down(sb, err);
+        if (rc < 0)
             return err->kind == ZB_ERR_CONN ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
-        }
         mark_up(sb);
         return LOOKUP_OK;
     }
@@ -313,8 +314,9 @@ int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_f
      * output is never duplicated. */
     for (int attempt = 0; attempt < 2; attempt++) {
         struct conn *c;
-        if (acquire(sb, &c, err) < 0) {
-            if (!strstr(err->msg, "no free connection"))
+        int arc = acquire(sb, &c, err);
+        if (arc < 0) {
+            if (arc == -1)
                 mark_down(sb, err);
             return LOOKUP_UNAVAILABLE;
         }
@@ -394,7 +396,8 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
     keys = atomic_load_explicit(&sb->keys, memory_order_acquire);
     if (!keys && may_try(sb)) {
         struct conn *c;
-        if (acquire(sb, &c, err) == 0) {
+        int arc = acquire(sb, &c, err);
+        if (arc == 0) {
             char sql[256];
             snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sb->conf.table);
             struct key_load kl = { 0 };
@@ -413,7 +416,7 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
                 atomic_store_explicit(&sb->keys, keys, memory_order_release);
             }
             free(kl.keys);
-        } else if (!strstr(err->msg, "no free connection")) {
+        } else if (arc == -1) {
             mark_down(sb, err);
         }
     } else if (!keys) {

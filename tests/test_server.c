@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "conf.h"
 #include "helpers.h"
 #include "kenall.h"
 #include "util.h"
@@ -330,7 +331,7 @@ static int write_conf(char *msg, size_t len)
     return 0;
 }
 
-static pid_t start_server(int port, const char *log, const char *extra)
+static pid_t start_server(int port, const char *log, const char *extra, const char *args)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -342,8 +343,8 @@ static pid_t start_server(int port, const char *log, const char *extra)
         /* Through sh, so prog()'s $ZB_WRAP (valgrind) applies; exec keeps
          * the pid the server's. */
         char cmd[4096];
-        snprintf(cmd, sizeof cmd, "exec %s --conf '%s' --port %d%s%s", prog("server"), conf, port,
-                 extra ? " --backends " : "", extra ? extra : "");
+        snprintf(cmd, sizeof cmd, "exec %s --conf '%s' --port %d%s%s %s", prog("server"), conf,
+                 port, extra ? " --backends " : "", extra ? extra : "", args ? args : "");
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -411,7 +412,7 @@ static void setup(void)
             return;
         }
     }
-    server_pid = start_server(PORT, logfile, NULL);
+    server_pid = start_server(PORT, logfile, NULL, NULL);
     if (!wait_ready(server_pid, PORT)) {
         run_cmd(out, sizeof out, "cat '%s'", logfile);
         snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
@@ -734,7 +735,7 @@ START_TEST(cli_exit_codes_and_clean_stop)
 
     /* Start, one line; serve; SIGTERM: stop line, exit 0. */
     snprintf(log, sizeof log, "%s/cli.log", dir);
-    pid_t pid = start_server(PORT2, log, "sqlite,pg");
+    pid_t pid = start_server(PORT2, log, "sqlite,pg", NULL);
     ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start", PORT2);
     char req[256], raw[8192];
     int n = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nConnection: close"
@@ -751,6 +752,71 @@ START_TEST(cli_exit_codes_and_clean_stop)
 }
 END_TEST
 
+/* Every pooled connection busy: the next request waits acquire_timeout_ms
+ * for one, then gets 503, and the backend is not marked down. The one
+ * connection of a pool of one is held by a lookup that a LOCK TABLE from
+ * the test blocks. */
+START_TEST(pool_exhausted_503_after_acquire_timeout)
+{
+    SETUP_OK();
+    char log[1200];
+    snprintf(log, sizeof log, "%s/exhaust.log", dir);
+    pid_t pid = start_server(PORT2, log, "pg",
+                             "--set pg.pool_min=1 --set pg.pool_soft_max=1 --set pg.pool_hard_max=1 "
+                             "--set pg.acquire_timeout_ms=400");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start", PORT2);
+    /* The key set loads at start on the one connection: wait for it. */
+    char raw[8192];
+    static const char rnd[] = "GET /zip/pg/random HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    http_raw(PORT2, rnd, sizeof rnd - 1, raw, sizeof raw);
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 200", 12), "%.300s", raw);
+
+    struct zb_conf zc;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&zc, conf, &err) == 0, "%s", err.msg);
+    struct backend b;
+    ck_assert_msg(backend_open(&b, conf_backend(&zc, "pg"), &err) == 0, "%s", err.msg);
+    ck_assert_msg(b.drv->exec(b.db, "BEGIN", &err) == 0, "%s", err.msg);
+    ck_assert_msg(b.drv->exec(b.db, "LOCK TABLE zt_server IN ACCESS EXCLUSIVE MODE", &err) == 0,
+                  "%s", err.msg);
+
+    /* A: holds the only connection, blocked on the lock. */
+    int fa = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT2) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fa, (struct sockaddr *)&a, sizeof a), 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET /zip/pg/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                     codes[0]);
+    ck_assert_int_eq(write(fa, req, (size_t)n), n);
+    usleep(300 * 1000);
+
+    /* B: no connection to be had. */
+    n = snprintf(req, sizeof req, "GET /zip/pg/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 codes[1]);
+    uint64_t t0 = zb_now_ns();
+    http_raw(PORT2, req, (size_t)n, raw, sizeof raw);
+    double ms = (double)(zb_now_ns() - t0) / 1e6;
+    b.drv->exec(b.db, "COMMIT", &err);
+    backend_close(&b);
+    conf_free(&zc);
+
+    ck_assert_msg(!strncmp(raw, "HTTP/1.1 503", 12) && strstr(raw, "no free connection"), "%.400s", raw);
+    ck_assert_msg(ms >= 350 && ms < 1500, "503 after %.0f ms, acquire_timeout_ms = 400", ms);
+    /* A is answered once the lock goes. */
+    struct timeval tv = { .tv_sec = 10 };
+    setsockopt(fa, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t got = read(fa, raw, sizeof raw - 1);
+    close(fa);
+    ck_assert_msg(got > 12 && !strncmp(raw, "HTTP/1.1 200", 12), "A: %.200s", got > 0 ? raw : "");
+    n = snprintf(req, sizeof req, "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    static char st[1 << 16];
+    http_raw(PORT2, req, (size_t)n, st, sizeof st);
+    ck_assert_msg(stat_of(st, "pg", "timeouts") == 1 && strstr(st, "\"up\":true"), "%s", st);
+    ck_assert_int_eq(stop_server(pid), 0);
+}
+END_TEST
+
 Suite *suite_server(void)
 {
     Suite *s = suite_create("server");
@@ -764,6 +830,7 @@ Suite *suite_server(void)
     tcase_add_test(t, random_keys_and_misses);
     tcase_add_test(t, per_request_connections);
     tcase_add_test(t, cli_exit_codes_and_clean_stop);
+    tcase_add_test(t, pool_exhausted_503_after_acquire_timeout);
     tcase_add_test(t, postgres_outage_and_recovery);   /* last: it stops pg */
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
