@@ -5,6 +5,7 @@
 #define LOADGEN_H
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -126,6 +127,10 @@ struct shared {
     uint64_t start_ns;
     uint64_t end_ns;           /* time limit, 0 = none */
     uint64_t interval_ns;      /* --rate: gap between one connection's sends */
+    /* Threads set up, then wait twice: once so the clock starts only when
+     * all are ready, again until start_ns is set. Without it a thread that
+     * starts late on a busy box finds the requests all taken. */
+    pthread_barrier_t ready, go;
     _Atomic uint64_t issued;   /* request numbers handed out */
     _Atomic int stop;          /* SIGINT */
     /* The first response tells the server name and document length. */

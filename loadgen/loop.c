@@ -384,7 +384,10 @@ void *worker_run(void *arg)
     L.rbuf = malloc(RBUF_SIZE);
     char *wbufs = malloc((size_t)L.n * (sh->req->maxlen + 1));
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
-    if (L.ep < 0 || !L.conns || !L.rbuf || !wbufs || !ev) {
+    bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
+    pthread_barrier_wait(&sh->ready);
+    pthread_barrier_wait(&sh->go);
+    if (!ok) {
         /* No loop, no requests: the others take them all. */
         free(L.conns);
         free(L.rbuf);

@@ -325,10 +325,8 @@ int main(int argc, const char *const *argv)
     }
 
     struct rusage ru0, ru1;
-    getrusage(RUSAGE_SELF, &ru0);
-    sh.start_ns = zb_now_ns();
-    if (cfg.timelimit > 0)
-        sh.end_ns = sh.start_ns + (uint64_t)(cfg.timelimit * 1e9);
+    pthread_barrier_init(&sh.ready, NULL, (unsigned)cfg.threads + 1);
+    pthread_barrier_init(&sh.go, NULL, (unsigned)cfg.threads + 1);
     int first = 0;
     atomic_store(&running, cfg.threads);
     for (int i = 0; i < cfg.threads; i++) {
@@ -343,6 +341,12 @@ int main(int argc, const char *const *argv)
             return ZB_EXIT_FAIL;
         }
     }
+    pthread_barrier_wait(&sh.ready);
+    getrusage(RUSAGE_SELF, &ru0);
+    sh.start_ns = zb_now_ns();
+    if (cfg.timelimit > 0)
+        sh.end_ns = sh.start_ns + (uint64_t)(cfg.timelimit * 1e9);
+    pthread_barrier_wait(&sh.go);
     progress(w, cfg.threads, &cfg, &sh);
     struct result res = { .cfg = &cfg, .tgt = &tgt, .sh = &sh };
     hist_init(&res.st.lat);
@@ -395,6 +399,8 @@ int main(int argc, const char *const *argv)
     fflush(stdout);
     free(w);
     free(tid);
+    pthread_barrier_destroy(&sh.ready);
+    pthread_barrier_destroy(&sh.go);
     request_free(&req);
     if (kp)
         keys_free(kp);
