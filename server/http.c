@@ -11,6 +11,7 @@
 #include <math.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,9 +471,27 @@ static enum MHD_Result stats(struct MHD_Connection *c)
 
 /* ---- the handler ---- */
 
-/* *con_cls: NULL before the first call, then &request_seen; &request_done
- * once a response is queued. */
+/* *con_cls: before the first call, what log_uri returned (the raw URI's
+ * length + 1); then &request_seen; &request_done once a response is queued. */
 static char request_seen, request_done;
+
+/* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
+ * the split at '?') once MHD has put a NUL in place of the space before the
+ * version. A NUL byte in the request line itself cuts MHD's C string short:
+ * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So
+ * the URI's length as a string is kept here, and the handler checks that it
+ * reaches the version, which MHD passes it as a pointer into the same line:
+ * url + length + 1 == version, or the URI held a NUL byte. */
+static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    return (void *)(uintptr_t)(strlen(uri) + 1);
+}
+
+static bool first_call(void *con_cls)
+{
+    return con_cls != &request_seen && con_cls != &request_done;
+}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
@@ -480,9 +499,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     (void)cls, (void)version, (void)upload_data;
     bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-    if (!*con_cls) {
+    if (first_call(*con_cls)) {
+        uintptr_t rawlen = (uintptr_t)*con_cls;
         *con_cls = &request_seen;
         atomic_fetch_add_explicit(&srv.inflight, 1, RELAXED);
+        if (rawlen && *version && url + rawlen != version) {
+            *con_cls = &request_done;
+            return send_error(c, 400, NULL, NULL, "NUL byte in the request line");
+        }
         /* Other methods get their 405 at once; MHD then discards any body
          * and closes the connection. A GET is answered on the second call:
          * MHD 0.9.75 treats a response queued on the first call as "early"
@@ -523,7 +547,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)c, (void)toe;
-    if (*con_cls)
+    if (!first_call(*con_cls))
         atomic_fetch_sub_explicit(&srv.inflight, 1, RELAXED);
     *con_cls = NULL;
 }
@@ -577,6 +601,7 @@ struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
         MHD_OPTION_END);
     if (!d)
         zb_fail(err, ZB_ERR_SYS, "libmicrohttpd would not start (threads %d, "
