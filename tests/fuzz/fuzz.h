@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 int fuzz_kenall(const uint8_t *data, size_t size);
+/* Starts the server's HTTP daemon in-process at first call (fuzz_http.c). */
+int fuzz_http(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_LIBFUZZER
 #define FUZZ_ENTRY(fn) \
