@@ -30,7 +30,7 @@
 
 #define ROWS 3000
 #define PORT 18080
-#define PORT2 18081   /* the CLI tests' own server */
+#define PORT2 18089   /* the CLI tests' own server (scripts/bench-php uses 18081) */
 #define NB 4
 
 static const char *const backends[NB] = { "sqlite", "pg", "innodb", "myisam" };
@@ -331,8 +331,23 @@ static int write_conf(char *msg, size_t len)
     return 0;
 }
 
+static bool port_answers(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool busy = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return busy;
+}
+
+/* Starts the server; -1 if something else already listens on the port
+ * (wait_ready would take its answers for ours). */
 static pid_t start_server(int port, const char *log, const char *extra, const char *args)
 {
+    if (port_answers(port))
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -354,6 +369,8 @@ static pid_t start_server(int port, const char *log, const char *extra, const ch
 /* Waits until the server answers /health (any status); false if it exited. */
 static bool wait_ready(pid_t pid, int port)
 {
+    if (pid <= 0)
+        return false;
     char raw[4096];
     static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     for (int i = 0; i < 300; i++) {
@@ -413,6 +430,10 @@ static void setup(void)
         }
     }
     server_pid = start_server(PORT, logfile, NULL, NULL);
+    if (server_pid < 0) {
+        snprintf(setup_error, sizeof setup_error, "port %d is taken by another process", PORT);
+        return;
+    }
     if (!wait_ready(server_pid, PORT)) {
         run_cmd(out, sizeof out, "cat '%s'", logfile);
         snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
@@ -736,7 +757,7 @@ START_TEST(cli_exit_codes_and_clean_stop)
     /* Start, one line; serve; SIGTERM: stop line, exit 0. */
     snprintf(log, sizeof log, "%s/cli.log", dir);
     pid_t pid = start_server(PORT2, log, "sqlite,pg", NULL);
-    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start", PORT2);
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
     char req[256], raw[8192];
     int n = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nConnection: close"
                      "\r\n\r\n", codes[0]);
@@ -747,7 +768,7 @@ START_TEST(cli_exit_codes_and_clean_stop)
     ck_assert_msg(!strncmp(raw, "HTTP/1.1 404", 12), "%.200s", raw);
     ck_assert_int_eq(stop_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
-    ck_assert_msg(strstr(out, "zipbench server listening on 127.0.0.1:18081, ") &&
+    ck_assert_msg(strstr(out, "zipbench server listening on 127.0.0.1:18089, ") &&
                   strstr(out, "backends: sqlite pg") && strstr(out, "stopped"), "%s", out);
 }
 END_TEST
@@ -764,7 +785,7 @@ START_TEST(pool_exhausted_503_after_acquire_timeout)
     pid_t pid = start_server(PORT2, log, "pg",
                              "--set pg.pool_min=1 --set pg.pool_soft_max=1 --set pg.pool_hard_max=1 "
                              "--set pg.acquire_timeout_ms=400");
-    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start", PORT2);
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
     /* The key set loads at start on the one connection: wait for it. */
     char raw[8192];
     static const char rnd[] = "GET /zip/pg/random HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
