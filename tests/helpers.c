@@ -1,11 +1,18 @@
 #include "helpers.h"
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 const char *build_path(const char *rest)
 {
@@ -89,4 +96,92 @@ const char *conf_path(void)
 {
     const char *c = getenv("ZB_CONF");
     return c && *c ? c : "conf/zipbench.conf";
+}
+
+int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t outlen,
+                  int timeout_ms)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    for (size_t sent = 0; sent < reqlen;) {
+        ssize_t w = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
+        if (w <= 0)
+            break;   /* the server may answer (414, 431) before reading it all */
+        sent += (size_t)w;
+    }
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < outlen && (r = read(fd, out + got, outlen - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    if (outlen)
+        out[got] = 0;
+    return (int)got;
+}
+
+int http_status(const char *buf)
+{
+    int st;
+    if (strncmp(buf, "HTTP/1.", 7) || sscanf(buf + 8, " %d", &st) != 1)
+        return -1;
+    return st;
+}
+
+pid_t spawn_server(const char *conf, int port, const char *log, const char *args)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "exec %s --conf '%s' --port %d %s", prog("server"), conf, port,
+                 args ? args : "");
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+bool await_server(pid_t pid, int port)
+{
+    char raw[4096];
+    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return false;
+        if (http_exchange(port, req, sizeof req - 1, raw, sizeof raw, 5000) > 0 &&
+            http_status(raw) > 0)
+            return true;
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+int term_server(pid_t pid)
+{
+    if (pid <= 0)
+        return -1;
+    kill(pid, SIGTERM);
+    int st;
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(50 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
 }

@@ -3,6 +3,7 @@
 #ifndef ZB_TEST_HELPERS_H
 #define ZB_TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* "$ZB_BUILD/rest" (ZB_BUILD defaults to "build"), in a static buffer
@@ -21,5 +22,26 @@ int run_cmd(char *out, size_t outlen, const char *fmt, ...) __attribute__((forma
 void write_file(const char *path, const char *text);
 /* The config the tests use: $ZB_CONF, or conf/zipbench.conf. */
 const char *conf_path(void);
+
+
+/* ---- a server under test: spawned as a child, spoken to over loopback ---- */
+#include <sys/types.h>
+
+/* Connects to 127.0.0.1:port, sends req (whole, or as much as the server
+ * takes), reads until the server closes or timeout_ms passes with nothing
+ * new. Returns the bytes read into out (NUL-terminated), or -1 if it could
+ * not connect. */
+int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t outlen,
+                  int timeout_ms);
+/* The HTTP status of a response in buf ("HTTP/1.x NNN"), -1 if none. */
+int http_status(const char *buf);
+/* Starts "$ZB_WRAP build/bin/server --conf conf --port port ARGS" with its
+ * output in log; returns its pid (the server's own: exec through sh). */
+pid_t spawn_server(const char *conf, int port, const char *log, const char *args);
+/* Waits up to 15 s until it answers /health (any status); false if it
+ * exited first. */
+bool await_server(pid_t pid, int port);
+/* SIGTERM and the exit status (-1 if it had to be SIGKILLed). */
+int term_server(pid_t pid);
 
 #endif
