@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 static const char *keep(struct zb_conf *conf, const char *s)
@@ -282,6 +283,16 @@ static int on_entry(void *user, const char *section, const char *name, const cha
                  : set_field(ps->conf, &ps->conf->server, server_fields,
                              sizeof server_fields / sizeof server_fields[0], name, value, where,
                              ps->err);
+    /* The values validate() checks again after --set, named here with
+     * their line while it is known. */
+    if (rc == 0 && ps->current && !strcmp(name, "driver") && strcmp(value, "sqlite") &&
+        strcmp(value, "pg") && strcmp(value, "mysql"))
+        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
+                     "or mysql", where, ps->current->name, value);
+    if (rc == 0 && ps->current && !strcmp(name, "engine") && strcasecmp(value, "InnoDB") &&
+        strcasecmp(value, "MyISAM"))
+        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
+                     "MyISAM", where, ps->current->name, value);
     if (rc < 0)
         ps->failed = true;
     return 1;
@@ -314,6 +325,11 @@ int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
     struct parse_state ps = { .conf = conf, .err = err };
     if (!(ps.f = fopen(path, "r")))
         return zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(ps.f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(ps.f);
+        return zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(EISDIR));
+    }
     int rc = ini_parse_stream(counting_reader, &ps, on_entry, &ps);
     fclose(ps.f);
     if (ps.failed)

@@ -56,7 +56,7 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[server]\nport = 8080\n\n[backend pg]\ndriver = pg\nbogus = 1\n", ":6: unknown key 'bogus'");
     expect_error("[serve]\nport = 1\n", ":2: unknown section [serve]");
     expect_error("[server]\nthis line has no equals sign\n", ":2: syntax error");
-    expect_error("[backend x]\ndriver = oracle\n", ": [backend x]: driver: 'oracle' is not sqlite");
+    expect_error("[backend x]\ndriver = oracle\n", ":2: [backend x]: driver: 'oracle' is not sqlite");
     expect_error("[backend x]\nport = 1\n", ": [backend x]: missing key 'driver'");
     expect_error("[backend x]\ndriver = pg\ntable = t;drop\n", ":3: table: 't;drop' is not");
     expect_error("[backend x]\ndriver = pg\ntable = a-b\n", ":3: table: 'a-b' is not a plain SQL name");

@@ -465,7 +465,8 @@ START_TEST(config_errors)
         { "key.conf", "[server]\n[backend a]\ndriver = sqlite\ncolour = blue\n", ":4:", "'colour'" },
         { "value.conf", "[server]\nthreads = many\n[backend a]\ndriver = sqlite\n", ":2:", "threads" },
         { "section.conf", "[nonsense]\nx = 1\n", ":2:", "[nonsense]" },
-        { "driver.conf", "[backend a]\ndriver = oracle\n", "[backend a]", "driver" },
+        { "driver.conf", "[backend a]\ndriver = oracle\n", ":2:", "driver" },
+        { "engine.conf", "[backend a]\ndriver = mysql\nengine = Aria\n", ":3:", "engine" },
         { "nodriver.conf", "[backend a]\npath = x\n", "[backend a]", "'driver'" },
         { "empty.conf", "", "empty.conf", "no [backend NAME]" },
     };
@@ -480,6 +481,8 @@ START_TEST(config_errors)
     }
     ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s/none.conf", prog("server"), dir), 1);
     ck_assert_msg(strstr(out, "none.conf: cannot open"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s", prog("server"), dir), 1);
+    ck_assert_msg(strstr(out, "cannot open: Is a directory"), "%s", out);
     /* An unknown backend asked for: usage error, named with the file. */
     ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --backends sqlite,oracle --port %d",
                              prog("server"), conf, PORT2), 2);
