@@ -91,24 +91,6 @@ static const char usage[] =
     "1 when a backend could not be reached or a statement failed (the others\n"
     "still run), 2 on bad usage or a bad config.\n";
 
-static int set_override(struct zb_conf *conf, const char *arg)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", arg);
-    char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
-    if (!dot || !eq || eq < dot) {
-        fprintf(stderr, "sqlbench: --set: '%s' is not BACKEND.KEY=VALUE\n", arg);
-        return -1;
-    }
-    *dot = *eq = 0;
-    struct zb_err err = { 0 };
-    if (conf_set(conf, buf, dot + 1, eq + 1, &err) < 0) {
-        fprintf(stderr, "sqlbench: --set %s: %s\n", arg, err.msg);
-        return -1;
-    }
-    return 0;
-}
-
 static int scaled(double base, double scale, int lo)
 {
     double v = floor(base * scale + 0.5);
@@ -320,7 +302,8 @@ int main(int argc, const char *const *argv)
         conf_set(&conf, bc->name, "acquire_timeout_ms", "5000", &err);
     }
     for (int i = 0; i < nsets; i++)
-        if (set_override(&conf, sets[i]) < 0) {
+        if (conf_set_arg(&conf, sets[i], &err) < 0) {
+            fprintf(stderr, "sqlbench: --set %s: %s\n", sets[i], err.msg);
             conf_free(&conf);
             return ZB_EXIT_USAGE;
         }

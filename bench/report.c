@@ -76,32 +76,18 @@ double sb_max(const double *v, int n)
     return m;
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 static void print_json(const struct sb_figure *f)
 {
     printf("{\"experiment\":");
-    json_string(f->experiment);
+    zb_json_string(f->experiment);
     printf(",\"test\":");
-    json_string(f->test);
+    zb_json_string(f->test);
     printf(",\"backend\":");
-    json_string(f->backend);
+    zb_json_string(f->backend);
     printf(",\"version\":");
-    json_string(f->version);
+    zb_json_string(f->version);
     printf(",\"sync\":");
-    json_string(f->sync);
+    zb_json_string(f->sync);
     double med = sb_median(f->real, f->runs);
     printf(",\"n\":%lld,\"runs\":%d,\"median_s\":%.6f,\"min_s\":%.6f,\"max_s\":%.6f,"
            "\"user_s\":%.6f,\"sys_s\":%.6f,\"extrapolated\":%s",

@@ -13,3 +13,17 @@ int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
     }
     return -1;
 }
+
+void zb_json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}

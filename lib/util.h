@@ -20,6 +20,9 @@ struct zb_err {
 int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes s as a JSON string (quoted, escaped) to stdout; NULL as "". */
+void zb_json_string(const char *s);
+
 static inline uint64_t zb_now_ns(void)
 {
     struct timespec ts;

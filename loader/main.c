@@ -57,32 +57,18 @@ static const char usage[] =
     "1 when a load failed (the message names the file and line of a bad row),\n"
     "2 on bad usage or a bad config.\n";
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 static void report(const struct backend_conf *bc, const struct load_opts *o,
                    const struct load_result *r, bool json)
 {
     double rate = r->seconds > 0 ? (double)r->rows / r->seconds : 0;
     if (json) {
         printf("{\"backend\":");
-        json_string(bc->name);
+        zb_json_string(bc->name);
         printf(",\"driver\":");
-        json_string(bc->driver);
+        zb_json_string(bc->driver);
         printf(",\"engine\":");
         if (bc->engine)
-            json_string(bc->engine);
+            zb_json_string(bc->engine);
         else
             printf("null");
         printf(",\"mode\":\"%s\",\"batch\":%d,\"rows\":%lld,\"lines\":%ld,\"seconds\":%.6f,"
@@ -91,11 +77,11 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
                load_mode_name(o->mode), o->mode == MODE_PREPARED ? o->batch : 1, r->rows, r->lines,
                r->seconds, rate, o->index_after ? "true" : "false", r->index_seconds,
                r->table_bytes);
-        json_string(r->sync);
+        zb_json_string(r->sync);
         printf(",\"version\":");
-        json_string(r->version);
+        zb_json_string(r->version);
         printf(",\"dataset\":");
-        json_string(o->dataset);
+        zb_json_string(o->dataset);
         printf("}\n");
     } else {
         printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s\n", bc->name,
