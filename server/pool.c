@@ -307,9 +307,9 @@ int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_f
          * backend is not marked down. While it is down (the pool saw the
          * database go), the gate above answers at once. */
         struct conn c;
-        INC(sb->connects_per_request);
         if (open_conn(sb, &c, err) < 0)
             return err->kind == ZB_ERR_CONN ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
+        INC(sb->connects_per_request);   /* of connects: the successful ones */
         int rc = run_once(&c, code, &ct, err);
         close_conn(&c);
         if (rc < 0)

@@ -58,7 +58,7 @@ struct srv_backend {
     /* Counters, relaxed atomics: read by /stats. */
     counter requests, ok, not_found, e4xx, e5xx;
     counter connects;          /* connections opened (pool + per request) */
-    counter connects_per_request;
+    counter connects_per_request; /* of which for ?persistent=0 requests */
     counter connect_failures;
     counter reconnects;        /* pool connections opened to replace discarded ones */
     counter discarded;         /* pool connections dropped as dead */
