@@ -552,6 +552,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
+                             enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls, (void)c, (void)socket_context;
+    atomic_fetch_add_explicit(&srv.connections, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
+                              RELAXED);
+}
+
 static int hexval(char ch)
 {
     if (ch >= '0' && ch <= '9')
@@ -600,6 +608,7 @@ struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_event, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
         MHD_OPTION_END);

@@ -314,11 +314,15 @@ int main(int argc, const char *const *argv)
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&srv.stopping, true);
     int lfd = MHD_quiesce_daemon(d);
-    /* Requests in flight finish (their responses now carry Connection:
-     * close); idle keep-alive connections are not waited for. */
-    uint64_t deadline = zb_now_ns() + 5ull * 1000000000ull;
-    while (atomic_load(&srv.inflight) > 0 && zb_now_ns() < deadline)
-        usleep(10 * 1000);
+    /* Requests in flight finish, and their responses now carry Connection:
+     * close, so busy keep-alive clients get one more clean answer and go.
+     * Connections that stay idle are given 1 s, requests in flight 5 s;
+     * then MHD_stop_daemon closes whatever is left. */
+    uint64_t t0 = zb_now_ns(), idle_grace = t0 + 1000000000ull, deadline = t0 + 5000000000ull;
+    while (zb_now_ns() < deadline &&
+           (atomic_load(&srv.inflight) > 0 ||
+            (atomic_load(&srv.connections) > 0 && zb_now_ns() < idle_grace)))
+        usleep(5 * 1000);
     MHD_stop_daemon(d);
     if (lfd >= 0)
         close(lfd);

@@ -77,6 +77,7 @@ struct server {
     uint64_t started_ns;
     _Atomic bool stopping;     /* after SIGTERM: answer with Connection: close */
     _Atomic int64_t inflight;  /* requests between first handler call and completion */
+    _Atomic int64_t connections; /* client connections open */
     counter requests, ok, e4xx, e5xx;
 };
 
