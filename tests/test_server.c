@@ -56,33 +56,10 @@ struct resp {
 };
 
 /* Sends req (a whole request, or several) to port and reads until the
- * server closes; parses the first response. */
+ * server closes. */
 static int http_raw(int port, const char *req, size_t reqlen, char *out, size_t outlen)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct timeval tv = { .tv_sec = 15 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    for (size_t sent = 0; sent < reqlen;) {
-        ssize_t w = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
-        if (w <= 0)
-            break;   /* the server may answer (414, 431) before reading it all */
-        sent += (size_t)w;
-    }
-    size_t got = 0;
-    ssize_t r;
-    while (got < outlen - 1 && (r = read(fd, out + got, outlen - 1 - got)) > 0)
-        got += (size_t)r;
-    close(fd);
-    out[got] = 0;
-    return (int)got;
+    return http_exchange(port, req, reqlen, out, outlen, 15000);
 }
 
 static void http(struct resp *rs, const char *method, const char *path)
@@ -343,62 +320,20 @@ static bool port_answers(int port)
 }
 
 /* Starts the server; -1 if something else already listens on the port
- * (wait_ready would take its answers for ours). */
+ * (await_server would take its answers for ours). */
 static pid_t start_server(int port, const char *log, const char *extra, const char *args)
 {
     if (port_answers(port))
         return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 2);
-            dup2(fd, 1);
-        }
-        /* Through sh, so prog()'s $ZB_WRAP (valgrind) applies; exec keeps
-         * the pid the server's. */
-        char cmd[4096];
-        snprintf(cmd, sizeof cmd, "exec %s --conf '%s' --port %d%s%s %s", prog("server"), conf,
-                 port, extra ? " --backends " : "", extra ? extra : "", args ? args : "");
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    char all[4096];
+    snprintf(all, sizeof all, "%s%s %s", extra ? "--backends " : "", extra ? extra : "",
+             args ? args : "");
+    return spawn_server(conf, port, log, all);
 }
 
-/* Waits until the server answers /health (any status); false if it exited. */
-static bool wait_ready(pid_t pid, int port)
-{
-    if (pid <= 0)
-        return false;
-    char raw[4096];
-    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    for (int i = 0; i < 300; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return false;
-        if (http_raw(port, req, sizeof req - 1, raw, sizeof raw) > 0 && !strncmp(raw, "HTTP/1.1", 8))
-            return true;
-        usleep(50 * 1000);
-    }
-    return false;
-}
+static bool wait_ready(pid_t pid, int port) { return pid > 0 && await_server(pid, port); }
 
-/* SIGTERM, then the exit status (-1 if it had to be killed). */
-static int stop_server(pid_t pid)
-{
-    if (pid <= 0)
-        return -1;
-    kill(pid, SIGTERM);
-    int st;
-    for (int i = 0; i < 200; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        usleep(50 * 1000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
-}
+static int stop_server(pid_t pid) { return term_server(pid); }
 
 static void setup(void)
 {
