@@ -2,6 +2,7 @@
 #include "backend.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct backend_driver backend_sqlite;
@@ -113,4 +114,73 @@ int zb_insert_sql(char *buf, size_t len, const char *table, int rows)
             n += (size_t)snprintf(buf + n, len - n, ")");
     }
     return n < len ? 0 : -1;
+}
+
+/* One prepared statement of `batch` rows, executed per batch; the last,
+ * shorter batch gets a statement of its own. */
+long long zb_insert_batches(const struct backend_driver *drv, struct db *db, const char *table,
+                            int batch, rows_fn next, void *arg, struct zb_err *err)
+{
+    size_t sqllen = 128 + (size_t)batch * (ZB_NCOLS * 2 + 4);
+    char *sql = malloc(sqllen);
+    const char **params = calloc((size_t)batch * ZB_NCOLS, sizeof *params);
+    char **copies = calloc((size_t)batch * ZB_NCOLS, sizeof *copies);
+    struct stmt *full = NULL;
+    long long rows = 0;
+    int rc = 0, n = 0;
+    if (!sql || !params || !copies) {
+        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
+        goto out;
+    }
+    zb_insert_sql(sql, sqllen, table, batch);
+    if (drv->prepare(db, sql, batch * ZB_NCOLS, &full, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    for (;;) {
+        const char *const *fields;
+        rc = next(arg, &fields, err);
+        if (rc < 0)
+            break;
+        if (rc == 1) {
+            /* The reader reuses its buffers: a batch keeps its own copies. */
+            for (int i = 0; i < ZB_NCOLS; i++) {
+                char **c = &copies[n * ZB_NCOLS + i];
+                free(*c);
+                *c = fields[i] ? strdup(fields[i]) : NULL;
+                params[n * ZB_NCOLS + i] = *c;
+            }
+            n++;
+        }
+        if (n == batch || (rc == 0 && n > 0)) {
+            struct stmt *st = full;
+            if (n < batch) {
+                zb_insert_sql(sql, sqllen, table, n);
+                if (drv->prepare(db, sql, n * ZB_NCOLS, &st, err) < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+            int ok = drv->run(st, params, NULL, NULL, NULL, err);
+            if (st != full)
+                drv->finalize(st);
+            if (ok < 0) {
+                rc = -1;
+                break;
+            }
+            rows += n;
+            n = 0;
+        }
+        if (rc == 0)
+            break;
+    }
+out:
+    if (full)
+        drv->finalize(full);
+    for (int i = 0; copies && i < batch * ZB_NCOLS; i++)
+        free(copies[i]);
+    free(copies);
+    free(params);
+    free(sql);
+    return rc < 0 ? -1 : rows;
 }

@@ -97,6 +97,13 @@ int zb_create_sql(char *buf, size_t len, const char *table, const char *suffix);
 /* INSERT of `rows` rows of 15 placeholders each. */
 int zb_insert_sql(char *buf, size_t len, const char *table, int rows);
 
+/* Inserts the rows of next into table through one prepared INSERT of
+ * `batch` rows, run per batch (the last, shorter batch gets a statement of
+ * its own): the loader's prepared mode, and MariaDB's bulk path where LOAD
+ * DATA LOCAL is refused. Returns the rows inserted, or -1. */
+long long zb_insert_batches(const struct backend_driver *drv, struct db *db, const char *table,
+                            int batch, rows_fn next, void *arg, struct zb_err *err);
+
 /* One row in the tab-separated text format both COPY FROM STDIN and
  * LOAD DATA read: \N for NULL, backslash escapes, ending in a newline.
  * zb_tsv_row_max() bytes are enough for zb_tsv_row() to write. */

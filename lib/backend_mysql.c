@@ -32,6 +32,8 @@ struct stmt {
     unsigned long *rcap;
 };
 
+extern const struct backend_driver backend_mysql;
+
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static void library_init(void) { mysql_library_init(0, NULL, NULL); }
 
@@ -329,70 +331,6 @@ static int infile_error(void *ptr, char *msg, unsigned int len)
     return CR_UNKNOWN_ERROR;
 }
 
-/* Where the server refuses LOCAL INFILE: multi-row prepared INSERTs. */
-static long long insert_batches(struct db *db, const char *table, rows_fn next, void *arg,
-                                struct zb_err *err)
-{
-    enum { BATCH = 100 };
-    size_t sql_len = 64 + strlen(table) + BATCH * (ZB_NCOLS * 2 + 4);
-    char *sql = malloc(sql_len);
-    const char **params = calloc(BATCH * ZB_NCOLS, sizeof *params);
-    char **owned = calloc(BATCH * ZB_NCOLS, sizeof *owned);
-    long long rows = 0;
-    int rc = 0, n = 0;
-    struct stmt *full = NULL;
-    if (!sql || !params || !owned) {
-        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
-        goto out;
-    }
-    for (;;) {
-        const char *const *fields;
-        rc = next(arg, &fields, err);
-        if (rc == 1) {
-            for (int i = 0; i < ZB_NCOLS; i++) {
-                /* The row source reuses its buffers, so keep copies. */
-                free(owned[n * ZB_NCOLS + i]);
-                owned[n * ZB_NCOLS + i] = fields[i] ? strdup(fields[i]) : NULL;
-                params[n * ZB_NCOLS + i] = owned[n * ZB_NCOLS + i];
-            }
-            n++;
-        }
-        if (rc < 0)
-            break;
-        if (n == BATCH || (rc == 0 && n > 0)) {
-            zb_insert_sql(sql, sql_len, table, n);
-            struct stmt *st = NULL;
-            if (n == BATCH && full)
-                st = full;
-            else if (my_prepare(db, sql, n * ZB_NCOLS, &st, err) < 0) {
-                rc = -1;
-                break;
-            }
-            int ok = my_run(st, params, NULL, NULL, NULL, err);
-            if (n == BATCH)
-                full = st;
-            else
-                stmt_free(st);
-            if (ok < 0) {
-                rc = -1;
-                break;
-            }
-            rows += n;
-            n = 0;
-        }
-        if (rc == 0)
-            break;
-    }
-out:
-    stmt_free(full);
-    for (int i = 0; owned && i < BATCH * ZB_NCOLS; i++)
-        free(owned[i]);
-    free(owned);
-    free(params);
-    free(sql);
-    return rc < 0 ? -1 : rows;
-}
-
 static long long my_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
                               struct zb_err *err)
 {
@@ -408,7 +346,8 @@ static long long my_bulk_load(struct db *db, const char *table, rows_fn next, vo
     if (rc != 0) {
         unsigned e = mysql_errno(db->h);
         if (!in.started && e == ER_NOT_ALLOWED_COMMAND)
-            return insert_batches(db, table, next, arg, err);
+            /* The server refuses LOCAL INFILE: multi-row prepared INSERTs. */
+            return zb_insert_batches(&backend_mysql, db, table, 100, next, arg, err);
         if (in.failed)
             return -1; /* err already says which row */
         return my_fail(db, err, "LOAD DATA");

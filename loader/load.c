@@ -63,75 +63,6 @@ static long long load_each(struct backend *b, const char *table, struct source *
     return rc < 0 ? -1 : rows;
 }
 
-/* One prepared statement of `batch` rows, executed per batch; the last,
- * shorter batch gets a statement of its own. */
-static long long load_prepared(struct backend *b, const char *table, int batch,
-                               struct source *src, struct zb_err *err)
-{
-    size_t sqllen = 128 + (size_t)batch * (ZB_NCOLS * 2 + 4);
-    char *sql = malloc(sqllen);
-    const char **params = calloc((size_t)batch * ZB_NCOLS, sizeof *params);
-    char **copies = calloc((size_t)batch * ZB_NCOLS, sizeof *copies);
-    struct stmt *full = NULL;
-    long long rows = 0;
-    int rc = 0, n = 0;
-    if (!sql || !params || !copies) {
-        rc = zb_fail(err, ZB_ERR_SYS, "out of memory");
-        goto out;
-    }
-    zb_insert_sql(sql, sqllen, table, batch);
-    if (b->drv->prepare(b->db, sql, batch * ZB_NCOLS, &full, err) < 0) {
-        rc = -1;
-        goto out;
-    }
-    for (;;) {
-        const char *const *fields;
-        rc = next_row(src, &fields, err);
-        if (rc < 0)
-            break;
-        if (rc == 1) {
-            /* The reader reuses its buffers: a batch keeps its own copies. */
-            for (int i = 0; i < ZB_NCOLS; i++) {
-                char **c = &copies[n * ZB_NCOLS + i];
-                free(*c);
-                *c = strdup(fields[i]);
-                params[n * ZB_NCOLS + i] = *c;
-            }
-            n++;
-        }
-        if (n == batch || (rc == 0 && n > 0)) {
-            struct stmt *st = full;
-            if (n < batch) {
-                zb_insert_sql(sql, sqllen, table, n);
-                if (b->drv->prepare(b->db, sql, n * ZB_NCOLS, &st, err) < 0) {
-                    rc = -1;
-                    break;
-                }
-            }
-            int ok = b->drv->run(st, params, NULL, NULL, NULL, err);
-            if (st != full)
-                b->drv->finalize(st);
-            if (ok < 0) {
-                rc = -1;
-                break;
-            }
-            rows += n;
-            n = 0;
-        }
-        if (rc == 0)
-            break;
-    }
-out:
-    if (full)
-        b->drv->finalize(full);
-    for (int i = 0; copies && i < batch * ZB_NCOLS; i++)
-        free(copies[i]);
-    free(copies);
-    free(params);
-    free(sql);
-    return rc < 0 ? -1 : rows;
-}
-
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
 {
     (void)l;
@@ -193,7 +124,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     switch (o->mode) {
     case MODE_AUTOCOMMIT:
     case MODE_TRANSACTION: loaded = load_each(&b, table, &src, err); break;
-    case MODE_PREPARED: loaded = load_prepared(&b, table, o->batch, &src, err); break;
+    case MODE_PREPARED: loaded = zb_insert_batches(b.drv, b.db, table, o->batch, next_row, &src, err); break;
     default: loaded = b.drv->bulk_load(b.db, table, next_row, &src, err); break;
     }
     if (loaded < 0) {

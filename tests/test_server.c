@@ -333,8 +333,6 @@ static pid_t start_server(int port, const char *log, const char *extra, const ch
 
 static bool wait_ready(pid_t pid, int port) { return pid > 0 && await_server(pid, port); }
 
-static int stop_server(pid_t pid) { return term_server(pid); }
-
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/server"));
@@ -379,7 +377,7 @@ static void teardown(void)
 {
     /* Whatever the outage test did, the other suites need pg. */
     run_cmd(NULL, 0, "%s start pg", db_script());
-    stop_server(server_pid);
+    term_server(server_pid);
     server_pid = 0;
     free(rows);
     rows = NULL;
@@ -701,7 +699,7 @@ START_TEST(cli_exit_codes_and_clean_stop)
     n = snprintf(req, sizeof req, "GET /zip/innodb/%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[0]);
     http_raw(PORT2, req, (size_t)n, raw, sizeof raw);   /* not chosen: 404 */
     ck_assert_msg(!strncmp(raw, "HTTP/1.1 404", 12), "%.200s", raw);
-    ck_assert_int_eq(stop_server(pid), 0);
+    ck_assert_int_eq(term_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
     ck_assert_msg(strstr(out, "zipbench server listening on 127.0.0.1:18089, ") &&
                   strstr(out, "backends: sqlite pg") && strstr(out, "stopped"), "%s", out);
@@ -769,7 +767,7 @@ START_TEST(pool_exhausted_503_after_acquire_timeout)
     static char st[1 << 16];
     http_raw(PORT2, req, (size_t)n, st, sizeof st);
     ck_assert_msg(stat_of(st, "pg", "timeouts") == 1 && strstr(st, "\"up\":true"), "%s", st);
-    ck_assert_int_eq(stop_server(pid), 0);
+    ck_assert_int_eq(term_server(pid), 0);
 }
 END_TEST
 
