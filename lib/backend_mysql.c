@@ -345,7 +345,7 @@ static long long my_bulk_load(struct db *db, const char *table, rows_fn next, vo
     free(in.row);
     if (rc != 0) {
         unsigned e = mysql_errno(db->h);
-        if (!in.started && e == ER_NOT_ALLOWED_COMMAND)
+        if (!in.started && (e == ER_NOT_ALLOWED_COMMAND || e == ER_LOAD_INFILE_CAPABILITY_DISABLED))
             /* The server refuses LOCAL INFILE: multi-row prepared INSERTs. */
             return zb_insert_batches(&backend_mysql, db, table, 100, next, arg, err);
         if (in.failed)

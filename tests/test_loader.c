@@ -218,6 +218,26 @@ START_TEST(raw_mode_loads_every_line)
 }
 END_TEST
 
+/* Where MariaDB refuses LOAD DATA LOCAL, bulk mode falls back to batched
+ * prepared INSERTs and still loads every row. */
+START_TEST(mariadb_bulk_without_local_infile)
+{
+    make_dataset();
+    struct backend b;
+    open_backend(&b, "innodb");
+    struct zb_err err = { 0 };
+    ck_assert_msg(b.drv->exec(b.db, "SET GLOBAL local_infile = 0", &err) == 0, "%s", err.msg);
+    char out[8192], args[2400];
+    snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+    int rc = loader(out, sizeof out, "innodb", args);
+    b.drv->exec(b.db, "SET GLOBAL local_infile = 1", &err);
+    backend_close(&b);
+    conf_free(&conf);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    check_table("innodb", ROWS);
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -241,6 +261,7 @@ Suite *suite_loader(void)
     tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
     tcase_add_test(t, killed_load_leaves_the_old_table);
     tcase_add_test(t, raw_mode_loads_every_line);
+    tcase_add_test(t, mariadb_bulk_without_local_infile);
     tcase_add_test(t, usage_errors_exit_2);
     tcase_set_timeout(t, 300);
     suite_add_tcase(s, t);
