@@ -22,7 +22,7 @@
 struct config {
     uint64_t requests;         /* -n; -t without -n makes it 50000000, as ab */
     int concurrency;           /* -c */
-    int threads;               /* --threads, default min(2, c) */
+    int threads;               /* --threads, default half the CPUs (>= 1), <= c */
     double timelimit;          /* -t/-d seconds, 0 = none */
     double timeout;            /* -s seconds per request */
     double rate;               /* --rate total req/s, 0 = as fast as possible */

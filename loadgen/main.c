@@ -41,7 +41,8 @@ static const char usage[] =
     "  -q, --quiet            no progress lines on stderr (they are shown only when\n"
     "                         stderr is a terminal anyway)\n"
     "      --threads N        event-loop threads, connections spread evenly\n"
-    "                         (default min(2, c))\n"
+    "                         (default: half the online CPUs, at least 1, at most\n"
+    "                         c; the server under test needs the other half)\n"
     "      --rate R           constant throughput of R requests/s in total, spread\n"
     "                         over the connections (as wrk2). Latency is measured\n"
     "                         from each request's intended send time, so a stalled\n"
@@ -110,6 +111,16 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fputc('\n', stderr);
     return cli_usage_error("loadgen");
+}
+
+/* Half the CPUs: loadgen only targets loopback, so the server under test
+ * runs on the same machine and needs the other half. On 2 cores one loop
+ * measured 1.1-1.4x the req/s of two (docs/RESULTS-loadgen.md): a second
+ * loop only takes CPU from the server it is measuring. */
+static int default_threads(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus >= 4 ? (int)(cpus / 2) : 1;
 }
 
 enum { O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_RATE };
@@ -219,7 +230,7 @@ static int parse_args(int argc, const char *const *argv, struct config *cfg, apr
     }
     if (cfg->miss > 0 && !cfg->keyfile)
         return usage_error("--miss needs --keys FILE%s", "");
-    cfg->threads = threads ? threads : 2;
+    cfg->threads = threads ? threads : default_threads();
     if (cfg->threads > cfg->concurrency)
         cfg->threads = cfg->concurrency;
     return 0;

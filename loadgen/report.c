@@ -80,8 +80,8 @@ void report_text(const struct result *r)
            us(hist_max(h)));
     printf("\n");
     printf("Client CPU:             %.3f s user, %.3f s sys; %.2f us per request "
-           "(%d threads, %llu connections)\n",
-           r->cpu_user, r->cpu_sys, cpu_us_per_req(r), c->threads,
+           "(%d thread%s, %llu connections)\n",
+           r->cpu_user, r->cpu_sys, cpu_us_per_req(r), c->threads, c->threads == 1 ? "" : "s",
            (unsigned long long)s->connects);
 }
 
