@@ -1,8 +1,13 @@
-/* One event loop per thread, after wrk and redis's ae: level-triggered
+/* One event loop per thread, after wrk and redis's ae: edge-triggered
  * epoll, each socket registered once for input only. A request is one
  * send(); EPOLLOUT is armed only when a send could not finish, so the
  * steady state per keep-alive request is send + recv plus a share of one
- * epoll_wait, and no epoll_ctl at all. */
+ * epoll_wait, and no epoll_ctl at all. Edge- rather than level-triggered
+ * spares epoll_wait a second poll of every socket it just reported (2-5%
+ * of the client's CPU per keep-alive request here, within the noise in
+ * req/s); in exchange a socket is read until a short read, and input
+ * reported with an event is handled with that event, as it is not
+ * reported again. */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -89,7 +94,7 @@ static void finish(struct loop *L, struct conn *c)
 
 static int set_events(struct loop *L, struct conn *c, bool out)
 {
-    struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c };
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLET | (out ? EPOLLOUT : 0), .data.ptr = c };
     int op = c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(L->ep, op, c->fd, &ev) < 0)
         return -1;
@@ -302,7 +307,7 @@ static void on_readable(struct loop *L, struct conn *c)
                 return;
             }
             if (k < RBUF_SIZE)
-                return;                        /* level-triggered: the rest comes back */
+                return;                        /* drained: more data is a new edge */
             continue;
         }
         if (k < 0 && errno == EINTR)
@@ -429,8 +434,12 @@ void *worker_run(void *arg)
                         count_fail(&L, c, c->connected ? F_SEND : F_CONNECT);
                         next_request(&L, c, zb_now_ns());
                     }
+                    continue;
                 }
-                continue;
+                /* Sent: a response (or close) that came with this edge
+                 * is read now; still sending: the next edge carries it. */
+                if (c->state != S_RECV || !(ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+                    continue;
             }
             if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
                 on_readable(&L, c);
