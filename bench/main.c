@@ -307,6 +307,7 @@ int main(int argc, const char *const *argv)
             conf_free(&conf);
             return ZB_EXIT_USAGE;
         }
+    conf_unbounded_queries(&conf);
 
     /* Resolve the names first, so a typo fails before anything runs. */
     struct sb_target targets[ZB_MAX_BACKENDS];

@@ -15,6 +15,7 @@
 struct db {
     MYSQL *h;
     bool broken;
+    unsigned read_timeout_s;   /* per read from the server: query_timeout_ms rounded up */
     char engine[16];
     char suffix[64];
     char version[64];
@@ -73,7 +74,9 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     }
     db->saved_flush = -1;
     unsigned timeout = bc->connect_timeout_s > 0 ? (unsigned)bc->connect_timeout_s : 5;
-    unsigned rw_timeout = 30;
+    /* The library's timeouts are whole seconds, per read or write. */
+    unsigned rw_timeout = bc->query_timeout_ms > 0 ? (unsigned)(bc->query_timeout_ms + 999) / 1000 : 30;
+    db->read_timeout_s = rw_timeout;
     my_bool on = 1;
     mysql_options(db->h, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
     mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
@@ -81,10 +84,14 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
     mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     const char *host = bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
+    uint64_t t0 = zb_now_ns();
     if (!mysql_real_connect(db->h, host, bc->user ? bc->user : "zipbench", bc->password,
                             bc->database ? bc->database : "zipbench",
                             (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0)) {
-        zb_fail(err, ZB_ERR_CONN, "mysql: cannot connect to %s: %s (%u)",
+        /* Refused at once, or accepted and then never answered (frozen). */
+        enum zb_err_kind kind = zb_now_ns() - t0 >= (uint64_t)timeout * 1000000000u
+                                    ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
+        zb_fail(err, kind, "mysql: cannot connect to %s: %s (%u)",
                 bc->socket ? bc->socket : host, mysql_error(db->h), mysql_errno(db->h));
         mysql_close(db->h);
         free(db);
@@ -192,8 +199,8 @@ static void bind_results(struct stmt *st)
     }
 }
 
-static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
-                  long long *affected, struct zb_err *err)
+static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                    long long *affected, struct zb_err *err)
 {
     for (int i = 0; i < st->nparams; i++) {
         MYSQL_BIND *b = &st->pbind[i];
@@ -248,6 +255,23 @@ static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *a
         return stmt_fail(st, err, "fetch");
     mysql_stmt_free_result(st->s);
     return 0;
+}
+
+/* A read that timed out looks like any lost connection (CR_SERVER_LOST);
+ * the time it took tells them apart, so the server does not retry it. */
+static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                  long long *affected, struct zb_err *err)
+{
+    uint64_t t0 = zb_now_ns();
+    int rc = run_stmt(st, params, fn, arg, affected, err);
+    if (rc < 0 && err && err->kind == ZB_ERR_CONN &&
+        zb_now_ns() - t0 >= (uint64_t)st->db->read_timeout_s * 1000000000u) {
+        char was[sizeof err->msg];
+        memcpy(was, err->msg, sizeof was);
+        zb_fail(err, ZB_ERR_TIMEOUT, "mysql: no answer within %u s (read timeout): %.400s",
+                st->db->read_timeout_s, was);
+    }
+    return rc;
 }
 
 static void my_finalize(struct stmt *st) { stmt_free(st); }

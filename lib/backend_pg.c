@@ -1,7 +1,9 @@
 /* PostgreSQL through libpq. Values go as text parameters; the server infers
  * their types from the columns. Results come back in text format. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,8 @@
 struct db {
     PGconn *conn;
     int next_stmt;       /* names s1, s2, ... per connection */
+    int timeout_ms;      /* query_timeout_ms, 0: wait as long as it takes */
+    bool given_up;       /* a query timed out: the protocol state is unknown */
     char version[64];
 };
 
@@ -60,6 +64,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     KV("application_name", "zipbench");
 #undef KV
     keys[n] = vals[n] = NULL;
+    uint64_t t0 = zb_now_ns();
     PGconn *conn = PQconnectdbParams(keys, vals, 0);
     if (!conn)
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
@@ -68,7 +73,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
         msg[strcspn(msg, "\n")] = 0;
         PQfinish(conn);
-        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s port %s: %s", host, port, msg);
+        /* Refused at once, or accepted and then never answered (frozen). */
+        enum zb_err_kind kind = zb_now_ns() - t0 >= (uint64_t)atoi(timeout) * 1000000000u
+                                    ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
+        return zb_fail(err, kind, "pg: cannot connect to %s port %s: %s", host, port, msg);
     }
     /* NOTICEs ("table does not exist, skipping") are not errors: keep
      * them off the terminal. */
@@ -79,6 +87,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     }
     db->conn = conn;
+    db->timeout_ms = bc->query_timeout_ms;
     int v = PQserverVersion(conn);
     snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
     *out = db;
@@ -91,7 +100,53 @@ static void pg_close(struct db *db)
     free(db);
 }
 
-static bool pg_alive(struct db *db) { return PQstatus(db->conn) == CONNECTION_OK; }
+static bool pg_alive(struct db *db)
+{
+    return !db->given_up && PQstatus(db->conn) == CONNECTION_OK;
+}
+
+/* The result of the query just sent, waited for at most db->timeout_ms.
+ * libpq's own calls wait forever, and a database that is frozen rather
+ * than gone (stopped, swapping, a full disk) never closes the socket, so
+ * the wait is ours: poll on the socket until libpq has the whole answer.
+ * On timeout the connection is given up (alive() is then false, and the
+ * server's pool drops it), as the query may still be running. Like
+ * PQexec, keeps the last result of the statement. */
+static PGresult *pg_await(struct db *db, struct zb_err *err, const char *what)
+{
+    uint64_t deadline = zb_now_ns() + (uint64_t)db->timeout_ms * 1000000u;
+    PGresult *last = NULL;
+    for (;;) {
+        int pending = PQflush(db->conn);   /* 1: request not all sent yet */
+        if (pending < 0)
+            break;
+        if (!pending && !PQisBusy(db->conn)) {
+            PGresult *r = PQgetResult(db->conn);
+            if (!r)
+                return last;               /* the statement is over */
+            PQclear(last);
+            last = r;
+            continue;
+        }
+        uint64_t now = zb_now_ns();
+        if (now >= deadline) {
+            PQclear(last);
+            db->given_up = true;
+            zb_fail(err, ZB_ERR_TIMEOUT, "pg: %s: no answer within %d ms", what, db->timeout_ms);
+            return NULL;
+        }
+        struct pollfd p = { PQsocket(db->conn), (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
+        int ms = (int)((deadline - now + 999999) / 1000000);
+        int n = poll(&p, 1, ms);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(db->conn))
+            break;
+    }
+    PQclear(last);
+    pg_fail(db, err, what);
+    return NULL;
+}
 
 static int pg_exec(struct db *db, const char *sql, struct zb_err *err)
 {
@@ -161,10 +216,20 @@ static int pg_query(struct db *db, const char *sql, int nparams, const char *con
     char *q = pg_placeholders(sql);
     if (!q)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    PGresult *r = PQexecParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
-    free(q);
-    if (!r)
-        return pg_fail(db, err, sql);
+    PGresult *r;
+    if (db->timeout_ms > 0) {
+        int sent = PQsendQueryParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+        free(q);
+        if (!sent)
+            return pg_fail(db, err, sql);
+        if (!(r = pg_await(db, err, sql)))
+            return -1;
+    } else {
+        r = PQexecParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+        free(q);
+        if (!r)
+            return pg_fail(db, err, sql);
+    }
     return pg_result(db, r, fn, arg, affected, err, sql);
 }
 
@@ -196,17 +261,24 @@ static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt *
 static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
                   long long *affected, struct zb_err *err)
 {
-    PGresult *r = PQexecPrepared(st->db->conn, st->name, st->nparams, params, NULL, NULL, 0);
-    if (!r)
-        return pg_fail(st->db, err, st->name);
-    return pg_result(st->db, r, fn, arg, affected, err, st->name);
+    struct db *db = st->db;
+    PGresult *r;
+    if (db->timeout_ms > 0) {
+        if (!PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))
+            return pg_fail(db, err, st->name);
+        if (!(r = pg_await(db, err, st->name)))
+            return -1;
+    } else if (!(r = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))) {
+        return pg_fail(db, err, st->name);
+    }
+    return pg_result(db, r, fn, arg, affected, err, st->name);
 }
 
 static void pg_finalize(struct stmt *st)
 {
     if (!st)
         return;
-    if (PQstatus(st->db->conn) == CONNECTION_OK) {
+    if (pg_alive(st->db)) {                /* a given-up one would block here */
         char sql[32];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
         PQclear(PQexec(st->db->conn, sql));

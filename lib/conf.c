@@ -114,6 +114,7 @@ static const struct field backend_fields[] = {
     S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
+    I(query_timeout_ms, 0, 600000),
     B(persistent), B(read_only),
 };
 #undef S
@@ -358,4 +359,10 @@ void conf_free(struct zb_conf *conf)
     free(strings);
     conf->strings = NULL;
     conf->nstrings = conf->capstrings = 0;
+}
+
+void conf_unbounded_queries(struct zb_conf *conf)
+{
+    for (int i = 0; i < conf->nbackends; i++)
+        conf->backend[i].query_timeout_ms = 0;
 }

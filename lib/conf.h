@@ -28,6 +28,7 @@ struct backend_conf {
     int pool_ttl_s;        /* idle lifetime of connections above soft max */
     int acquire_timeout_ms;/* a request waits this long for a connection, then 503 */
     int connect_timeout_s;
+    int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
     bool persistent;       /* false: connect per request */
     bool read_only;        /* the server opens connections read-only */
 };
@@ -55,6 +56,10 @@ struct zb_conf {
 /* Reads path into conf (defaults first). Returns 0, or -1 with err naming
  * "file:line: key: problem". */
 int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err);
+
+/* query_timeout_ms bounds the server's lookups only: the loader and sqlbench
+ * call this, so their loads and benchmark statements run as long as they take. */
+void conf_unbounded_queries(struct zb_conf *conf);
 
 /* Defaults only, no file: the embedded SQLite backend at build/zipbench.sqlite. */
 void conf_defaults(struct zb_conf *conf);

@@ -8,8 +8,10 @@
 #include <time.h>
 
 /* What went wrong, and of which kind: the server maps ZB_ERR_CONN to 503
- * and drops the connection, everything else is the caller's fault or data. */
-enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS };
+ * and drops the connection; ZB_ERR_TIMEOUT (no answer within the backend's
+ * query_timeout_ms, connection given up) too, but does not retry it;
+ * everything else is the caller's fault or data. */
+enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS, ZB_ERR_TIMEOUT };
 
 struct zb_err {
     enum zb_err_kind kind;

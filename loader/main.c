@@ -189,6 +189,7 @@ int main(int argc, const char *const *argv)
             conf_free(&conf);
             return ZB_EXIT_USAGE;
         }
+    conf_unbounded_queries(&conf);
 
     /* Resolve the names first, so a typo fails before any load starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];

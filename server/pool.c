@@ -32,6 +32,8 @@
 
 #define PROBE_NS (200u * 1000u * 1000u)   /* while down: one connect attempt per 200 ms */
 
+#define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
+
 #define RELAXED memory_order_relaxed
 #define INC(c) atomic_fetch_add_explicit(&(c), 1, RELAXED)
 
@@ -222,7 +224,8 @@ static int acquire(struct srv_backend *sb, struct conn **out, struct zb_err *err
                 *err = connect_err;
             else
                 zb_fail(err, ZB_ERR_CONN, "backend %s: acquire failed (%d)", sb->conf.name, st);
-            err->kind = ZB_ERR_CONN;
+            if (err->kind != ZB_ERR_TIMEOUT)
+                err->kind = ZB_ERR_CONN;
             return -1;
         }
         struct conn *c = res;
@@ -262,14 +265,32 @@ static void down_error(struct srv_backend *sb, struct zb_err *err)
     pthread_mutex_unlock(&sb->reason_lock);
 }
 
-/* While down, only one request per probe interval goes on to connect. */
-static bool may_try(struct srv_backend *sb)
+/* The database did not answer, or cannot be reached: 503. */
+static bool unavailable(enum zb_err_kind kind)
 {
+    return kind == ZB_ERR_CONN || kind == ZB_ERR_TIMEOUT;
+}
+
+/* While down, one request at a time goes on to connect (the probe), and
+ * the next one no sooner than PROBE_NS after it ended: a database that
+ * hangs rather than refuses then holds one server thread, not all. */
+static bool may_try(struct srv_backend *sb, bool *probe)
+{
+    *probe = false;
     if (atomic_load_explicit(&sb->up, RELAXED))
         return true;
     uint64_t now = zb_now_ns();
     uint64_t next = atomic_load_explicit(&sb->next_probe_ns, RELAXED);
-    return now >= next && atomic_compare_exchange_strong(&sb->next_probe_ns, &next, now + PROBE_NS);
+    *probe = now >= next && atomic_compare_exchange_strong(&sb->next_probe_ns, &next, PROBING);
+    return *probe;
+}
+
+/* A probe that neither brought the backend up nor marked it down again
+ * (an SQL error, a busy pool) still lets the next one come. */
+static void end_probe(struct srv_backend *sb)
+{
+    uint64_t probing = PROBING;
+    atomic_compare_exchange_strong(&sb->next_probe_ns, &probing, zb_now_ns() + PROBE_NS);
 }
 
 /* Counts the rows passed on, so a retry happens only when none were. */
@@ -290,37 +311,45 @@ static int run_once(struct conn *c, const char *code, struct counting *ct, struc
 {
     const char *params[1] = { code };
     int rc = c->b.drv->run(c->lookup, params, count_row, ct, NULL, err);
-    if (rc < 0 && err->kind != ZB_ERR_CONN && !c->b.drv->alive(c->b.db))
+    if (rc < 0 && !unavailable(err->kind) && !c->b.drv->alive(c->b.db))
         err->kind = ZB_ERR_CONN;
     return rc;
 }
 
-int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_fn fn, void *arg,
-                struct zb_err *err)
+/* Per-request connection. A refusal is this request's alone (it may be
+ * "too many connections" while the pool is fine): 503, but the backend is
+ * not marked down. A database that does not answer at all is down: the
+ * gate in pool_lookup then answers the next requests at once. */
+static int lookup_unpooled(struct srv_backend *sb, const char *code, struct counting *ct,
+                           struct zb_err *err)
 {
-    if (!may_try(sb))
-        return down_error(sb, err), LOOKUP_UNAVAILABLE;
-    struct counting ct = { fn, arg, 0 };
-    if (!persistent) {
-        /* A failure here is this request's alone (a refused connect may be
-         * "too many connections" while the pool is fine): 503, but the
-         * backend is not marked down. While it is down (the pool saw the
-         * database go), the gate above answers at once. */
-        struct conn c;
-        if (open_conn(sb, &c, err) < 0)
-            return err->kind == ZB_ERR_CONN ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
+    struct conn c;
+    int rc = open_conn(sb, &c, err);
+    if (rc == 0) {
         INC(sb->connects_per_request);   /* of connects: the successful ones */
-        int rc = run_once(&c, code, &ct, err);
+        rc = run_once(&c, code, ct, err);
         close_conn(&c);
-        if (rc < 0)
-            return err->kind == ZB_ERR_CONN ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
+    }
+    if (rc == 0) {
         mark_up(sb);
         return LOOKUP_OK;
     }
+    if (err->kind == ZB_ERR_TIMEOUT)
+        mark_down(sb, err);
+    return unavailable(err->kind) ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
+}
+
+static int lookup(struct srv_backend *sb, const char *code, bool persistent, row_fn fn, void *arg,
+                  struct zb_err *err)
+{
+    struct counting ct = { fn, arg, 0 };
+    if (!persistent)
+        return lookup_unpooled(sb, code, &ct, err);
     /* A lost connection is retried once on a fresh one: the lookup only
      * reads, and after a database restart that turns the first request's
      * error into an answer. Only when no row was passed on yet, so the
-     * output is never duplicated. */
+     * output is never duplicated, and not after a timeout: the database
+     * that did not answer would be waited for twice. */
     for (int attempt = 0; attempt < 2; attempt++) {
         struct conn *c;
         int arc = acquire(sb, &c, err);
@@ -335,15 +364,27 @@ int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_f
             mark_up(sb);
             return LOOKUP_OK;
         }
-        bool lost = err->kind == ZB_ERR_CONN;
+        bool lost = unavailable(err->kind);
         release(sb, c, lost);
         if (!lost)
             return LOOKUP_ERROR;
-        if (ct.rows)
+        if (ct.rows || err->kind == ZB_ERR_TIMEOUT)
             break;
     }
     mark_down(sb, err);
     return LOOKUP_UNAVAILABLE;
+}
+
+int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_fn fn, void *arg,
+                struct zb_err *err)
+{
+    bool probe;
+    if (!may_try(sb, &probe))
+        return down_error(sb, err), LOOKUP_UNAVAILABLE;
+    int rc = lookup(sb, code, persistent, fn, arg, err);
+    if (probe)
+        end_probe(sb);
+    return rc;
 }
 
 static int no_rows(void *arg, int n, const char *const *v, const size_t *l)
@@ -403,7 +444,8 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
     }
     pthread_mutex_lock(&sb->keys_lock);
     keys = atomic_load_explicit(&sb->keys, memory_order_acquire);
-    if (!keys && may_try(sb)) {
+    bool probe = false;
+    if (!keys && may_try(sb, &probe)) {
         struct conn *c;
         int arc = acquire(sb, &c, err);
         if (arc == 0) {
@@ -411,7 +453,7 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
             snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sb->conf.table);
             struct key_load kl = { 0 };
             int rc = c->b.drv->query(c->b.db, sql, 0, NULL, add_key, &kl, NULL, err);
-            bool lost = rc < 0 && (err->kind == ZB_ERR_CONN || !c->b.drv->alive(c->b.db));
+            bool lost = rc < 0 && (unavailable(err->kind) || !c->b.drv->alive(c->b.db));
             release(sb, c, lost);
             if (lost)
                 mark_down(sb, err);
@@ -431,6 +473,8 @@ const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
     } else if (!keys) {
         down_error(sb, err);
     }
+    if (probe)
+        end_probe(sb);
     pthread_mutex_unlock(&sb->keys_lock);
     *n = atomic_load_explicit(&sb->nkeys, RELAXED);
     return keys;

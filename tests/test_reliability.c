@@ -36,6 +36,7 @@
 #define PORT 18090
 #define PORT2 18091
 #define TIMEOUT_S 3       /* connection_timeout_s of the test config */
+#define QUERY_TIMEOUT_MS 1000 /* pg and innodb: a frozen database is given up after this */
 #define IDLE 10000
 
 static char dir[1024], csv[1100], conf[1100], keys[1100], logfile[1100], figures[1100];
@@ -151,16 +152,16 @@ static int write_conf(void)
             else if (!strcmp(section, "backend sqlite"))
                 fprintf(out, "path = %s/rel.sqlite\ntable = zt_rel\n", dir);
             else if (!strcmp(section, "backend pg"))
-                fprintf(out, "table = zt_rel\n");
+                fprintf(out, "table = zt_rel\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
             else if (!strcmp(section, "backend innodb"))
-                fprintf(out, "table = zt_rel_innodb\n");
+                fprintf(out, "table = zt_rel_innodb\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
             continue;
         }
         if (!strcmp(section, "backend myisam"))
             continue;
         char key[64] = "";
         sscanf(p, "%63[a-z_]", key);
-        bool drop = !strcmp(key, "table") ||
+        bool drop = !strcmp(key, "table") || !strcmp(key, "query_timeout_ms") ||
                     (!strcmp(section, "server") &&
                      (!strcmp(key, "port") || !strcmp(key, "connection_timeout_s") ||
                       !strcmp(key, "max_connections"))) ||
@@ -230,6 +231,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+    run_cmd(NULL, 0, "%s thaw", db_script());     /* a frozen test that failed midway */
     run_cmd(NULL, 0, "%s start", db_script());
     term_server(server_pid);
     server_pid = 0;
@@ -634,6 +636,60 @@ static void outage(const char *db, const char *victim)
     ck_assert_msg(v2.p99_us < 200000, "%s 503 p99 %.0f us", victim, v2.p99_us);
 }
 
+/* A database that hangs instead of going away: its processes stopped, so
+ * connections are accepted by the kernel and then nothing answers. Lookups
+ * on it get 503 within query_timeout_ms (then connect_timeout_s per probe),
+ * the other backends keep being served, and after a thaw the pool recovers. */
+static void frozen(const char *db, const char *victim)
+{
+    char out[4096], cmd[1200];
+    ck_assert_int_eq(get("/zip/%s/%s", victim, code), 200);
+    struct lg s0, v0, s1, v1;
+    run_pair(victim, 2, NULL, &s0, &v0);
+    ck_assert_msg(v0.non2xx == 0 && v0.failed == 0 && s0.failed == 0, "before: %s", victim);
+    snprintf(cmd, sizeof cmd, "%s freeze %s > /dev/null", db_script(), db);
+    run_pair(victim, 5, cmd, &s1, &v1);
+    /* The bound: a lookup that timed out, then a pool connect that did. */
+    double bound_us = (QUERY_TIMEOUT_MS + 2000 + 1000) * 1000.0;
+    ck_assert_msg(v1.failed == 0 && s1.failed == 0, "failed: %s %g, sqlite %g", victim, v1.failed,
+                  s1.failed);
+    ck_assert_msg(v1.non2xx > 0 && v1.max_us < bound_us, "%s frozen: %g 503 of %g, max %.0f us",
+                  victim, v1.non2xx, v1.completed, v1.max_us);
+    ck_assert_msg(s1.non2xx == 0 && s1.completed > 0, "sqlite: %g non-2xx of %g", s1.non2xx,
+                  s1.completed);
+    double lone_ms;
+    char path[64];
+    snprintf(path, sizeof path, "/zip/%s/%s", victim, code);
+    ck_assert_int_eq(get_on(PORT, path, &lone_ms), 503);
+
+    int rc = run_cmd(out, sizeof out, "%s thaw %s", db_script(), db);
+    ck_assert_msg(rc == 0, "thaw: %s", out);
+    uint64_t t0 = zb_now_ns();
+    int st = 0;
+    while (st != 200 && zb_now_ns() - t0 < 15000000000ull) {
+        st = get("/zip/%s/%s", victim, code);
+        if (st != 200)
+            usleep(20 * 1000);
+    }
+    double back_ms = (double)(zb_now_ns() - t0) / 1e6;
+    ck_assert_msg(st == 200, "%s after thaw: %d %s", victim, st, raw);
+    struct lg s2, v2;
+    run_pair(victim, 2, NULL, &s2, &v2);
+    ck_assert_msg(v2.non2xx == 0 && v2.failed == 0 && v2.completed > 100, "%s after: %g non-2xx of %g",
+                  victim, v2.non2xx, v2.completed);
+    figure("%s frozen (SIGSTOP, query_timeout_ms %d): before: sqlite %.0f req/s; frozen 5 s: sqlite "
+           "%.0f req/s (%.0f%%), all 2xx; %s %.0f answered, %.0f of them 503, 0 failed, max %.0f ms, "
+           "then one alone: 503 in %.1f ms; thawed: first 200 after %.0f ms, then %s %.0f req/s all 200",
+           db, QUERY_TIMEOUT_MS, s0.rps, s1.rps, 100 * s1.rps / s0.rps, victim, v1.completed,
+           v1.non2xx, v1.max_us / 1000, lone_ms, back_ms, victim, v2.rps);
+}
+
+START_TEST(postgres_frozen_under_load) { SETUP_OK(); frozen("pg", "pg"); }
+END_TEST
+
+START_TEST(mariadb_frozen_under_load) { SETUP_OK(); frozen("mariadb", "innodb"); }
+END_TEST
+
 START_TEST(mariadb_outage_under_load) { SETUP_OK(); outage("mariadb", "innodb"); }
 END_TEST
 
@@ -713,6 +769,8 @@ Suite *suite_reliability(void)
     tcase_add_test(t, ten_thousand_idle_connections);
     tcase_add_test(t, mariadb_outage_under_load);
     tcase_add_test(t, postgres_outage_under_load);
+    tcase_add_test(t, postgres_frozen_under_load);
+    tcase_add_test(t, mariadb_frozen_under_load);
     tcase_add_test(t, loader_connection_cut_keeps_the_old_table);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
