@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
 
@@ -29,9 +30,15 @@ static int numeric_rows(const char *path)
     return rows;
 }
 
+/* The recorded plot data: a quick run must write its own, not these. */
+static const char *const recorded[] = { "docs/data/load.dat", "docs/data/lookups.dat" };
+
 START_TEST(quick_run_produces_every_table)
 {
     char out[16384];
+    struct stat before[2], after;
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(stat(recorded[i], &before[i]) == 0, "%s missing", recorded[i]);
     int rc = run_cmd(out, sizeof out, "scripts/bench --quick");
     ck_assert_msg(rc == 0, "scripts/bench --quick: exit %d: %s", rc, out);
     static const char *const parts[] = { "load", "server", "php", "sql", "loadgen" };
@@ -42,6 +49,15 @@ START_TEST(quick_run_produces_every_table)
         ck_assert_msg(n > 0, "%s: no table of numbers (%d)", rest, n);
     }
     ck_assert_int_gt(numeric_rows(build_path("bench/quick/RESULTS.md")), 20);
+    struct stat st;
+    ck_assert_msg(stat(build_path("bench/quick/plots/lookups.svg"), &st) == 0 &&
+                  stat(build_path("bench/quick/plots/load.svg"), &st) == 0, "no quick plots");
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(stat(recorded[i], &after) == 0, "%s gone", recorded[i]);
+        ck_assert_msg(after.st_mtim.tv_sec == before[i].st_mtim.tv_sec &&
+                      after.st_mtim.tv_nsec == before[i].st_mtim.tv_nsec,
+                      "the quick run rewrote %s", recorded[i]);
+    }
 }
 END_TEST
 
