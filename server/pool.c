@@ -41,13 +41,20 @@
  * for the thread that called apr_reslist_acquire. */
 static _Thread_local struct zb_err connect_err;
 
-static int open_conn(struct srv_backend *sb, struct conn *c, struct zb_err *err)
+/* Connects; a pooled connection (pooled) also gets its page cache and its
+ * lookup prepared once, which a connection used for one request would
+ * only pay for: it runs the lookup as a one-shot query instead. */
+static int open_conn(struct srv_backend *sb, struct conn *c, bool pooled, struct zb_err *err)
 {
     c->lookup = NULL;
     c->gen = atomic_load_explicit(&sb->gen, memory_order_acquire);
     if (backend_open(&c->b, &sb->conf, err) < 0) {
         INC(sb->connect_failures);
         return -1;
+    }
+    if (!pooled) {
+        INC(sb->connects);
+        return 0;
     }
     /* SQLite: a page cache that holds the whole table and its index (the
      * real list is ~38 MB on disk). With the default 2 MiB, random lookups
@@ -101,7 +108,7 @@ static apr_status_t conn_construct(void **res, void *params, apr_pool_t *pool)
         zb_fail(&connect_err, ZB_ERR_SYS, "out of memory");
         return APR_ENOMEM;
     }
-    if (open_conn(sb, c, &connect_err) < 0) {
+    if (open_conn(sb, c, true, &connect_err) < 0) {
         free(c);
         return APR_EGENERAL;
     }
@@ -307,27 +314,33 @@ static int count_row(void *arg, int n, const char *const *v, const size_t *l)
     return ct->fn(ct->arg, n, v, l);
 }
 
-static int run_once(struct conn *c, const char *code, struct counting *ct, struct zb_err *err)
+/* The lookup on c: its prepared statement, or (a per-request connection
+ * has none) a one-shot query. */
+static int run_once(struct srv_backend *sb, struct conn *c, const char *code, struct counting *ct,
+                    struct zb_err *err)
 {
     const char *params[1] = { code };
-    int rc = c->b.drv->run(c->lookup, params, count_row, ct, NULL, err);
+    int rc = c->lookup ? c->b.drv->run(c->lookup, params, count_row, ct, NULL, err)
+                       : c->b.drv->query(c->b.db, sb->sql, 1, params, count_row, ct, NULL, err);
     if (rc < 0 && !unavailable(err->kind) && !c->b.drv->alive(c->b.db))
         err->kind = ZB_ERR_CONN;
     return rc;
 }
 
-/* Per-request connection. A refusal is this request's alone (it may be
- * "too many connections" while the pool is fine): 503, but the backend is
- * not marked down. A database that does not answer at all is down: the
- * gate in pool_lookup then answers the next requests at once. */
+/* Per-request connection, and the lookup as a one-shot parameterized
+ * query, as a PHP page does it: for PostgreSQL one round trip instead of
+ * PREPARE, EXECUTE and DEALLOCATE. A refusal is this request's alone (it
+ * may be "too many connections" while the pool is fine): 503, but the
+ * backend is not marked down. A database that does not answer at all is
+ * down: the gate in pool_lookup then answers the next requests at once. */
 static int lookup_unpooled(struct srv_backend *sb, const char *code, struct counting *ct,
                            struct zb_err *err)
 {
     struct conn c;
-    int rc = open_conn(sb, &c, err);
+    int rc = open_conn(sb, &c, false, err);
     if (rc == 0) {
         INC(sb->connects_per_request);   /* of connects: the successful ones */
-        rc = run_once(&c, code, ct, err);
+        rc = run_once(sb, &c, code, ct, err);
         close_conn(&c);
     }
     if (rc == 0) {
@@ -358,7 +371,7 @@ static int lookup(struct srv_backend *sb, const char *code, bool persistent, row
                 mark_down(sb, err);
             return LOOKUP_UNAVAILABLE;
         }
-        int rc = run_once(c, code, &ct, err);
+        int rc = run_once(sb, c, code, &ct, err);
         if (rc == 0) {
             release(sb, c, false);
             mark_up(sb);
