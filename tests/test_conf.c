@@ -38,6 +38,12 @@ START_TEST(shipped_config_loads)
     ck_assert_str_eq(conf_backend(&c, "myisam")->engine, "MyISAM");
     ck_assert_str_eq(conf_backend(&c, "sqlite")->table, "zipcode");
     ck_assert_str_eq(c.server.bind, "127.0.0.1");
+    /* The server's lookups are bounded; the loader and sqlbench lift it. */
+    ck_assert_int_eq(pg->query_timeout_ms, 5000);
+    ck_assert_int_eq(conf_backend(&c, "sqlite")->query_timeout_ms, 0);
+    ck_assert_int_eq(conf_set(&c, "pg", "query_timeout_ms", "600001", &err), -1);
+    conf_unbounded_queries(&c);
+    ck_assert_int_eq(pg->query_timeout_ms, 0);
     ck_assert_int_eq(conf_set(&c, "pg", "port", "5433", &err), 0);
     ck_assert_int_eq(conf_backend(&c, "pg")->port, 5433);
     ck_assert_int_eq(conf_set(&c, NULL, "threads", "4", &err), 0);
