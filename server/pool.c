@@ -17,7 +17,7 @@
  * while one thread connects the others wait on that lock: a database that
  * hangs on connect (not one that refuses, which fails at once) can hold
  * requests up to connect_timeout_s. The down/probe logic below keeps that
- * to one attempt per probe interval.
+ * to one attempt at a time, PROBE_NS apart.
  *
  * Connections are malloc'ed (they come and go; an APR pool never gives
  * memory back); everything that lives as long as the server is taken from
@@ -30,7 +30,7 @@
 
 #include "server.h"
 
-#define PROBE_NS (200u * 1000u * 1000u)   /* while down: one connect attempt per 200 ms */
+#define PROBE_NS (200u * 1000u * 1000u)   /* while down: 200 ms between connect attempts */
 
 #define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
 
