@@ -563,6 +563,20 @@ static void run_pair(const char *victim, int secs, const char *during, struct lg
     parse_lg(fv, v);
 }
 
+/* Asks victim for the set's code every poll_us until a 200 or limit_ns
+ * have passed; returns the last status (raw holds that answer). */
+static int await_200(const char *victim, uint64_t limit_ns, useconds_t poll_us)
+{
+    uint64_t t0 = zb_now_ns();
+    int st = 0;
+    while (st != 200 && zb_now_ns() - t0 < limit_ns) {
+        st = get("/zip/%s/%s", victim, code);
+        if (st != 200)
+            usleep(poll_us);
+    }
+    return st;
+}
+
 static void outage(const char *db, const char *victim)
 {
     char out[4096], cmd[1200];
@@ -603,12 +617,7 @@ static void outage(const char *db, const char *victim)
     int rc = run_cmd(out, sizeof out, "%s start %s", db_script(), db);
     ck_assert_msg(rc == 0, "%s start %s: %s", db_script(), db, out);
     uint64_t t2 = zb_now_ns();
-    st = 0;
-    while (st != 200 && zb_now_ns() - t2 < 10000000000ull) {
-        st = get("/zip/%s/%s", victim, code);
-        if (st != 200)
-            usleep(10 * 1000);
-    }
+    st = await_200(victim, 10000000000ull, 10 * 1000);
     uint64_t t3 = zb_now_ns();
     ck_assert_msg(st == 200, "%s after restart: %d %s", victim, st, raw);
     ck_assert_msg(kill(server_pid, 0) == 0, "the server (pid %d) is gone", (int)server_pid);
@@ -665,12 +674,7 @@ static void frozen(const char *db, const char *victim)
     int rc = run_cmd(out, sizeof out, "%s thaw %s", db_script(), db);
     ck_assert_msg(rc == 0, "thaw: %s", out);
     uint64_t t0 = zb_now_ns();
-    int st = 0;
-    while (st != 200 && zb_now_ns() - t0 < 15000000000ull) {
-        st = get("/zip/%s/%s", victim, code);
-        if (st != 200)
-            usleep(20 * 1000);
-    }
+    int st = await_200(victim, 15000000000ull, 20 * 1000);
     double back_ms = (double)(zb_now_ns() - t0) / 1e6;
     ck_assert_msg(st == 200, "%s after thaw: %d %s", victim, st, raw);
     struct lg s2, v2;
