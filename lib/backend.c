@@ -31,6 +31,11 @@ const struct backend_driver *backend_driver(const char *name)
     return NULL;
 }
 
+enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns)
+{
+    return zb_now_ns() - started_ns >= limit_ns ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
+}
+
 int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err)
 {
     b->conf = bc;

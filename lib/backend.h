@@ -74,6 +74,11 @@ struct backend_driver {
 
 const struct backend_driver *backend_driver(const char *name);
 
+/* A connection that failed: ZB_ERR_TIMEOUT if the attempt begun at
+ * started_ns lasted limit_ns or more (the database accepted and then never
+ * answered: frozen), else ZB_ERR_CONN (refused or lost at once). */
+enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns);
+
 /* A connection bundled with its driver, what loader and server hold. */
 struct backend {
     const struct backend_driver *drv;

@@ -89,9 +89,8 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
                             bc->database ? bc->database : "zipbench",
                             (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0)) {
         /* Refused at once, or accepted and then never answered (frozen). */
-        enum zb_err_kind kind = zb_now_ns() - t0 >= (uint64_t)timeout * 1000000000u
-                                    ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
-        zb_fail(err, kind, "mysql: cannot connect to %s: %s (%u)",
+        zb_fail(err, zb_failure_kind(t0, (uint64_t)timeout * 1000000000u),
+                "mysql: cannot connect to %s: %s (%u)",
                 bc->socket ? bc->socket : host, mysql_error(db->h), mysql_errno(db->h));
         mysql_close(db->h);
         free(db);
@@ -265,7 +264,7 @@ static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *a
     uint64_t t0 = zb_now_ns();
     int rc = run_stmt(st, params, fn, arg, affected, err);
     if (rc < 0 && err && err->kind == ZB_ERR_CONN &&
-        zb_now_ns() - t0 >= (uint64_t)st->db->read_timeout_s * 1000000000u) {
+        zb_failure_kind(t0, (uint64_t)st->db->read_timeout_s * 1000000000u) == ZB_ERR_TIMEOUT) {
         char was[sizeof err->msg];
         memcpy(was, err->msg, sizeof was);
         zb_fail(err, ZB_ERR_TIMEOUT, "mysql: no answer within %u s (read timeout): %.400s",

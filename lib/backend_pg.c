@@ -74,9 +74,8 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         msg[strcspn(msg, "\n")] = 0;
         PQfinish(conn);
         /* Refused at once, or accepted and then never answered (frozen). */
-        enum zb_err_kind kind = zb_now_ns() - t0 >= (uint64_t)atoi(timeout) * 1000000000u
-                                    ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
-        return zb_fail(err, kind, "pg: cannot connect to %s port %s: %s", host, port, msg);
+        return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(timeout) * 1000000000u),
+                       "pg: cannot connect to %s port %s: %s", host, port, msg);
     }
     /* NOTICEs ("table does not exist, skipping") are not errors: keep
      * them off the terminal. */
@@ -105,16 +104,18 @@ static bool pg_alive(struct db *db)
     return !db->given_up && PQstatus(db->conn) == CONNECTION_OK;
 }
 
-/* The result of the query just sent, waited for at most db->timeout_ms.
- * libpq's own calls wait forever, and a database that is frozen rather
- * than gone (stopped, swapping, a full disk) never closes the socket, so
- * the wait is ours: poll on the socket until libpq has the whole answer.
- * On timeout the connection is given up (alive() is then false, and the
- * server's pool drops it), as the query may still be running. Like
- * PQexec, keeps the last result of the statement. */
+/* The result of the query just sent, waited for at most db->timeout_ms
+ * (0: as long as it takes, as libpq's blocking calls do). libpq's own calls
+ * wait forever, and a database that is frozen rather than gone (stopped,
+ * swapping, a full disk) never closes the socket, so the wait is ours:
+ * poll on the socket until libpq has the whole answer. On timeout the
+ * connection is given up (alive() is then false, and the server's pool
+ * drops it), as the query may still be running. Like PQexec, keeps the
+ * last result of the statement. */
 static PGresult *pg_await(struct db *db, struct zb_err *err, const char *what)
 {
-    uint64_t deadline = zb_now_ns() + (uint64_t)db->timeout_ms * 1000000u;
+    uint64_t deadline = db->timeout_ms > 0 ? zb_now_ns() + (uint64_t)db->timeout_ms * 1000000u
+                                           : UINT64_MAX;
     PGresult *last = NULL;
     for (;;) {
         int pending = PQflush(db->conn);   /* 1: request not all sent yet */
@@ -136,7 +137,7 @@ static PGresult *pg_await(struct db *db, struct zb_err *err, const char *what)
             return NULL;
         }
         struct pollfd p = { PQsocket(db->conn), (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
-        int ms = (int)((deadline - now + 999999) / 1000000);
+        int ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now + 999999) / 1000000);
         int n = poll(&p, 1, ms);
         if (n < 0 && errno != EINTR)
             break;
@@ -216,21 +217,12 @@ static int pg_query(struct db *db, const char *sql, int nparams, const char *con
     char *q = pg_placeholders(sql);
     if (!q)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    PGresult *r;
-    if (db->timeout_ms > 0) {
-        int sent = PQsendQueryParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
-        free(q);
-        if (!sent)
-            return pg_fail(db, err, sql);
-        if (!(r = pg_await(db, err, sql)))
-            return -1;
-    } else {
-        r = PQexecParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
-        free(q);
-        if (!r)
-            return pg_fail(db, err, sql);
-    }
-    return pg_result(db, r, fn, arg, affected, err, sql);
+    int sent = PQsendQueryParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+    free(q);
+    if (!sent)
+        return pg_fail(db, err, sql);
+    PGresult *r = pg_await(db, err, sql);
+    return r ? pg_result(db, r, fn, arg, affected, err, sql) : -1;
 }
 
 static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
@@ -262,16 +254,10 @@ static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *a
                   long long *affected, struct zb_err *err)
 {
     struct db *db = st->db;
-    PGresult *r;
-    if (db->timeout_ms > 0) {
-        if (!PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))
-            return pg_fail(db, err, st->name);
-        if (!(r = pg_await(db, err, st->name)))
-            return -1;
-    } else if (!(r = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))) {
+    if (!PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))
         return pg_fail(db, err, st->name);
-    }
-    return pg_result(db, r, fn, arg, affected, err, st->name);
+    PGresult *r = pg_await(db, err, st->name);
+    return r ? pg_result(db, r, fn, arg, affected, err, st->name) : -1;
 }
 
 static void pg_finalize(struct stmt *st)
