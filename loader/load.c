@@ -71,6 +71,17 @@ static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
     return 1;
 }
 
+/* Rows in table, -1 if it cannot be counted (it does not exist yet). */
+static long long table_rows(struct backend *b, const char *table)
+{
+    char sql[256];
+    long long n = -1;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    if (b->drv->query(b->db, sql, 0, NULL, count_cb, &n, NULL, NULL) < 0)
+        return -1;
+    return n;
+}
+
 static int create_indexes(struct backend *b, const char *table, const char *tag,
                           struct zb_err *err)
 {
@@ -134,6 +145,11 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     }
     if (txn && b.drv->exec(b.db, "COMMIT", err) < 0)
         goto out;
+    if (src.rows == 0) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: no rows to load; %s left as it was (an empty load never "
+                "replaces a table)", o->dataset, bc->table);
+        goto out;
+    }
     res->seconds = zb_now_s() - t0;
     progress_end(&src.bar);
     if (o->index_after) {
@@ -151,6 +167,15 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (in_table != src.rows || loaded != src.rows) {
         zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not swapped in",
                 bc->name, in_table, o->dataset, src.rows);
+        goto out;
+    }
+    /* Nor does it replace a bigger table unless asked: a file cut short at
+     * a line end reads as a good, smaller one. A --limit sample is asked. */
+    res->replaced_rows = table_rows(&b, bc->table);
+    if (res->replaced_rows > src.rows && !o->allow_shrink && !o->limit) {
+        zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s left as "
+                "it was (--allow-shrink replaces it all the same)", o->dataset, src.rows,
+                res->replaced_rows, bc->table, bc->table);
         goto out;
     }
     if (b.drv->swap_table(b.db, table, bc->table, err) < 0)

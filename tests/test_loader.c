@@ -204,12 +204,67 @@ START_TEST(killed_load_leaves_the_old_table)
 }
 END_TEST
 
+/* Nothing replaces a table with less than it had by accident: an empty
+ * file, a file that ends in a broken line, or a smaller file. */
+START_TEST(empty_or_smaller_file_keeps_the_old_table)
+{
+    make_dataset();
+    char empty[1200], cut[1200], small[1200];
+    snprintf(empty, sizeof empty, "%s.empty", csv);
+    snprintf(cut, sizeof cut, "%s.cut", csv);
+    snprintf(small, sizeof small, "%s.small", csv);
+    write_file(empty, "");
+    ck_assert_int_eq(run_cmd(NULL, 0, "{ head -n 1 %s; sed -n 2p %s | head -c 20; } > %s", csv, csv,
+                             cut), 0);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 100 --seed 11 -o %s", prog("gen"), small), 0);
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        const char *be = backends[bi];
+        char out[8192], args[2400], want[1400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            snprintf(args, sizeof args, "--mode %s --dataset %s", modes[mi], empty);
+            int rc = loader(out, sizeof out, be, args);
+            ck_assert_msg(rc == 1, "%s %s: empty file: exit %d: %s", be, modes[mi], rc, out);
+            snprintf(want, sizeof want, "%s: no rows to load", empty);
+            ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        }
+        check_table(be, ROWS);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", cut);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 1);
+        snprintf(want, sizeof want, "%s:2: truncated last line", cut);
+        ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        check_table(be, ROWS);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", small);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 1);
+        snprintf(want, sizeof want, "%s has 100 rows, fewer than the %d", small, ROWS);
+        ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        check_table(be, ROWS);
+        /* Asked for, a smaller table replaces it, and the report says what it replaced. */
+        snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", small);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(want, sizeof want, "\"rows\":100,");
+        ck_assert_msg(strstr(out, want), "%s: %s", be, out);
+        snprintf(want, sizeof want, "\"replaced_rows\":%d,", ROWS);
+        ck_assert_msg(strstr(out, want), "%s: %s", be, out);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(args, sizeof args, "--mode bulk --limit 10 --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        check_table(be, ROWS);
+    }
+}
+END_TEST
+
 START_TEST(raw_mode_loads_every_line)
 {
     make_dataset();
     char out[8192], args[2400], lines[64];
     ck_assert_int_eq(run_cmd(lines, sizeof lines, "wc -l < %s", csv), 0);
-    snprintf(args, sizeof args, "--mode bulk --raw --dataset %s", csv);
+    /* A table of its own: the other tests' tables hold the merged rows. */
+    snprintf(args, sizeof args, "--mode bulk --raw --set pg.table=zt_loader_raw --dataset %s", csv);
     ck_assert_int_eq(loader(out, sizeof out, "pg", args), 0);
     char want[64];
     snprintf(want, sizeof want, "\"rows\":%ld,", atol(lines));
@@ -260,6 +315,7 @@ Suite *suite_loader(void)
     tcase_add_test(t, index_after_and_sync_are_reported);
     tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
     tcase_add_test(t, killed_load_leaves_the_old_table);
+    tcase_add_test(t, empty_or_smaller_file_keeps_the_old_table);
     tcase_add_test(t, raw_mode_loads_every_line);
     tcase_add_test(t, mariadb_bulk_without_local_infile);
     tcase_add_test(t, usage_errors_exit_2);
