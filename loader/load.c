@@ -56,11 +56,43 @@ static long long load_each(struct backend *b, const char *table, struct source *
     long long rows = 0;
     int rc;
     while ((rc = next_row(src, &fields, err)) == 1) {
-        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0)
+        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0) {
+            err->row = src->rows;  /* the row just read */
             return -1;
+        }
         rows++;
     }
     return rc < 0 ? -1 : rows;
+}
+
+/* A database error about one row gets the file and line of that row put
+ * first. The row just read is the reader's current one; an earlier one
+ * (LOAD DATA and COPY complain at their end) is found by reading the file
+ * again, which standard input cannot be. */
+static void name_bad_row(const struct load_opts *o, const struct source *src, struct zb_err *err)
+{
+    if (err->row <= 0)
+        return;
+    long line = 0;
+    if (err->row == src->rows) {
+        line = kenall_row_line(src->r);
+    } else if (strcmp(o->dataset, "-")) {
+        struct zb_err ignored = { 0 };
+        struct kenall_reader *r = kenall_open(o->dataset, &o->read, &ignored);
+        const char *const *fields;
+        long long n = 0;
+        while (r && n < err->row && kenall_next(r, &fields, &ignored) == 1)
+            n++;
+        if (n == err->row)
+            line = kenall_row_line(r);
+        kenall_close(r);
+    }
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    if (line > 0)
+        snprintf(err->msg, sizeof err->msg, "%s:%ld: %.400s", o->dataset, line, msg);
+    else
+        snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", o->dataset, err->row, msg);
 }
 
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
@@ -139,6 +171,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     default: loaded = b.drv->bulk_load(b.db, table, next_row, &src, err); break;
     }
     if (loaded < 0) {
+        name_bad_row(o, &src, err);
         if (txn && b.drv->alive(b.db))
             b.drv->exec(b.db, "ROLLBACK", NULL);
         goto out;

@@ -293,6 +293,75 @@ START_TEST(mariadb_bulk_without_local_infile)
 }
 END_TEST
 
+static int first_value(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)n;
+    (void)l;
+    snprintf(arg, 256, "%s", v[0] ? v[0] : "NULL");
+    return 0;
+}
+
+/* A value too long for MariaDB's TEXT (65,535 bytes) is never cut to fit:
+ * every mode fails naming the file and line, and keeps the old table;
+ * PostgreSQL and SQLite store it whole. */
+START_TEST(mariadb_never_truncates)
+{
+    make_dataset();
+    char longcsv[1200];
+    snprintf(longcsv, sizeof longcsv, "%s.long", csv);
+    FILE *f = fopen(longcsv, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 1; i <= 20; i++) {
+        fprintf(f, "13101,\"100  \",\"%07d\",\"ﾄｳｷｮｳﾄ\",\"ﾁﾖﾀﾞｸ\",\"\",\"東京都\",\"千代田区\",\"", 1000000 + i);
+        for (int k = 0; i == 11 && k < 70000; k++)
+            fputc('x', f);
+        fprintf(f, "%s\",0,0,0,0,0,0\r\n", i == 11 ? "" : "本町");
+    }
+    fclose(f);
+    const char *my[] = { "innodb", "myisam" };
+    for (int bi = 0; bi < 2; bi++) {
+        char out[8192], args[2400], want[1400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, my[bi], args), 0);
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            snprintf(args, sizeof args, "--mode %s --batch 8 --allow-shrink --dataset %s", modes[mi],
+                     longcsv);
+            int rc = loader(out, sizeof out, my[bi], args);
+            ck_assert_msg(rc == 1, "%s %s: exit %d: %s", my[bi], modes[mi], rc, out);
+            snprintf(want, sizeof want, "%s:11: mysql: ", longcsv);
+            ck_assert_msg(strstr(out, want) && strstr(out, "for column 'town'"),
+                          "%s %s: no '%s...town' in: %s", my[bi], modes[mi], want, out);
+        }
+        check_table(my[bi], ROWS);
+    }
+    /* Every MariaDB session is strict, whatever the server's default. */
+    struct backend b;
+    open_backend(&b, "myisam");
+    char mode[256] = "";
+    struct zb_err err = { 0 };
+    ck_assert_msg(b.drv->query(b.db, "SELECT @@SESSION.sql_mode", 0, NULL, first_value, mode, NULL,
+                               &err) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(mode, "STRICT_ALL_TABLES"), "sql_mode is %s", mode);
+    backend_close(&b);
+    conf_free(&conf);
+    const char *whole[] = { "pg", "sqlite" };
+    for (int bi = 0; bi < 2; bi++) {
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --set %s.table=zt_loader_long --dataset %s",
+                 whole[bi], longcsv);
+        int rc = loader(out, sizeof out, whole[bi], args);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", whole[bi], rc, out);
+        open_backend(&b, whole[bi]);
+        char len[256] = "";
+        ck_assert_msg(b.drv->query(b.db, "SELECT max(length(town)) FROM zt_loader_long", 0, NULL,
+                                   first_value, len, NULL, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(len, "70000");
+        backend_close(&b);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -318,6 +387,7 @@ Suite *suite_loader(void)
     tcase_add_test(t, empty_or_smaller_file_keeps_the_old_table);
     tcase_add_test(t, raw_mode_loads_every_line);
     tcase_add_test(t, mariadb_bulk_without_local_infile);
+    tcase_add_test(t, mariadb_never_truncates);
     tcase_add_test(t, usage_errors_exit_2);
     tcase_set_timeout(t, 300);
     suite_add_tcase(s, t);
