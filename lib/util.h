@@ -16,9 +16,10 @@ enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS,
 struct zb_err {
     enum zb_err_kind kind;
     char msg[512];
-    /* The row a database error is about, 1-based in the order the rows were
-     * given (to one statement, or to a whole bulk load: see backend.h); 0
-     * if none or unknown. The loader turns it into the file's line. */
+    /* The row a database error (ZB_ERR_SQL) is about, 1-based in the order
+     * the rows were given (to one statement, or to a whole bulk load: see
+     * backend.h); 0 if none or unknown. The loader turns it into the file's
+     * line. */
     long long row;
 };
 

@@ -57,7 +57,8 @@ static long long load_each(struct backend *b, const char *table, struct source *
     int rc;
     while ((rc = next_row(src, &fields, err)) == 1) {
         if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0) {
-            err->row = src->rows;  /* the row just read */
+            if (err->kind == ZB_ERR_SQL)  /* the row just read; a lost server is not its fault */
+                err->row = src->rows;
             return -1;
         }
         rows++;
