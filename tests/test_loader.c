@@ -232,7 +232,7 @@ START_TEST(empty_or_smaller_file_keeps_the_old_table)
         check_table(be, ROWS);
         snprintf(args, sizeof args, "--mode bulk --dataset %s", cut);
         ck_assert_int_eq(loader(out, sizeof out, be, args), 1);
-        snprintf(want, sizeof want, "%s:2: truncated last line", cut);
+        snprintf(want, sizeof want, "%s:2:3: truncated last line", cut);
         ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
         check_table(be, ROWS);
         snprintf(args, sizeof args, "--mode bulk --dataset %s", small);

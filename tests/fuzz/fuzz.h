@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 int fuzz_kenall(const uint8_t *data, size_t size);
+int fuzz_csv(const uint8_t *data, size_t size);
 /* Starts the server's HTTP daemon in-process at first call (fuzz_http.c). */
 int fuzz_http(const uint8_t *data, size_t size);
 
