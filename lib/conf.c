@@ -2,6 +2,7 @@
  * reader so every error can name its line, which inih alone reports only
  * for the first failure and without the key. */
 #include "conf.h"
+#include "dataset.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,6 +45,25 @@ static void backend_defaults(struct backend_conf *b)
     b->persistent = true;
 }
 
+static void dataset_defaults(struct dataset_conf *d, const char *name)
+{
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->format = "csv";
+    d->header = true;
+    d->sample_rows = 1000;
+    d->table = name;
+}
+
+/* The default dataset, there even with no [dataset postal] section. */
+static void postal_defaults(struct dataset_conf *d)
+{
+    dataset_defaults(d, DATASET_DEFAULT);
+    d->file = "build/ken_all.csv";
+    d->format = "kenall";
+    d->table = NULL;  /* the backends' own */
+}
+
 void conf_defaults(struct zb_conf *conf)
 {
     memset(conf, 0, sizeof *conf);
@@ -55,6 +75,8 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
     conf->server.default_backend = "sqlite";
+    conf->ndatasets = 1;
+    postal_defaults(&conf->dataset[0]);
 }
 
 static int parse_int(const char *v, int lo, int hi, int *out)
@@ -120,6 +142,17 @@ static const struct field backend_fields[] = {
 #undef S
 #undef I
 #undef B
+#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0 }
+#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0 }
+#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0 }
+static const struct field dataset_fields[] = {
+    S(file), S(format), S(encoding), B(raw), B(header), S(delimiter), S(quote), S(null), N(table),
+    N(key), S(columns), { "sample_rows", F_INT, offsetof(struct dataset_conf, sample_rows), 1,
+                          100000000 },
+};
+#undef S
+#undef B
+#undef N
 
 static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
                      const char *key, const char *value, const char *where, struct zb_err *err)
@@ -180,6 +213,47 @@ static struct backend_conf *add_backend(struct zb_conf *conf, const char *name, 
     return b;
 }
 
+static struct dataset_conf *find_dataset(struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (!strcmp(conf->dataset[i].name, name))
+            return &conf->dataset[i];
+    return NULL;
+}
+
+/* A [dataset NAME] section: the built-in postal one is replaced by the
+ * file's own. */
+static struct dataset_conf *add_dataset(struct zb_conf *conf, const char *name, int line,
+                                        const char *where, struct zb_err *err)
+{
+    struct dataset_conf *d = find_dataset(conf, name);
+    if (!is_identifier(name)) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: dataset name '%s' must be letters, digits, _", where, name);
+        return NULL;
+    }
+    if (!d && conf->ndatasets == ZB_MAX_DATASETS) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: more than %d datasets", where, ZB_MAX_DATASETS);
+        return NULL;
+    }
+    if (!d)
+        d = &conf->dataset[conf->ndatasets++];
+    if (!strcmp(name, DATASET_DEFAULT))
+        postal_defaults(d);
+    else
+        dataset_defaults(d, keep(conf, name));
+    d->line = line;
+    return d;
+}
+
+static int set_dataset_field(struct zb_conf *conf, struct dataset_conf *d, const char *key,
+                             const char *value, const char *where, struct zb_err *err)
+{
+    if (dataset_check_value(key, value, where, err) < 0)
+        return -1;
+    return set_field(conf, d, dataset_fields, sizeof dataset_fields / sizeof dataset_fields[0], key,
+                     value, where, err);
+}
+
 int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
              struct zb_err *err)
 {
@@ -188,6 +262,12 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
     if (!section || !strcmp(section, "server"))
         return set_field(conf, &conf->server, server_fields,
                          sizeof server_fields / sizeof server_fields[0], key, value, where, err);
+    if (!strncmp(section, "dataset ", 8)) {
+        struct dataset_conf *d = find_dataset(conf, section + 8);
+        if (!d)
+            return zb_fail(err, ZB_ERR_INPUT, "unknown dataset '%s'", section + 8);
+        return set_dataset_field(conf, d, key, value, where, err);
+    }
     struct backend_conf *b = find_backend(conf, section);
     if (!b)
         return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
@@ -202,7 +282,17 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
     char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
     if (!dot || !eq || eq < dot)
         return zb_fail(err, ZB_ERR_INPUT, "'%s' is not BACKEND.KEY=VALUE", arg);
-    *dot = *eq = 0;
+    *eq = 0;
+    if (!strncmp(buf, "dataset.", 8)) {  /* dataset.NAME.KEY=VALUE */
+        char *name = buf + 8, *key = strchr(name, '.');
+        if (!key)
+            return zb_fail(err, ZB_ERR_INPUT, "'%s' is not dataset.NAME.KEY=VALUE", arg);
+        *key = 0;
+        char section[160];
+        snprintf(section, sizeof section, "dataset %.140s", name);
+        return conf_set(conf, section, key + 1, eq + 1, err);
+    }
+    *dot = 0;
     return conf_set(conf, buf, dot + 1, eq + 1, err);
 }
 
@@ -211,10 +301,12 @@ struct parse_state {
     FILE *f;
     int line;
     struct backend_conf *current;  /* the [backend NAME] being read */
+    struct dataset_conf *dataset;  /* the [dataset NAME] being read */
+    char last_key[64];             /* of the entry before, for `columns` continued */
     char section[128];
     struct zb_err *err;
     bool failed;
-    char headers[ZB_MAX_BACKENDS + 2][128];
+    char headers[ZB_MAX_BACKENDS + ZB_MAX_DATASETS + 2][128];
     int nheaders;
     int pool_line[ZB_MAX_BACKENDS];  /* per backend: the line of its last pool_* key */
 };
@@ -282,9 +374,11 @@ static int on_entry(void *user, const char *section, const char *name, const cha
         return 1;  /* report only the first error, keep inih quiet */
     char where[300];
     snprintf(where, sizeof where, "%s:%d", ps->conf->file, ps->line);
+    bool continued = false;
     if (strcmp(section, ps->section)) {
         snprintf(ps->section, sizeof ps->section, "%s", section);
         ps->current = NULL;
+        ps->dataset = NULL;
         if (!strncmp(section, "backend ", 8)) {
             const char *name = section + 8;
             while (*name == ' ')
@@ -293,12 +387,35 @@ static int on_entry(void *user, const char *section, const char *name, const cha
                 ps->failed = true;
                 return 1;
             }
+        } else if (!strncmp(section, "dataset ", 8)) {
+            const char *name = section + 8;
+            while (*name == ' ')
+                name++;
+            if (!(ps->dataset = add_dataset(ps->conf, name, ps->line, where, ps->err))) {
+                ps->failed = true;
+                return 1;
+            }
         } else if (strcmp(section, "server")) {
-            zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME)",
-                    where, section);
+            zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME, "
+                    "dataset NAME)", where, section);
             ps->failed = true;
             return 1;
         }
+    } else {
+        continued = !strcmp(ps->last_key, name);
+    }
+    snprintf(ps->last_key, sizeof ps->last_key, "%s", name);
+    if (ps->dataset) {
+        /* A long `columns` goes on over indented lines, which inih hands
+         * over as the same key again. */
+        char joined[8192];
+        if (continued && !strcmp(name, "columns") && ps->dataset->columns) {
+            snprintf(joined, sizeof joined, "%s, %s", ps->dataset->columns, value);
+            value = joined;
+        }
+        if (set_dataset_field(ps->conf, ps->dataset, name, value, where, ps->err) < 0)
+            ps->failed = true;
+        return 1;
     }
     int rc = ps->current
                  ? set_field(ps->conf, ps->current, backend_fields,
@@ -324,8 +441,31 @@ static int on_entry(void *user, const char *section, const char *name, const cha
     return 1;
 }
 
+static int validate_dataset(const struct zb_conf *conf, const struct dataset_conf *d,
+                            struct zb_err *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d: [dataset %s]", conf->file, d->line, d->name);
+    if (!d->file)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: missing key 'file'", where);
+    if (!strcmp(d->format, "kenall")) {
+        if (d->columns || d->key || d->null || d->delimiter || d->quote || !d->header)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: format kenall has a fixed layout: columns, "
+                           "key, null, delimiter, quote and header are for format csv", where);
+    } else if (d->raw) {
+        return zb_fail(err, ZB_ERR_INPUT, "%s: raw is for format kenall", where);
+    }
+    if (!strcmp(d->name, DATASET_DEFAULT) && d->table)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: table: the %s dataset's tables are the backends' "
+                       "own `table`", where, DATASET_DEFAULT);
+    return 0;
+}
+
 static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (validate_dataset(conf, &conf->dataset[i], err) < 0)
+            return -1;
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
         if (!b->driver)
@@ -374,6 +514,14 @@ const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *
     for (int i = 0; i < conf->nbackends; i++)
         if (!strcmp(conf->backend[i].name, name))
             return &conf->backend[i];
+    return NULL;
+}
+
+const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (!strcmp(conf->dataset[i].name, name))
+            return &conf->dataset[i];
     return NULL;
 }
 

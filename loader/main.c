@@ -1,5 +1,6 @@
-/* loader: bulk-loads a KEN_ALL-layout CSV into each configured backend,
- * in one of four modes, and reports rows, seconds and rows/s. */
+/* loader: bulk-loads a dataset (the KEN_ALL postal list, or any CSV) into
+ * each configured backend, in one of four modes, and reports rows, seconds
+ * and rows/s. */
 #include <apr_general.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +12,22 @@
 #include "load.h"
 
 static const char usage[] =
-    "Usage: loader [OPTIONS] --dataset FILE\n"
+    "Usage: loader [OPTIONS] [--dataset NAME|FILE]\n"
     "\n"
-    "Loads a postal-code file in Japan Post's KEN_ALL.CSV layout into each chosen\n"
-    "backend and reports how long it took. The table is (re)created: rows go into\n"
-    "a fresh <table>_load, which replaces <table> only once its row count matches\n"
-    "the file, so a failed or interrupted load never leaves a table that looks\n"
-    "complete. A file with no rows never replaces a table, and one with fewer\n"
-    "rows than the table holds only with --allow-shrink or --limit.\n"
+    "Loads a dataset into each chosen backend and reports how long it took. A\n"
+    "dataset is a [dataset NAME] of the config: a file in Japan Post's KEN_ALL.CSV\n"
+    "layout (format kenall) or any CSV (format csv: RFC 4180, with header,\n"
+    "delimiter, quote and encoding options, its columns' types given or inferred\n"
+    "from a sample). The table is (re)created: rows go into a fresh <table>_load,\n"
+    "which replaces <table> only once its row count matches the file, so a failed\n"
+    "or interrupted load never leaves a table that looks complete. A file with no\n"
+    "rows never replaces a table, and one with fewer rows than the table holds\n"
+    "only with --allow-shrink or --limit.\n"
     "\n"
     "Options:\n"
-    "  -f, --dataset FILE   the CSV (Shift_JIS or UTF-8, detected); default\n"
-    "                       build/ken_all.csv\n"
+    "  -f, --dataset NAME|FILE  a [dataset NAME] of the config, or a file read as the\n"
+    "                       postal dataset (KEN_ALL layout); default: the postal\n"
+    "                       dataset, build/ken_all.csv\n"
     "  -b, --backend NAMES  comma-separated backend names from the config, or 'all'\n"
     "                       (default: all)\n"
     "  -m, --mode MODE      autocommit   one INSERT per row, each its own transaction\n"
@@ -43,22 +48,29 @@ static const char usage[] =
     "                       InnoDB innodb_flush_log_at_trx_commit 1/2/0; restored\n"
     "                       afterwards); default: leave the server as it is. The\n"
     "                       setting in force is always shown in the report.\n"
-    "      --raw            one row per line, as Japan Post splits long town names\n"
-    "                       (default: split records are merged)\n"
-    "      --encoding ENC   auto, utf-8 or sjis (default auto: UTF-8 when the first\n"
-    "                       64 KiB hold more UTF-8 characters than bytes that are\n"
-    "                       not, else Shift_JIS; an error says which was chosen\n"
-    "                       and why)\n"
+    "      --raw            kenall: one row per line, as Japan Post splits long town\n"
+    "                       names (default: split records are merged)\n"
+    "      --encoding ENC   auto, utf-8, sjis or any encoding iconv knows (default:\n"
+    "                       the dataset's; auto is UTF-8 when the first 64 KiB hold\n"
+    "                       more UTF-8 characters than bytes that are not, else\n"
+    "                       Shift_JIS; an error says which was chosen and why)\n"
     "      --limit N        load only the first N rows (to time slow modes on a\n"
     "                       sample; the row check then expects N, and the sample\n"
     "                       may replace a bigger table)\n"
     "      --allow-shrink   replace a table even if the file has fewer rows than\n"
     "                       it holds (default: an error, the table is kept)\n"
+    "      --describe       print the dataset's columns, types (and which were\n"
+    "                       inferred), key and tables, and load nothing\n"
     "  -c, --conf FILE      config file (default conf/zipbench.conf)\n"
-    "      --set B.KEY=VAL  override a config key of backend B, e.g. pg.port=5433\n"
+    "      --set S.KEY=VAL  override a config key: of backend S (pg.port=5433), or\n"
+    "                       of a dataset (dataset.NAME.file=other.csv)\n"
     "      --json           one JSON object per run on stdout instead of the table\n"
-    "  -q, --quiet          no progress bar\n"
+    "  -q, --quiet          no progress bar, no note of inferred types\n"
     "  -h, --help           this text\n"
+    "\n"
+    "Every bad row fails the load with the file, line and column and what is\n"
+    "wrong (a value that is not of its column's type, a missing key, a value the\n"
+    "database would have cut); nothing is skipped.\n"
     "\n"
     "Exit status: 0 when every load succeeded and matched the file's row count,\n"
     "1 when a load failed or was refused (the message names the file and line of\n"
@@ -94,8 +106,16 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         printf(",\"version\":");
         zb_json_string(r->version);
         printf(",\"dataset\":");
-        zb_json_string(o->dataset);
-        printf("}\n");
+        zb_json_string(o->data->conf->name);
+        printf(",\"file\":");
+        zb_json_string(o->data->conf->file);
+        printf(",\"table\":");
+        zb_json_string(r->table);
+        char columns[4096];
+        dataset_columns_text(o->data, false, columns, sizeof columns);
+        printf(",\"columns\":");
+        zb_json_string(columns);
+        printf(",\"types_inferred_from_rows\":%ld}\n", o->data->sampled);
     } else {
         printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s\n", bc->name,
                bc->engine ? bc->engine : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
@@ -116,10 +136,12 @@ int main(int argc, const char *const *argv)
         { "raw", 'R', 0, "" },     { "encoding", 'E', 1, "" }, { "conf", 'c', 1, "" },
         { "set", 's', 1, "" },     { "json", 'j', 0, "" },     { "quiet", 'q', 0, "" },
         { "limit", 'L', 1, "" },   { "allow-shrink", 'A', 0, "" }, { "help", 'h', 0, "" },
-        { NULL, 0, 0, NULL },
+        { "describe", 'D', 0, "" }, { NULL, 0, 0, NULL },
     };
-    struct load_opts o = { .dataset = "build/ken_all.csv", .mode = MODE_BULK, .batch = 100 };
+    struct load_opts o = { .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
+    const char *dataset = DATASET_DEFAULT, *encoding = NULL;
+    bool raw = false, describe = false;
     const char *sets[32];
     int nsets = 0;
     bool json = false;
@@ -131,7 +153,8 @@ int main(int argc, const char *const *argv)
     long n;
     while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
         switch (ch) {
-        case 'f': o.dataset = arg; break;
+        case 'f': dataset = arg; break;
+        case 'D': describe = true; break;
         case 'b': backends = arg; break;
         case 'm':
             if (load_mode_parse(arg, &o.mode) < 0) {
@@ -161,16 +184,8 @@ int main(int argc, const char *const *argv)
                 return cli_usage_error("loader");
             }
             break;
-        case 'R': o.read.raw = true; break;
-        case 'E':
-            if (!strcmp(arg, "auto")) o.read.encoding = KENALL_AUTO;
-            else if (!strcasecmp(arg, "utf-8") || !strcasecmp(arg, "utf8")) o.read.encoding = KENALL_UTF8;
-            else if (!strcasecmp(arg, "sjis") || !strcasecmp(arg, "shift_jis")) o.read.encoding = KENALL_SJIS;
-            else {
-                fprintf(stderr, "loader: --encoding: '%s' is not auto, utf-8 or sjis\n", arg);
-                return cli_usage_error("loader");
-            }
-            break;
+        case 'R': raw = true; break;
+        case 'E': encoding = arg; break;
         case 'c': conf_path = arg; break;
         case 's':
             if (nsets == 32) {
@@ -206,6 +221,37 @@ int main(int argc, const char *const *argv)
         }
     conf_unbounded_queries(&conf);
 
+    /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
+    const struct dataset_conf *named = conf_dataset(&conf, dataset);
+    struct dataset_conf dc = named ? *named : *conf_dataset(&conf, DATASET_DEFAULT);
+    if (!named)
+        dc.file = dataset;
+    if (raw && strcmp(dc.format, "kenall")) {
+        fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc.name);
+        conf_free(&conf);
+        return cli_usage_error("loader");
+    }
+    dc.raw |= raw;
+    if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        conf_free(&conf);
+        return cli_usage_error("loader");
+    }
+    if (encoding)
+        dc.encoding = encoding;
+    static struct dataset data;
+    if (dataset_describe(&data, &dc, &err) < 0) {
+        fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
+        conf_free(&conf);
+        return ZB_EXIT_FAIL;
+    }
+    o.data = &data;
+    char columns[4096];
+    dataset_columns_text(&data, true, columns, sizeof columns);
+    if (data.sampled && !o.quiet && !describe)
+        fprintf(stderr, "loader: dataset %s: types inferred from the first %ld rows of %s: %s\n",
+                dc.name, data.sampled, dc.file, columns);
+
     /* Resolve the names first, so a typo fails before any load starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
     int nchosen = 0;
@@ -224,6 +270,19 @@ int main(int argc, const char *const *argv)
             }
             chosen[nchosen++] = bc;
         }
+    }
+    if (describe) {
+        printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc.name,
+               dc.file, dc.format, columns, data.col[data.key].name);
+        if (data.sampled)
+            printf("sample   types inferred from the first %ld rows\n", data.sampled);
+        for (int i = 0; i < nchosen; i++) {
+            char name[128];
+            dataset_table(&data, chosen[i], name, sizeof name);
+            printf("table    %s on %s\n", name, chosen[i]->name);
+        }
+        conf_free(&conf);
+        return ZB_EXIT_OK;
     }
     if (!json)
         printf("%-8s %-7s %-11s %8s %9s %10s %8s %9s  %s\n", "backend", "engine", "mode", "rows",
