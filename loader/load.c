@@ -98,6 +98,27 @@ static void name_bad_row(const struct load_opts *o, const struct source *src, st
         snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", file, err->row, msg);
 }
 
+/* After a bad row the loader reads on, so one run names every bad row of
+ * the file: the first fails the load, the others are listed after it. */
+static void list_more_bad_rows(struct source *src, const char *file)
+{
+    enum { SHOWN = 20 };
+    struct zb_err e = { 0 };
+    const char *const *fields;
+    long more = 0;
+    int rc;
+    while ((rc = dataset_next(src->r, &fields, &e)) != 0) {
+        if (rc > 0)
+            continue;
+        if (e.kind != ZB_ERR_INPUT)
+            break;  /* cannot read on */
+        if (more++ < SHOWN)
+            fprintf(stderr, "loader: also %s\n", e.msg);
+    }
+    if (more > SHOWN)
+        fprintf(stderr, "loader: and %ld more bad rows in %s\n", more - SHOWN, file);
+}
+
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
 {
     (void)l;
@@ -187,6 +208,8 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     default: loaded = b.drv->bulk_load(b.db, &load, next_row, &src, err); break;
     }
     if (loaded < 0) {
+        if (err->kind == ZB_ERR_INPUT && !err->row)
+            list_more_bad_rows(&src, file);
         name_bad_row(o, &src, err);
         if (txn && b.drv->alive(b.db))
             b.drv->exec(b.db, "ROLLBACK", NULL);
