@@ -100,23 +100,26 @@ static void name_bad_row(const struct load_opts *o, const struct source *src, st
 
 /* After a bad row the loader reads on, so one run names every bad row of
  * the file: the first fails the load, the others are listed after it. */
-static void list_more_bad_rows(struct source *src, const char *file)
+static void list_more_bad_rows(struct source *src, const char *file, struct load_result *res)
 {
     enum { SHOWN = 20 };
     struct zb_err e = { 0 };
     const char *const *fields;
     long more = 0;
+    size_t n = 0;
     int rc;
     while ((rc = dataset_next(src->r, &fields, &e)) != 0) {
         if (rc > 0)
             continue;
         if (e.kind != ZB_ERR_INPUT)
             break;  /* cannot read on */
-        if (more++ < SHOWN)
-            fprintf(stderr, "loader: also %s\n", e.msg);
+        if (more++ < SHOWN && n < sizeof res->more_bad_rows)
+            n += (size_t)snprintf(res->more_bad_rows + n, sizeof res->more_bad_rows - n,
+                                  "also %.300s\n", e.msg);
     }
-    if (more > SHOWN)
-        fprintf(stderr, "loader: and %ld more bad rows in %s\n", more - SHOWN, file);
+    if (more > SHOWN && n < sizeof res->more_bad_rows)
+        snprintf(res->more_bad_rows + n, sizeof res->more_bad_rows - n,
+                 "and %ld more bad rows in %s\n", more - SHOWN, file);
 }
 
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
@@ -209,7 +212,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     }
     if (loaded < 0) {
         if (err->kind == ZB_ERR_INPUT && !err->row)
-            list_more_bad_rows(&src, file);
+            list_more_bad_rows(&src, file, res);
         name_bad_row(o, &src, err);
         if (txn && b.drv->alive(b.db))
             b.drv->exec(b.db, "ROLLBACK", NULL);

@@ -30,6 +30,7 @@ struct load_result {
     char sync[128];
     char version[64];
     char table[128];          /* the table loaded */
+    char more_bad_rows[8192]; /* after a failed read: the file's other bad rows, a line each */
 };
 
 const char *load_mode_name(enum load_mode m);

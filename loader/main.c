@@ -293,6 +293,8 @@ int main(int argc, const char *const *argv)
         memset(&err, 0, sizeof err);
         if (load_run(chosen[i], &o, &res, &err) < 0) {
             fprintf(stderr, "loader: %s: %s\n", chosen[i]->name, err.msg);
+            for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
+                fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
             failed = 1;
             continue;
         }

@@ -592,7 +592,7 @@ START_TEST(csv_dataset_bad_rows_keep_the_old_table)
                  "--set dataset.zt_csv.columns='id integer, name text, score real, note text, "
                  "count integer, code text, born text'", bad);
         ck_assert_int_eq(load_data(out, sizeof out, backends[bi], args), 1);
-        snprintf(want, sizeof want, "loader: also %s:469:5: count: 'zz' is not an integer", bad);
+        snprintf(want, sizeof want, ": also %s:469:5: count: 'zz' is not an integer", bad);
         ck_assert_msg(strstr(out, want) && strstr(out, ":301:5: count: '12x'"), "%s: no '%s' in: %s",
                       backends[bi], want, out);
         char table[64];
