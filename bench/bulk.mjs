@@ -13,7 +13,7 @@
 // is the client's maximum RSS (GNU time): for SQLite that is the database
 // too, for the servers only the client. zipbench loads the postal list with
 // --raw, so every tool loads the same 126,441 lines. Medians of --repeat
-// runs (3; --quick: 1 run of a 20,000-row prefix of each file).
+// runs (3; --quick: 1 run of a 5,000-row prefix of each file).
 //
 // Writes $ZB_RESULTS_DIR/RESULTS-bulk.md (default docs) and data/bulk.dat
 // (rows/s per case and tool, for scripts/plot). Environment: ZB_BUILD,
@@ -95,7 +95,7 @@ for (const d of datasets) {
         console.error(`bench/bulk.mjs: ${d.file} missing: run make dataset`);
         process.exit(1);
     }
-    if (quick) d.file = prefix(d.file, 20000, `${d.name}-20000.txt`);
+    if (quick) d.file = prefix(d.file, 5000, `${d.name}-5000.txt`);
     d.bytes = fs.statSync(d.file).size;
     d.lines = fs.readFileSync(d.file, 'utf8').split('\n').length - 1;
 }
@@ -235,7 +235,7 @@ const lines = [];
 const say = (s = '') => lines.push(s);
 say('## The bulk-loading experiment: zipbench against the native loaders');
 say();
-say(`Command: \`node bench/bulk.mjs${quick ? ' --quick' : ''}\` (repeat ${repeat}${quick ? ', a 20,000-row prefix of each file' : ''}).`);
+say(`Command: \`node bench/bulk.mjs${quick ? ' --quick' : ''}\` (repeat ${repeat}${quick ? ', a 5,000-row prefix of each file' : ''}).`);
 say(`Machine: ${spawnSync('nproc').stdout.toString().trim()} cores, ${spawnSync('uname', ['-sr']).stdout.toString().trim()}, ${new Date().toISOString().slice(0, 10)}.`);
 say(`Datasets: ${datasets.map((d) => `${d.name} \`${d.file}\` (${d.lines.toLocaleString('en-US')} lines, ${(d.bytes / 1048576).toFixed(1)} MiB)`).join('; ')}.`);
 say();
