@@ -272,7 +272,7 @@ static int infer_types(struct dataset *d, struct dataset_reader *r, struct zb_er
     for (int i = 0; i < d->ncols; i++)
         maybe_int[i] = maybe_real[i] = true, seen[i] = false;
     const char *const *f;
-    int rc;
+    int rc = 0;
     while (d->sampled < d->conf->sample_rows && (rc = dataset_next(r, &f, err)) == 1) {
         d->sampled++;
         for (int i = 0; i < d->ncols; i++) {
