@@ -17,7 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['load', 'server', 'php', 'sql', 'loadgen'];
+const PARTS = ['load', 'server', 'php', 'sql', 'loadgen', 'bulk'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -42,6 +42,9 @@ Experiments (PART):
              and a multi-user mixed phase at c 10, on four backends and two
              durability settings of one
   loadgen    the bundled load generator against ab and wrk, on nginx
+  bulk       bulk loading of both datasets (the postal list, GeoNames'
+             cities): zipbench against psql \\copy, LOAD DATA LOCAL, sqlite3
+             .import and pgloader; rows/s, MB/s, peak memory, bad rows
 
 Options:
       --quick          every experiment briefly (a smoke run of a few minutes)
