@@ -126,8 +126,19 @@ async function columnsOf(ctx, dataset) {
 // Each tool, replacing its table; {code, stdout, stderr, seconds, kib}.
 function tools(ctx, work, env) {
   const sqliteDb = path.resolve(work, 'bulk.sqlite');
-  const mariadb = ['mariadb', '--no-defaults', '-S', env.ZB_MY_SOCKET, '-u', env.ZB_MY_USER,
+  // Where the databases have passwords (scripts/db keeps them in ZB_DB_DIR),
+  // MariaDB's client reads its option file and pgloader gets libpq's.
+  const myCnf = path.join(env.ZB_DB_DIR || '', 'client.cnf');
+  const mariadb = ['mariadb', ...(fs.existsSync(myCnf) ? [`--defaults-file=${myCnf}`]
+                                   : ['--no-defaults', '-S', env.ZB_MY_SOCKET, '-u', env.ZB_MY_USER]),
                    '--local-infile=1', env.ZB_MY_DATABASE];
+  const pgPassword = (() => {
+    try {
+      const line = fs.readFileSync(env.PGPASSFILE, 'utf8').split('\n')
+        .find(l => l.split(':')[3] === env.PGUSER);
+      return line ? `:${encodeURIComponent(line.split(':').slice(4).join(':'))}` : '';
+    } catch { return ''; }
+  })();
   const opts = { env, log: ctx.logFile, timeoutS: 900 };
   // GNU time for the peak RSS; the wall time is run()'s own clock.
   async function timed(argv, input) {
@@ -187,7 +198,7 @@ function tools(ctx, work, env) {
         ? "fields optionally enclosed by '\"', fields escaped by double-quote, fields terminated by ','"
         : "fields not enclosed, fields terminated by '\\t'";
       fs.writeFileSync(cmd, `LOAD CSV FROM '${path.resolve(file)}'
-  INTO postgresql://${env.PGUSER}@unix:${env.PGHOST}:${env.PGPORT}/${env.PGDATABASE}
+  INTO postgresql://${env.PGUSER}${pgPassword}@unix:${env.PGHOST}:${env.PGPORT}/${env.PGDATABASE}
   TARGET TABLE ${t}
   WITH ${fields}
   BEFORE LOAD DO $$ DROP TABLE IF EXISTS ${t}; $$, $$ CREATE TABLE ${t} (LIKE ${model} INCLUDING ALL); $$;
