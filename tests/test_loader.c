@@ -15,6 +15,8 @@ static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
 static const char *const modes[] = { "autocommit", "transaction", "prepared", "bulk" };
 static char csv[1100], truth[1100], sqlite_path[1100];
 
+static void drop_test_tables(void);
+
 static void make_dataset(void)
 {
     const char *dir = test_dir("loader");
@@ -23,6 +25,7 @@ static void make_dataset(void)
     snprintf(sqlite_path, sizeof sqlite_path, "%s/loader.sqlite", dir);
     ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --truth %s -o %s",
                              prog("gen"), ROWS, truth, csv), 0);
+    drop_test_tables();
 }
 
 /* Runs the loader with the test's table names; returns its exit status. */
@@ -47,6 +50,24 @@ static void open_backend(struct backend *b, const char *name)
     const struct backend_conf *bc = conf_backend(&conf, name);
     ck_assert_ptr_nonnull(bc);
     ck_assert_msg(backend_open(b, bc, &err) == 0, "%s", err.msg);
+}
+
+/* Each test starts from no table: the loader refuses to replace a table by
+ * fewer rows, so a table left by an earlier run (or an earlier version of
+ * these tests) must not decide a test's first load. */
+static void drop_test_tables(void)
+{
+    static const char *const servers[] = { "pg", "innodb", "myisam" };
+    for (size_t i = 0; i < sizeof servers / sizeof servers[0]; i++) {
+        struct backend b;
+        struct zb_err err = { 0 };
+        char sql[256];
+        open_backend(&b, servers[i]);
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", b.conf->table);
+        ck_assert_msg(b.drv->exec(b.db, sql, &err) == 0, "%s: %s", servers[i], err.msg);
+        backend_close(&b);
+        conf_free(&conf);
+    }
 }
 
 static int count_rows(void *arg, int n, const char *const *v, const size_t *l)
