@@ -70,6 +70,27 @@ static void assert_refused(const char *cmd, const char *const *reasons)
                   rc, out);
 }
 
+/* Runs sql as zipbench over TCP with its password file; the exit status. */
+static int as_zipbench(char *out, size_t len, const struct backend_conf *b, const char *sql)
+{
+    if (b == pg)
+        return run_cmd(out, len, "PGPASSFILE=%s psql -X -w -h 127.0.0.1 -p %d -U zipbench -d zipbench "
+                       "-tAc \"%s\"", b->password_file, b->port, sql);
+    return run_cmd(out, len, "mariadb --defaults-file=%s --protocol=TCP -h 127.0.0.1 -P %d -N -e \"%s\" "
+                   "zipbench", b->password_file, b->port, sql);
+}
+
+/* sql as zipbench: its output is want (refused: NULL, and the error names why). */
+static void zipbench_gets(const struct backend_conf *b, const char *sql, const char *want, const char *why)
+{
+    char out[4096];
+    int rc = as_zipbench(out, sizeof out, b, sql);
+    if (want)
+        ck_assert_msg(rc == 0 && !strcmp(out, want), "%s: exit %d: %s", sql, rc, out);
+    else
+        ck_assert_msg(rc != 0 && strstr(out, why), "%s: exit %d: %s", sql, rc, out);
+}
+
 static const char *const pg_denied[] = { "no password supplied", "password authentication failed",
                                          "no pg_hba.conf entry",
                                          "Peer authentication failed", NULL };
@@ -79,12 +100,10 @@ START_TEST(another_os_user_cannot_log_in)
 {
     SETUP_OK();
     char cmd[PATH_MAX + 256], out[2048];
-    /* The same logins with the password file work: the refusals below are
-     * about credentials, not about reaching the servers. */
-    ck_assert_msg(run_cmd(out, sizeof out, "PGPASSFILE=%s psql -X -w -h 127.0.0.1 -p %d -U zipbench -d zipbench "
-                          "-tAc 'SELECT 1'", pg->password_file, pg->port) == 0, "%s", out);
-    ck_assert_msg(run_cmd(out, sizeof out, "mariadb --defaults-file=%s -S %s -N -e 'SELECT 1' zipbench",
-                          my->password_file, my_socket) == 0, "%s", out);
+    /* The same logins with the password files work: the refusals below
+     * are about credentials, not about reaching the servers. */
+    ck_assert_msg(as_zipbench(out, sizeof out, pg, "SELECT 1") == 0, "%s", out);
+    ck_assert_msg(as_zipbench(out, sizeof out, my, "SELECT 1") == 0, "%s", out);
 
     static const char *const pg_users[] = { "zipbench", "postgres" };
     for (int u = 0; u < 2; u++) {
@@ -125,19 +144,13 @@ END_TEST
 START_TEST(pg_zipbench_is_no_superuser)
 {
     SETUP_OK();
-    char out[4096];
-    const char *psql = "PGPASSFILE=%s psql -X -w -h 127.0.0.1 -p %d -U zipbench -d zipbench -tAc \"%s\"";
-    ck_assert_int_eq(run_cmd(out, sizeof out, psql, pg->password_file, pg->port,
-                             "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"), 0);
-    ck_assert_msg(!strcmp(out, "f|f|f\n"), "%s", out);
-    int rc = run_cmd(out, sizeof out, psql, pg->password_file, pg->port, "COPY (SELECT 1) TO PROGRAM 'true'");
-    ck_assert_msg(rc != 0 && strstr(out, "pg_execute_server_program"), "COPY TO PROGRAM: exit %d: %s", rc, out);
-    rc = run_cmd(out, sizeof out, psql, pg->password_file, pg->port, "SELECT pg_read_file('/etc/passwd')");
-    ck_assert_msg(rc != 0 && strstr(out, "permission denied"), "pg_read_file: exit %d: %s", rc, out);
+    zipbench_gets(pg, "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user",
+                  "f|f|f\n", NULL);
+    zipbench_gets(pg, "COPY (SELECT 1) TO PROGRAM 'true'", NULL, "pg_execute_server_program");
+    zipbench_gets(pg, "SELECT pg_read_file('/etc/passwd')", NULL, "permission denied");
     /* What the benchmarks do, it may: tables in its own database. */
-    ck_assert_msg(run_cmd(out, sizeof out, psql, pg->password_file, pg->port,
-                          "DROP TABLE IF EXISTS zt_access; CREATE TABLE zt_access (a int); DROP TABLE zt_access") == 0,
-                  "%s", out);
+    zipbench_gets(pg, "DROP TABLE IF EXISTS zt_access; CREATE TABLE zt_access (a int); DROP TABLE zt_access",
+                  "", NULL);
 }
 END_TEST
 
@@ -145,8 +158,7 @@ START_TEST(mariadb_zipbench_has_no_file_or_super)
 {
     SETUP_OK();
     char out[4096];
-    const char *sql = "mariadb --defaults-file=%s --protocol=TCP -h 127.0.0.1 -P %d -N -e \"%s\" zipbench";
-    ck_assert_int_eq(run_cmd(out, sizeof out, sql, my->password_file, my->port, "SHOW GRANTS"), 0);
+    ck_assert_int_eq(as_zipbench(out, sizeof out, my, "SHOW GRANTS"), 0);
     ck_assert_msg(!strstr(out, "SUPER") && !strstr(out, "FILE") && !strstr(out, "ALL PRIVILEGES"),
                   "%s", out);
     /* On *.* (the whole server): nothing but the right to log in. */
@@ -155,16 +167,11 @@ START_TEST(mariadb_zipbench_has_no_file_or_super)
         if (memmem(l, n, " ON *.* ", 8))
             ck_assert_msg(!strncmp(l, "GRANT USAGE ON *.* ", 19), "%.*s", (int)n, l);
     }
-    ck_assert_int_eq(run_cmd(out, sizeof out, sql, my->password_file, my->port,
-                             "SELECT load_file('/etc/passwd') IS NULL"), 0);
-    ck_assert_msg(!strcmp(out, "1\n"), "load_file read /etc/passwd: %s", out);
-    int rc = run_cmd(out, sizeof out, sql, my->password_file, my->port,
-                     "SET GLOBAL innodb_flush_log_at_trx_commit = 2");
-    ck_assert_msg(rc != 0 && strstr(out, "SUPER"), "SET GLOBAL: exit %d: %s", rc, out);
+    zipbench_gets(my, "SELECT load_file('/etc/passwd') IS NULL", "1\n", NULL);
+    zipbench_gets(my, "SET GLOBAL innodb_flush_log_at_trx_commit = 2", NULL, "SUPER");
     /* The one global setting it may change, through scripts/db's procedure. */
-    ck_assert_msg(run_cmd(out, sizeof out, sql, my->password_file, my->port,
-                          "CALL zipbench_admin.set_innodb_flush_log_at_trx_commit(@@innodb_flush_log_at_trx_commit)") == 0,
-                  "%s", out);
+    zipbench_gets(my, "CALL zipbench_admin.set_innodb_flush_log_at_trx_commit(@@innodb_flush_log_at_trx_commit)",
+                  "", NULL);
 }
 END_TEST
 
