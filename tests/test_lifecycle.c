@@ -174,7 +174,7 @@ static int tree_processes(const char *const *roots, struct proc *out, int max)
         for (const char *const *r = roots; *r && !hit; r++)
             hit = strstr(cmd, *r) != NULL;
         all[n] = (struct proc){ .pid = pid, .ppid = parent_of(pid) };
-        snprintf(all[n].what, sizeof all[n].what, "%s", len ? cmd : exe);
+        snprintf(all[n].what, sizeof all[n].what, "%.*s", (int)sizeof all[n].what - 1, len ? cmd : exe);
         mark[n++] = hit;
     }
     if (d)
