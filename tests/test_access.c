@@ -1,6 +1,7 @@
 /* No one in where they don't belong (issue 11, item 11): the project's
  * PostgreSQL and MariaDB (scripts/db) let in only the account that holds
- * the passwords scripts/db wrote, and zipbench holds only the rights the
+ * the passwords scripts/db wrote (PostgreSQL's socket: peer auth, for the
+ * account that runs the servers), and zipbench holds only the rights the
  * benchmarks need. Logins are tried with the real clients, psql and
  * mariadb, as another OS user (nobody, through runuser, when the tests run
  * as root; as a normal user, this account without the password files,
@@ -110,8 +111,10 @@ START_TEST(another_os_user_cannot_log_in)
         snprintf(cmd, sizeof cmd, "psql -X -w -h 127.0.0.1 -p %d -U %s -d zipbench -c 'SELECT 1'",
                  pg->port, pg_users[u]);
         assert_refused(cmd, pg_denied);
-        /* Through the socket, the superuser is the server's own account (peer). */
-        if (u == 0 || as_root) {
+        /* Through the socket, peer auth admits the account that runs the
+         * servers (and www-data, as zipbench): as a normal user "another"
+         * is this account, so this is tried as root only. */
+        if (as_root) {
             snprintf(cmd, sizeof cmd, "psql -X -w -h %s -p %d -U %s -d zipbench -c 'SELECT 1'", pg_socket,
                      pg->port, pg_users[u]);
             assert_refused(cmd, pg_denied);

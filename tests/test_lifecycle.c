@@ -307,7 +307,10 @@ START_TEST(make_test_twice_then_in_a_second_checkout)
     int pg_port = free_port(conf_backend(&zc, "pg")->port + 100);
     int my_port = free_port(conf_backend(&zc, "innodb")->port + 100);
     conf_free(&zc);
-    snprintf(env, sizeof env, "ZB_PG_PORT=%d ZB_MY_PORT=%d", pg_port, my_port);
+    /* make's command-line variables reach us in the environment (make
+     * sanitize's BUILD, OPT, LDFLAGS): the copy builds as a fresh one would. */
+    snprintf(env, sizeof env, "-u BUILD -u OPT -u LDFLAGS -u CFLAGS -u CC ZB_PG_PORT=%d ZB_MY_PORT=%d",
+             pg_port, my_port);
     snprintf(args, sizeof args, "DATA='%s' -o '%s/ken_all.csv'", data, data);
     make_test_leaves_nothing(clone, env, args, "second-checkout");
     /* Its databases' data, when it had to go under /var/tmp (a tree in a
