@@ -22,7 +22,7 @@ DIR_server   := server
 DIR_loader   := loader
 DIR_loadgen  := loadgen
 DIR_gen      := datasets
-DIR_sqlbench := bench
+DIR_sqlbench := sqlbench
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

@@ -181,6 +181,8 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db, con
             if (st != full)
                 drv->finalize(st);
             if (ok < 0) {
+                if (err && err->row > 0)
+                    err->row += rows;  /* the statement's row, counted from the load's first */
                 rc = -1;
                 break;
             }

@@ -40,7 +40,9 @@ struct backend_driver {
 
     /* Run statements with no parameters and no result (DDL, BEGIN, COMMIT). */
     int  (*exec)(struct db *db, const char *sql, struct zb_err *err);
-    /* One-shot parameterized statement: parsed every call, like a PHP page. */
+    /* One-shot parameterized statement: parsed every call, like a PHP page.
+     * query and run set err->row to the row of a multi-row statement an
+     * error is about, where the database says which. */
     int  (*query)(struct db *db, const char *sql, int nparams, const char *const *params,
                   row_fn fn, void *arg, long long *affected, struct zb_err *err);
 
@@ -53,7 +55,9 @@ struct backend_driver {
     /* The backend's fastest load path into table (which exists, empty):
      * PostgreSQL COPY, MariaDB LOAD DATA LOCAL INFILE, SQLite prepared
      * inserts. Returns rows loaded, or -1. The caller owns the transaction
-     * where the backend has one. */
+     * where the backend has one. Every value must be stored whole: a
+     * warning (a value cut or changed) fails the load, and an error about
+     * one row sets err->row to its place among the rows next gave. */
     long long (*bulk_load)(struct db *db, const char *table, rows_fn next, void *arg,
                            struct zb_err *err);
 
@@ -110,7 +114,8 @@ int zb_insert_sql(char *buf, size_t len, const char *table, int rows);
 /* Inserts the rows of next into table through one prepared INSERT of
  * `batch` rows, run per batch (the last, shorter batch gets a statement of
  * its own): the loader's prepared mode, and MariaDB's bulk path where LOAD
- * DATA LOCAL is refused. Returns the rows inserted, or -1. */
+ * DATA LOCAL is refused. Returns the rows inserted, or -1 (err->row, when
+ * set, counts from the first row of next, as bulk_load's). */
 long long zb_insert_batches(const struct backend_driver *drv, struct db *db, const char *table,
                             int batch, rows_fn next, void *arg, struct zb_err *err);
 

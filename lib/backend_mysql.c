@@ -45,13 +45,23 @@ static bool conn_errno(unsigned e)
            e == ER_SERVER_SHUTDOWN;
 }
 
+/* MariaDB names the row of a multi-row statement (or of LOAD DATA's input)
+ * only in its message: "... for column 'town' at row 11". */
+static long long row_named_in(const char *msg)
+{
+    const char *at = strstr(msg, " at row ");
+    return at ? strtoll(at + 8, NULL, 10) : 0;
+}
+
 static int my_fail_code(struct db *db, struct zb_err *err, const char *what, unsigned e,
                         const char *msg)
 {
     if (conn_errno(e))
         db->broken = true;
-    return zb_fail(err, conn_errno(e) ? ZB_ERR_CONN : ZB_ERR_SQL, "mysql: %s: %s (%u)", what,
-                   msg, e);
+    zb_fail(err, conn_errno(e) ? ZB_ERR_CONN : ZB_ERR_SQL, "mysql: %s: %s (%u)", what, msg, e);
+    if (err)
+        err->row = row_named_in(msg);
+    return -1;
 }
 
 static int my_fail(struct db *db, struct zb_err *err, const char *what)
@@ -83,6 +93,12 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
     mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
     mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    /* Strict for every table, MyISAM's too: a value that does not fit is an
+     * error, never cut to fit with a warning (STRICT_TRANS_TABLES, the
+     * default, cuts on MyISAM past a statement's first row). Set on every
+     * connect, whatever the server's own sql_mode. */
+    mysql_options(db->h, MYSQL_INIT_COMMAND, "SET SESSION sql_mode = 'STRICT_ALL_TABLES,"
+                  "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'");
     if (bc->password_file)   /* its [client] password, as MariaDB's own clients read it */
         mysql_options(db->h, MYSQL_READ_DEFAULT_FILE, bc->password_file);
     const char *host = bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
@@ -376,6 +392,28 @@ static int infile_error(void *ptr, char *msg, unsigned int len)
     return CR_UNKNOWN_ERROR;
 }
 
+/* Fails with the first of the warnings the last statement left, and the
+ * row it names. */
+static int first_warning(struct db *db, struct zb_err *err, const char *what)
+{
+    unsigned count = mysql_warning_count(db->h);
+    if (mysql_real_query(db->h, "SHOW WARNINGS LIMIT 1", 21) != 0)
+        return my_fail(db, err, "SHOW WARNINGS");
+    MYSQL_RES *r = mysql_store_result(db->h);
+    MYSQL_ROW w = r ? mysql_fetch_row(r) : NULL;  /* Level, Code, Message */
+    if (w && w[0] && w[1] && w[2]) {
+        zb_fail(err, ZB_ERR_SQL, "mysql: %s: %s: %s (%s; %u warning%s in all)", what, w[0], w[2],
+                w[1], count, count == 1 ? "" : "s");
+        if (err)
+            err->row = row_named_in(w[2]);
+    } else {
+        zb_fail(err, ZB_ERR_SQL, "mysql: %s: %u warnings", what, count);
+    }
+    if (r)
+        mysql_free_result(r);
+    return -1;
+}
+
 static long long my_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
                               struct zb_err *err)
 {
@@ -398,9 +436,13 @@ static long long my_bulk_load(struct db *db, const char *table, rows_fn next, vo
         return my_fail(db, err, "LOAD DATA");
     }
     long long loaded = (long long)mysql_affected_rows(db->h);
+    /* LOCAL input cannot be stopped half way, so even in strict mode the
+     * server takes a value that does not fit with a warning (as IGNORE
+     * would): any warning fails the load. */
+    if (mysql_warning_count(db->h) > 0)
+        return first_warning(db, err, "LOAD DATA");
     if (loaded != in.rows)
-        return zb_fail(err, ZB_ERR_SQL, "mysql: LOAD DATA took %lld of %lld rows (warnings: %u)",
-                       loaded, in.rows, mysql_warning_count(db->h));
+        return zb_fail(err, ZB_ERR_SQL, "mysql: LOAD DATA took %lld of %lld rows", loaded, in.rows);
     return loaded;
 }
 

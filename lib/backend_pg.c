@@ -321,10 +321,17 @@ static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, vo
         rc = pg_fail(db, err, "COPY end");
     /* The COPY's own verdict comes last: a bad row or a lost server. */
     while ((r = PQgetResult(db->conn)) != NULL) {
-        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc >= 0)
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc >= 0) {
+            /* "COPY t, line 11, column town: ...": line counts COPY's rows. */
+            const char *context = PQresultErrorField(r, PG_DIAG_CONTEXT);
+            const char *line = context ? strstr(context, ", line ") : NULL;
+            long long row = line ? strtoll(line + 7, NULL, 10) : 0;
             rc = pg_result(db, r, NULL, NULL, NULL, err, sql);
-        else
+            if (err)
+                err->row = row;
+        } else {
             PQclear(r);
+        }
     }
     return rc < 0 ? -1 : rows;
 }

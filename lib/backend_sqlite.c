@@ -155,6 +155,8 @@ static long long sqlite_bulk_load(struct db *db, const char *table, rows_fn next
     int rc;
     while ((rc = next(arg, &fields, err)) == 1) {
         if (sqlite_run(st, fields, NULL, NULL, NULL, err) < 0) {
+            if (err && err->kind == ZB_ERR_SQL)
+                err->row = rows + 1;
             rc = -1;
             break;
         }

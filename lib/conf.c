@@ -265,6 +265,7 @@ struct parse_state {
     bool failed;
     char headers[ZB_MAX_BACKENDS + 2][128];
     int nheaders;
+    int pool_line[ZB_MAX_BACKENDS];  /* per backend: the line of its last pool_* key */
 };
 
 /* inih does not tell us when a section header repeats (the entries of a
@@ -290,12 +291,34 @@ static void watch_header(struct parse_state *ps, const char *line)
         snprintf(ps->headers[ps->nheaders++], sizeof ps->headers[0], "%s", name);
 }
 
+/* inih reads a line into a buffer of num bytes (200 in Debian's build)
+ * and parses what does not fit as a line of its own: the tail of a long
+ * `path = ...` could set a key. A line that does not fit is an error. */
+static bool line_fits(struct parse_state *ps, const char *s, int num)
+{
+    size_t n = strlen(s);
+    if ((int)n < num - 1 || s[n - 1] == '\n')
+        return true;
+    int c = getc(ps->f);  /* the buffer is full: only a line end may follow */
+    if (c == '\r')
+        c = getc(ps->f);
+    return c == '\n' || c == EOF;
+}
+
 static char *counting_reader(char *str, int num, void *stream)
 {
     struct parse_state *ps = stream;
+    if (ps->failed)
+        return NULL;
     char *s = fgets(str, num, ps->f);
     if (s) {
         ps->line++;
+        if (!line_fits(ps, s, num)) {
+            zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: line longer than %d bytes, the config "
+                    "reader's limit", ps->conf->file, ps->line, num - 1);
+            ps->failed = true;
+            return NULL;
+        }
         watch_header(ps, s);
     }
     return s;
@@ -343,12 +366,14 @@ static int on_entry(void *user, const char *section, const char *name, const cha
         strcasecmp(value, "MyISAM"))
         rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
                      "MyISAM", where, ps->current->name, value);
+    if (rc == 0 && ps->current && !strncmp(name, "pool_", 5))
+        ps->pool_line[ps->current - ps->conf->backend] = ps->line;
     if (rc < 0)
         ps->failed = true;
     return 1;
 }
 
-static int validate(struct zb_conf *conf, struct zb_err *err)
+static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
@@ -362,8 +387,9 @@ static int validate(struct zb_conf *conf, struct zb_err *err)
             return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
                            "MyISAM", conf->file, b->name, b->engine);
         if (b->pool_hard_max < b->pool_min || b->pool_hard_max < b->pool_soft_max)
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: pool_hard_max (%d) is below "
-                           "pool_min or pool_soft_max", conf->file, b->name, b->pool_hard_max);
+            return zb_fail(err, ZB_ERR_INPUT, "%s:%d: [backend %s]: pool_hard_max (%d) is below "
+                           "pool_min (%d) or pool_soft_max (%d)", conf->file, pool_line[i],
+                           b->name, b->pool_hard_max, b->pool_min, b->pool_soft_max);
     }
     return 0;
 }
@@ -389,7 +415,7 @@ int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
                        path, rc);
     if (rc < 0)
         return zb_fail(err, ZB_ERR_SYS, "%s: cannot parse (out of memory)", path);
-    return validate(conf, err);
+    return validate(conf, ps.pool_line, err);
 }
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name)

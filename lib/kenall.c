@@ -18,6 +18,7 @@ struct kenall_reader {
     char *pathcopy;
     bool raw;
     enum kenall_encoding enc;
+    char why[160];      /* how enc was chosen, for error messages */
     iconv_t cd;
     char *raw_line;     /* as read from the file */
     size_t raw_cap;
@@ -47,36 +48,84 @@ static int fail_at(struct kenall_reader *r, long line, struct zb_err *err, const
     return zb_fail(err, ZB_ERR_INPUT, "%s:%ld: %s", r->path, line, what);
 }
 
+/* Length of the UTF-8 character at s[0..n), or 0 if it is not one
+ * (a bad byte, or a character cut by the end of s). */
+static size_t utf8_char_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!len || len > n || (len == 2 && c < 0xC2))
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    if (len == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)))
+        return 0;
+    if (len == 4 && ((c == 0xF0 && s[1] < 0x90) || c > 0xF4 || (c == 0xF4 && s[1] >= 0x90)))
+        return 0;
+    return len;
+}
+
 /* Length of the valid UTF-8 prefix of s[0..n). */
 static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!len || i + len > n || (len == 2 && c < 0xC2))
-            return i;
-        for (size_t k = 1; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        if (len == 3 && ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0)))
-            return i;
-        if (len == 4 && ((c == 0xF0 && s[i + 1] < 0x90) || c > 0xF4 || (c == 0xF4 && s[i + 1] >= 0x90)))
-            return i;
+    size_t i = 0, len;
+    while (i < n && (len = utf8_char_len(s + i, n - i)) > 0)
         i += len;
-    }
     return i;
 }
 
-/* AUTO: a file whose first 64 KiB are valid UTF-8 (ignoring a character
- * cut at the end) is UTF-8; anything else is Shift_JIS. */
-static enum kenall_encoding sniff(FILE *f)
+/* AUTO: the encoding, and why, from the first 64 KiB. UTF-8 text reads as
+ * whole multi-byte characters; Shift_JIS text almost never does (its lead
+ * bytes are not followed by UTF-8 continuation bytes). So the sample counts
+ * both: more UTF-8 characters than bytes that are not UTF-8 make a UTF-8
+ * file, whose bad bytes are errors on their own lines; otherwise it is
+ * Shift_JIS. One bad byte must not turn a UTF-8 file into Shift_JIS and
+ * blame its first line. */
+static enum kenall_encoding sniff(FILE *f, char *why, size_t whylen)
 {
     unsigned char buf[65536];
     size_t n = fread(buf, 1, sizeof buf, f);
+    bool whole = n < sizeof buf;
     rewind(f);
-    size_t ok = utf8_valid_prefix(buf, n);
-    return (ok == n || (n == sizeof buf && n - ok < 4)) ? KENALL_UTF8 : KENALL_SJIS;
+    const char *sample = whole ? "the file" : "the first 64 KiB";
+    if (n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
+        snprintf(why, whylen, "UTF-8 detected: the file starts with a UTF-8 byte order mark");
+        return KENALL_UTF8;
+    }
+    size_t chars = 0, bad = 0, first_bad = 0;
+    long first_bad_line = 0, line = 1;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_char_len(buf + i, n - i);
+        if (!len && !whole && n - i < 4)
+            break;  /* a character cut by the end of the sample */
+        if (!len) {
+            if (!bad++) {
+                first_bad = i;
+                first_bad_line = line;
+            }
+            len = 1;
+        } else if (len > 1) {
+            chars++;
+        } else if (buf[i] == '\n') {
+            line++;
+        }
+        i += len;
+    }
+    if (!bad) {
+        snprintf(why, whylen, "UTF-8 %s: %s is %s", chars ? "detected" : "assumed", sample,
+                 chars ? "valid UTF-8" : "plain ASCII");
+        return KENALL_UTF8;
+    }
+    if (chars > bad) {
+        snprintf(why, whylen, "UTF-8 detected: %s has %zu UTF-8 characters and %zu byte%s that "
+                 "are not UTF-8", sample, chars, bad, bad == 1 ? "" : "s");
+        return KENALL_UTF8;
+    }
+    snprintf(why, whylen, "Shift_JIS assumed: byte 0x%02X on line %ld is not UTF-8, and %s has "
+             "%zu such bytes against %zu UTF-8 characters", buf[first_bad], first_bad_line, sample,
+             bad, chars);
+    return KENALL_SJIS;
 }
 
 struct kenall_reader *kenall_open_stream(FILE *f, const char *name, const struct kenall_opts *opts,
@@ -98,8 +147,12 @@ struct kenall_reader *kenall_open_stream(FILE *f, const char *name, const struct
     if (fileno(f) >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
         r->size = st.st_size;
     r->enc = opts ? opts->encoding : KENALL_AUTO;
+    if (r->enc != KENALL_AUTO)
+        snprintf(r->why, sizeof r->why, "%s as asked", r->enc == KENALL_UTF8 ? "UTF-8" : "Shift_JIS");
+    else if (f == stdin)
+        snprintf(r->why, sizeof r->why, "UTF-8 assumed: standard input is not sniffed");
     if (r->enc == KENALL_AUTO)
-        r->enc = f == stdin ? KENALL_UTF8 : sniff(f);
+        r->enc = f == stdin ? KENALL_UTF8 : sniff(f, r->why, sizeof r->why);
     if (r->enc == KENALL_SJIS) {
         /* CP932 is what Japan Post's "Shift_JIS" really is (NEC/IBM extensions). */
         r->cd = iconv_open("UTF-8", "CP932");
@@ -164,11 +217,13 @@ static int read_line(struct kenall_reader *r, bool *ended, struct zb_err *err)
         in += 3;  /* UTF-8 byte order mark */
         inleft -= 3;
     }
+    /* A bad byte in the last line, cut short, is most likely the cut. */
+    const char *cut = *ended ? "" : "truncated last line (no line end): ";
     if (r->enc == KENALL_UTF8) {
         size_t ok = utf8_valid_prefix((unsigned char *)in, inleft);
         if (ok != inleft)
-            return fail_at(r, r->lineno, err, "invalid UTF-8 byte 0x%02X at column %zu",
-                           (unsigned char)in[ok], ok + 1);
+            return fail_at(r, r->lineno, err, "%sinvalid UTF-8 byte 0x%02X at byte %zu (%s)", cut,
+                           (unsigned char)in[ok], (size_t)(in - r->raw_line) + ok + 1, r->why);
         if (grow(&r->conv, &r->conv_cap, inleft + 1) < 0)
             return zb_fail(err, ZB_ERR_SYS, "out of memory");
         memcpy(r->conv, in, inleft);
@@ -182,8 +237,8 @@ static int read_line(struct kenall_reader *r, bool *ended, struct zb_err *err)
     size_t outleft = r->conv_cap - 1;
     iconv(r->cd, NULL, NULL, NULL, NULL);
     if (iconv(r->cd, &in, &inleft, &out, &outleft) == (size_t)-1)
-        return fail_at(r, r->lineno, err, "invalid Shift_JIS byte 0x%02X at byte %ld",
-                       (unsigned char)*in, (long)(in - start) + 1);
+        return fail_at(r, r->lineno, err, "%sinvalid Shift_JIS byte 0x%02X at byte %ld (%s)", cut,
+                       (unsigned char)*in, (long)(in - start) + 1, r->why);
     *out = 0;
     return 1;
 }

@@ -28,7 +28,8 @@ enum { KENALL_JIS = 0, KENALL_OLD = 1, KENALL_ZIP = 2, KENALL_TOWN_KANA = 5, KEN
 enum kenall_encoding { KENALL_AUTO = 0, KENALL_UTF8, KENALL_SJIS };
 
 struct kenall_opts {
-    enum kenall_encoding encoding;  /* AUTO: UTF-8 if the start of the file is valid UTF-8 */
+    enum kenall_encoding encoding;  /* AUTO: UTF-8 if the first 64 KiB hold more UTF-8
+                                       characters than bytes that are not (errors say why) */
     bool raw;                       /* true: one row per line, no merging */
 };
 

@@ -10,6 +10,7 @@ int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
         err->kind = kind;
+        err->row = 0;
     }
     return -1;
 }

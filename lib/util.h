@@ -16,9 +16,14 @@ enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS,
 struct zb_err {
     enum zb_err_kind kind;
     char msg[512];
+    /* The row a database error (ZB_ERR_SQL) is about, 1-based in the order
+     * the rows were given (to one statement, or to a whole bulk load: see
+     * backend.h); 0 if none or unknown. The loader turns it into the file's
+     * line. */
+    long long row;
 };
 
-/* Fills err (if not NULL) and returns -1, so callers can `return zb_fail(...)`. */
+/* Fills err (if not NULL, row 0) and returns -1, so callers can `return zb_fail(...)`. */
 int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

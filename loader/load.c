@@ -56,11 +56,44 @@ static long long load_each(struct backend *b, const char *table, struct source *
     long long rows = 0;
     int rc;
     while ((rc = next_row(src, &fields, err)) == 1) {
-        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0)
+        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0) {
+            if (err->kind == ZB_ERR_SQL)  /* the row just read; a lost server is not its fault */
+                err->row = src->rows;
             return -1;
+        }
         rows++;
     }
     return rc < 0 ? -1 : rows;
+}
+
+/* A database error about one row gets the file and line of that row put
+ * first. The row just read is the reader's current one; an earlier one
+ * (LOAD DATA and COPY complain at their end) is found by reading the file
+ * again, which standard input cannot be. */
+static void name_bad_row(const struct load_opts *o, const struct source *src, struct zb_err *err)
+{
+    if (err->row <= 0)
+        return;
+    long line = 0;
+    if (err->row == src->rows) {
+        line = kenall_row_line(src->r);
+    } else if (strcmp(o->dataset, "-")) {
+        struct zb_err ignored = { 0 };
+        struct kenall_reader *r = kenall_open(o->dataset, &o->read, &ignored);
+        const char *const *fields;
+        long long n = 0;
+        while (r && n < err->row && kenall_next(r, &fields, &ignored) == 1)
+            n++;
+        if (n == err->row)
+            line = kenall_row_line(r);
+        kenall_close(r);
+    }
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    if (line > 0)
+        snprintf(err->msg, sizeof err->msg, "%s:%ld: %.400s", o->dataset, line, msg);
+    else
+        snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", o->dataset, err->row, msg);
 }
 
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
@@ -69,6 +102,17 @@ static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
     if (n > 0 && v[0])
         *(long long *)arg = atoll(v[0]);
     return 1;
+}
+
+/* Rows in table, -1 if it cannot be counted (it does not exist yet). */
+static long long table_rows(struct backend *b, const char *table)
+{
+    char sql[256];
+    long long n = -1;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    if (b->drv->query(b->db, sql, 0, NULL, count_cb, &n, NULL, NULL) < 0)
+        return -1;
+    return n;
 }
 
 static int create_indexes(struct backend *b, const char *table, const char *tag,
@@ -128,12 +172,18 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     default: loaded = b.drv->bulk_load(b.db, table, next_row, &src, err); break;
     }
     if (loaded < 0) {
+        name_bad_row(o, &src, err);
         if (txn && b.drv->alive(b.db))
             b.drv->exec(b.db, "ROLLBACK", NULL);
         goto out;
     }
     if (txn && b.drv->exec(b.db, "COMMIT", err) < 0)
         goto out;
+    if (src.rows == 0) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: no rows to load; %s left as it was (an empty load never "
+                "replaces a table)", o->dataset, bc->table);
+        goto out;
+    }
     res->seconds = zb_now_s() - t0;
     progress_end(&src.bar);
     if (o->index_after) {
@@ -151,6 +201,15 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (in_table != src.rows || loaded != src.rows) {
         zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not swapped in",
                 bc->name, in_table, o->dataset, src.rows);
+        goto out;
+    }
+    /* Nor does it replace a bigger table unless asked: a file cut short at
+     * a line end reads as a good, smaller one. A --limit sample is asked. */
+    res->replaced_rows = table_rows(&b, bc->table);
+    if (res->replaced_rows > src.rows && !o->allow_shrink && !o->limit) {
+        zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s left as "
+                "it was (--allow-shrink replaces it all the same)", o->dataset, src.rows,
+                res->replaced_rows, bc->table, bc->table);
         goto out;
     }
     if (b.drv->swap_table(b.db, table, bc->table, err) < 0)

@@ -17,7 +17,8 @@ struct load_opts {
     int batch;          /* rows per statement in prepared mode */
     bool index_after;   /* --no-index: load first, index after */
     bool quiet;
-    long long limit;    /* load only the first `limit` rows (0: all) */
+    long long limit;    /* load only the first `limit` rows (0: all); may shrink the table */
+    bool allow_shrink;  /* replace a table that holds more rows than the file */
 };
 
 struct load_result {
@@ -26,6 +27,7 @@ struct load_result {
     double seconds;         /* loading, including index building when indexed first */
     double index_seconds;   /* index building after the load (--no-index) */
     long long table_bytes;
+    long long replaced_rows; /* rows of the table replaced, -1 if there was none */
     char sync[128];
     char version[64];
 };
@@ -34,7 +36,9 @@ const char *load_mode_name(enum load_mode m);
 int load_mode_parse(const char *s, enum load_mode *m);
 
 /* Loads into a fresh table and swaps it in only once its row count matches
- * the file; on failure the old table is untouched. */
+ * the file; on failure the old table is untouched. A file with no rows never
+ * replaces a table, and one with fewer rows than the table holds only with
+ * allow_shrink or limit. */
 int load_run(const struct backend_conf *bc, const struct load_opts *o, struct load_result *res,
              struct zb_err *err);
 

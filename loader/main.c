@@ -17,7 +17,8 @@ static const char usage[] =
     "backend and reports how long it took. The table is (re)created: rows go into\n"
     "a fresh <table>_load, which replaces <table> only once its row count matches\n"
     "the file, so a failed or interrupted load never leaves a table that looks\n"
-    "complete.\n"
+    "complete. A file with no rows never replaces a table, and one with fewer\n"
+    "rows than the table holds only with --allow-shrink or --limit.\n"
     "\n"
     "Options:\n"
     "  -f, --dataset FILE   the CSV (Shift_JIS or UTF-8, detected); default\n"
@@ -44,9 +45,15 @@ static const char usage[] =
     "                       setting in force is always shown in the report.\n"
     "      --raw            one row per line, as Japan Post splits long town names\n"
     "                       (default: split records are merged)\n"
-    "      --encoding ENC   auto, utf-8 or sjis (default auto)\n"
+    "      --encoding ENC   auto, utf-8 or sjis (default auto: UTF-8 when the first\n"
+    "                       64 KiB hold more UTF-8 characters than bytes that are\n"
+    "                       not, else Shift_JIS; an error says which was chosen\n"
+    "                       and why)\n"
     "      --limit N        load only the first N rows (to time slow modes on a\n"
-    "                       sample; the row check then expects N)\n"
+    "                       sample; the row check then expects N, and the sample\n"
+    "                       may replace a bigger table)\n"
+    "      --allow-shrink   replace a table even if the file has fewer rows than\n"
+    "                       it holds (default: an error, the table is kept)\n"
     "  -c, --conf FILE      config file (default conf/zipbench.conf)\n"
     "      --set B.KEY=VAL  override a config key of backend B, e.g. pg.port=5433\n"
     "      --json           one JSON object per run on stdout instead of the table\n"
@@ -54,7 +61,8 @@ static const char usage[] =
     "  -h, --help           this text\n"
     "\n"
     "Exit status: 0 when every load succeeded and matched the file's row count,\n"
-    "1 when a load failed (the message names the file and line of a bad row),\n"
+    "1 when a load failed or was refused (the message names the file and line of\n"
+    "a bad row; the old table is kept),\n"
     "2 on bad usage or a bad config.\n";
 
 static void report(const struct backend_conf *bc, const struct load_opts *o,
@@ -73,10 +81,15 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
             printf("null");
         printf(",\"mode\":\"%s\",\"batch\":%d,\"rows\":%lld,\"lines\":%ld,\"seconds\":%.6f,"
                "\"rows_per_s\":%.1f,\"index_after\":%s,\"index_seconds\":%.6f,"
-               "\"table_bytes\":%lld,\"sync\":",
+               "\"table_bytes\":%lld,\"replaced_rows\":",
                load_mode_name(o->mode), o->mode == MODE_PREPARED ? o->batch : 1, r->rows, r->lines,
                r->seconds, rate, o->index_after ? "true" : "false", r->index_seconds,
                r->table_bytes);
+        if (r->replaced_rows >= 0)
+            printf("%lld", r->replaced_rows);
+        else
+            printf("null");
+        printf(",\"sync\":");
         zb_json_string(r->sync);
         printf(",\"version\":");
         zb_json_string(r->version);
@@ -102,7 +115,8 @@ int main(int argc, const char *const *argv)
         { "batch", 'B', 1, "" },   { "no-index", 'I', 0, "" }, { "sync", 'S', 1, "" },
         { "raw", 'R', 0, "" },     { "encoding", 'E', 1, "" }, { "conf", 'c', 1, "" },
         { "set", 's', 1, "" },     { "json", 'j', 0, "" },     { "quiet", 'q', 0, "" },
-        { "limit", 'L', 1, "" },   { "help", 'h', 0, "" },    { NULL, 0, 0, NULL },
+        { "limit", 'L', 1, "" },   { "allow-shrink", 'A', 0, "" }, { "help", 'h', 0, "" },
+        { NULL, 0, 0, NULL },
     };
     struct load_opts o = { .dataset = "build/ken_all.csv", .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
@@ -132,6 +146,7 @@ int main(int argc, const char *const *argv)
             o.batch = (int)n;
             break;
         case 'I': o.index_after = true; break;
+        case 'A': o.allow_shrink = true; break;
         case 'L':
             if (cli_long("loader", "--limit", arg, 1, 1L << 40, &n) < 0)
                 return cli_usage_error("loader");

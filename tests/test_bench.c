@@ -1,12 +1,17 @@
-/* The benchmark suite's smoke run: `scripts/bench --quick` must finish and
- * every experiment must produce its table of numbers. What the numbers are
- * is the benchmark's business, not a test's. */
+/* The benchmark driver's smoke run: `scripts/bench --quick` (bench/main.mjs)
+ * must finish, every experiment must produce its table of numbers, and the
+ * servers it started must be gone after. What the numbers are is the
+ * benchmark's business, not a test's. */
 #include <check.h>
 #include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -31,19 +36,54 @@ static int numeric_rows(const char *path)
     return rows;
 }
 
+/* Processes running from this checkout (their working directory is ours)
+ * whose command line holds `marker`: what a benchmark started and must
+ * have stopped. Other checkouts' processes on the machine do not count. */
+static int our_processes(const char *marker)
+{
+    char here[PATH_MAX];
+    if (!getcwd(here, sizeof here))
+        return -1;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!isdigit((unsigned char)e->d_name[0]) || atoi(e->d_name) == getpid())
+            continue;
+        char path[300], cwd[PATH_MAX];
+        snprintf(path, sizeof path, "/proc/%s/cwd", e->d_name);
+        ssize_t len = readlink(path, cwd, sizeof cwd - 1);
+        if (len < 0)
+            continue;
+        cwd[len] = 0;
+        if (strcmp(cwd, here))
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        char cmd[4096];
+        size_t got = fread(cmd, 1, sizeof cmd - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < got; i++)
+            if (!cmd[i])
+                cmd[i] = ' ';
+        cmd[got] = 0;
+        n += strstr(cmd, marker) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
+static bool running(const char *script)
+{
+    char out[1024];
+    return run_cmd(out, sizeof out, "%s status", script) == 0;
+}
+
 /* The recorded plot data: a quick run must write its own, not these. */
 static const char *const recorded[] = { "docs/data/load.dat", "docs/data/lookups.dat" };
-
-/* scripts/bench-loadgen starts scripts/nginx and leaves it up (a benchmark
- * run may be followed by another): one the smoke run started, the suite
- * stops, even when the test fails. */
-static bool nginx_was_running;
-static void setup(void) { nginx_was_running = run_cmd(NULL, 0, "scripts/nginx status") == 0; }
-static void teardown(void)
-{
-    if (!nginx_was_running)
-        run_cmd(NULL, 0, "scripts/nginx stop");
-}
 
 START_TEST(quick_run_produces_every_table)
 {
@@ -51,8 +91,15 @@ START_TEST(quick_run_produces_every_table)
     struct stat before[2], after;
     for (int i = 0; i < 2; i++)
         ck_assert_msg(stat(recorded[i], &before[i]) == 0, "%s missing", recorded[i]);
-    int rc = run_cmd(out, sizeof out, "scripts/bench --quick");
+    bool nginx_before = running("scripts/nginx"), apache_before = running("scripts/apache");
+    /* timeout: the driver gets SIGTERM (and stops its servers) before
+     * Check's own timeout would kill only this process. */
+    int rc = run_cmd(out, sizeof out, "timeout 840 scripts/bench --quick");
     ck_assert_msg(rc == 0, "scripts/bench --quick: exit %d: %s", rc, out);
+    /* Whatever the run started is stopped again. */
+    ck_assert_msg(nginx_before || !running("scripts/nginx"), "the quick run left nginx running");
+    ck_assert_msg(apache_before || !running("scripts/apache"), "the quick run left Apache running");
+    ck_assert_int_eq(our_processes("bin/server"), 0);
     static const char *const parts[] = { "load", "server", "php", "sql", "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];
@@ -77,9 +124,8 @@ Suite *suite_bench(void)
 {
     Suite *s = suite_create("bench");
     TCase *t = tcase_create("smoke");
-    tcase_add_unchecked_fixture(t, setup, teardown);
     tcase_add_test(t, quick_run_produces_every_table);
-    tcase_set_timeout(t, 600);
+    tcase_set_timeout(t, 900);
     suite_add_tcase(s, t);
     return s;
 }

@@ -71,6 +71,8 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[backend x]\ndriver = pg\ntable = a-b\n", ":3: table: 'a-b' is not a plain SQL name");
     expect_error("[backend x]\ndriver = pg\n[backend x]\ndriver = pg\n", ":3: section [backend x] defined twice");
     expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
+    expect_error("[backend x]\ndriver = pg\npool_min = 40\n\npool_hard_max = 20\n",
+                 ":5: [backend x]: pool_hard_max (20) is below pool_min (40) or pool_soft_max (8)");
     struct zb_conf c;
     struct zb_err err = { 0 };
     ck_assert_int_eq(conf_load(&c, "/nonexistent/z.conf", &err), -1);
@@ -101,6 +103,34 @@ START_TEST(environment_variables_in_values)
 }
 END_TEST
 
+/* libinih (Debian's build) reads 199 bytes of a line and parses the rest
+ * as a line of its own: a long line is an error, never two settings. */
+START_TEST(long_lines_are_an_error)
+{
+    char text[1024], path_value[256];
+    memset(path_value, 'a', 150);
+    path_value[150] = 0;
+    snprintf(text, sizeof text, "[backend s]\ndriver = sqlite\npath = build/%s%60spersistent = no\n",
+             path_value, "");
+    expect_error(text, ":3: line longer than 199 bytes");
+    /* 199 bytes fit, with LF, CRLF or no line end at all. */
+    const char *ends[] = { "\n", "\r\n", "" };
+    for (int i = 0; i < 3; i++) {
+        char value[256];
+        memset(value, 'b', 199 - 7);
+        value[199 - 7] = 0;
+        snprintf(text, sizeof text, "[backend s]\r\ndriver = sqlite\r\npath = %s%s", value, ends[i]);
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        ck_assert_msg(load_text(&c, text, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(strlen(conf_backend(&c, "s")->path), 199 - 7);
+        conf_free(&c);
+        snprintf(text, sizeof text, "[backend s]\ndriver = sqlite\npath = %sb%s", value, ends[i]);
+        expect_error(text, ":3: line longer than 199 bytes");
+    }
+}
+END_TEST
+
 Suite *suite_conf(void)
 {
     Suite *s = suite_create("conf");
@@ -108,6 +138,7 @@ Suite *suite_conf(void)
     tcase_add_test(t, shipped_config_loads);
     tcase_add_test(t, errors_name_file_line_and_key);
     tcase_add_test(t, environment_variables_in_values);
+    tcase_add_test(t, long_lines_are_an_error);
     suite_add_tcase(s, t);
     return s;
 }

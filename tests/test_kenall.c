@@ -141,6 +141,43 @@ START_TEST(errors_name_file_and_line)
 }
 END_TEST
 
+/* Twelve rows; line `bad` (if any) has `town` as its town. */
+static void rows_with(char *text, size_t len, int bad, const char *town)
+{
+    text[0] = 0;
+    for (int i = 1; i <= 12; i++) {
+        size_t n = strlen(text);
+        snprintf(text + n, len - n, "\"13101\",\"100  \",\"10000%02d\",\"ﾄｳｷｮｳﾄ\",\"ﾁﾖﾀﾞｸ\",\"\",\"東京都\","
+                 "\"千代田区\",\"%s\",0,0,0,0,0,0\r\n", i, i == bad ? town : "本町");
+    }
+}
+
+/* Auto-detection blames the line that is wrong, in the encoding the rest
+ * of the file is in, and says why it chose that encoding. */
+START_TEST(auto_detection_names_the_bad_line)
+{
+    char text[8192];
+    rows_with(text, sizeof text, 10, "\xEF\xBF\x41");
+    expect_error("bad8.csv", text, ":10: invalid UTF-8 byte 0xEF", NULL);
+    expect_error("bad8.csv", text, "(UTF-8 detected: the file has ", NULL);
+    /* Shift_JIS with a byte that is not Shift_JIS (0x81 0x20) on line 10. */
+    rows_with(text, sizeof text, 10, "@@");
+    const char *p = file_with("good.csv", text);
+    char sjis[1100], cmd[2400];
+    snprintf(sjis, sizeof sjis, "%s.sjis", p);
+    snprintf(cmd, sizeof cmd, "iconv -f UTF-8 -t CP932 '%s' | sed 's/@@/\\x81 /' > '%s'", p, sjis);
+    ck_assert_int_eq(system(cmd), 0);
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(read_all(sjis, false, &err, NULL, 0), -1);
+    ck_assert_msg(strstr(err.msg, ":10: invalid Shift_JIS byte 0x81") &&
+                  strstr(err.msg, "(Shift_JIS assumed: byte 0x"), "%s", err.msg);
+    /* UTF-8 cut inside a character at the end of the file: the cut, not Shift_JIS. */
+    rows_with(text, sizeof text, 0, "");
+    text[strlen(text) - 20] = 0;  /* inside 町 */
+    expect_error("cut8.csv", text, ":12: truncated last line (no line end): invalid UTF-8", NULL);
+}
+END_TEST
+
 START_TEST(complete_last_line_without_newline)
 {
     struct zb_err err = { 0 };
@@ -235,6 +272,7 @@ Suite *suite_kenall(void)
     tcase_add_test(t, split_records_merged_and_raw);
     tcase_add_test(t, shift_jis_file);
     tcase_add_test(t, errors_name_file_and_line);
+    tcase_add_test(t, auto_detection_names_the_bad_line);
     tcase_add_test(t, complete_last_line_without_newline);
     tcase_add_test(t, generated_utf8);
     tcase_add_test(t, generated_sjis);

@@ -50,17 +50,19 @@ static int ephemeral_low(void)
     return lo < 32768 ? lo : 32768;
 }
 
-/* The default ports of the scripts (ZB_*_PORT:-N) and of the config
- * (${...:-N}, port = N), and the ports the config gives now: all below it. */
+/* The default ports of the scripts (ZB_*_PORT:-N), of the bench driver
+ * (ZB_*_PORT || N), of the config (${...:-N}, port = N), and the ports the
+ * config gives now: all below it. */
 START_TEST(ports_are_below_the_ephemeral_range)
 {
     int low = ephemeral_low();
     char out[8192];
-    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -ho 'PORT:-[0-9][0-9]*' scripts/* conf/zipbench.conf; "
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -hoE 'PORT(:-| \\|\\| )[0-9]+' scripts/* conf/zipbench.conf "
+                                               "bench/*.mjs bench/*/*.mjs; "
                                                "sed -n 's/^port *= *\\([0-9]*\\).*/\\1/p' conf/zipbench.conf"), 0);
     int n = 0;
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
-        const char *num = strrchr(l, '-') ? strrchr(l, '-') + 1 : l;
+        const char *num = l + strcspn(l, "0123456789");
         int port = atoi(num);
         ck_assert_msg(port > 0 && port < low, "'%s': port %d is not below %d, where clients' ports are "
                       "taken from", l, port, low);

@@ -204,12 +204,67 @@ START_TEST(killed_load_leaves_the_old_table)
 }
 END_TEST
 
+/* Nothing replaces a table with less than it had by accident: an empty
+ * file, a file that ends in a broken line, or a smaller file. */
+START_TEST(empty_or_smaller_file_keeps_the_old_table)
+{
+    make_dataset();
+    char empty[1200], cut[1200], small[1200];
+    snprintf(empty, sizeof empty, "%s.empty", csv);
+    snprintf(cut, sizeof cut, "%s.cut", csv);
+    snprintf(small, sizeof small, "%s.small", csv);
+    write_file(empty, "");
+    ck_assert_int_eq(run_cmd(NULL, 0, "{ head -n 1 %s; sed -n 2p %s | head -c 20; } > %s", csv, csv,
+                             cut), 0);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 100 --seed 11 -o %s", prog("gen"), small), 0);
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        const char *be = backends[bi];
+        char out[8192], args[2400], want[1400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            snprintf(args, sizeof args, "--mode %s --dataset %s", modes[mi], empty);
+            int rc = loader(out, sizeof out, be, args);
+            ck_assert_msg(rc == 1, "%s %s: empty file: exit %d: %s", be, modes[mi], rc, out);
+            snprintf(want, sizeof want, "%s: no rows to load", empty);
+            ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        }
+        check_table(be, ROWS);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", cut);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 1);
+        snprintf(want, sizeof want, "%s:2: truncated last line", cut);
+        ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        check_table(be, ROWS);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", small);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 1);
+        snprintf(want, sizeof want, "%s has 100 rows, fewer than the %d", small, ROWS);
+        ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", be, want, out);
+        check_table(be, ROWS);
+        /* Asked for, a smaller table replaces it, and the report says what it replaced. */
+        snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", small);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(want, sizeof want, "\"rows\":100,");
+        ck_assert_msg(strstr(out, want), "%s: %s", be, out);
+        snprintf(want, sizeof want, "\"replaced_rows\":%d,", ROWS);
+        ck_assert_msg(strstr(out, want), "%s: %s", be, out);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(args, sizeof args, "--mode bulk --limit 10 --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        check_table(be, ROWS);
+    }
+}
+END_TEST
+
 START_TEST(raw_mode_loads_every_line)
 {
     make_dataset();
     char out[8192], args[2400], lines[64];
     ck_assert_int_eq(run_cmd(lines, sizeof lines, "wc -l < %s", csv), 0);
-    snprintf(args, sizeof args, "--mode bulk --raw --dataset %s", csv);
+    /* A table of its own: the other tests' tables hold the merged rows. */
+    snprintf(args, sizeof args, "--mode bulk --raw --set pg.table=zt_loader_raw --dataset %s", csv);
     ck_assert_int_eq(loader(out, sizeof out, "pg", args), 0);
     char want[64];
     snprintf(want, sizeof want, "\"rows\":%ld,", atol(lines));
@@ -239,6 +294,75 @@ START_TEST(mariadb_bulk_without_local_infile)
 }
 END_TEST
 
+static int first_value(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)n;
+    (void)l;
+    snprintf(arg, 256, "%s", v[0] ? v[0] : "NULL");
+    return 0;
+}
+
+/* A value too long for MariaDB's TEXT (65,535 bytes) is never cut to fit:
+ * every mode fails naming the file and line, and keeps the old table;
+ * PostgreSQL and SQLite store it whole. */
+START_TEST(mariadb_never_truncates)
+{
+    make_dataset();
+    char longcsv[1200];
+    snprintf(longcsv, sizeof longcsv, "%s.long", csv);
+    FILE *f = fopen(longcsv, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 1; i <= 20; i++) {
+        fprintf(f, "13101,\"100  \",\"%07d\",\"ﾄｳｷｮｳﾄ\",\"ﾁﾖﾀﾞｸ\",\"\",\"東京都\",\"千代田区\",\"", 1000000 + i);
+        for (int k = 0; i == 11 && k < 70000; k++)
+            fputc('x', f);
+        fprintf(f, "%s\",0,0,0,0,0,0\r\n", i == 11 ? "" : "本町");
+    }
+    fclose(f);
+    const char *my[] = { "innodb", "myisam" };
+    for (int bi = 0; bi < 2; bi++) {
+        char out[8192], args[2400], want[1400];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, my[bi], args), 0);
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+            snprintf(args, sizeof args, "--mode %s --batch 8 --allow-shrink --dataset %s", modes[mi],
+                     longcsv);
+            int rc = loader(out, sizeof out, my[bi], args);
+            ck_assert_msg(rc == 1, "%s %s: exit %d: %s", my[bi], modes[mi], rc, out);
+            snprintf(want, sizeof want, "%s:11: mysql: ", longcsv);
+            ck_assert_msg(strstr(out, want) && strstr(out, "for column 'town'"),
+                          "%s %s: no '%s...town' in: %s", my[bi], modes[mi], want, out);
+        }
+        check_table(my[bi], ROWS);
+    }
+    /* Every MariaDB session is strict, whatever the server's default. */
+    struct backend b;
+    open_backend(&b, "myisam");
+    char mode[256] = "";
+    struct zb_err err = { 0 };
+    ck_assert_msg(b.drv->query(b.db, "SELECT @@SESSION.sql_mode", 0, NULL, first_value, mode, NULL,
+                               &err) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(mode, "STRICT_ALL_TABLES"), "sql_mode is %s", mode);
+    backend_close(&b);
+    conf_free(&conf);
+    const char *whole[] = { "pg", "sqlite" };
+    for (int bi = 0; bi < 2; bi++) {
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --set %s.table=zt_loader_long --dataset %s",
+                 whole[bi], longcsv);
+        int rc = loader(out, sizeof out, whole[bi], args);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", whole[bi], rc, out);
+        open_backend(&b, whole[bi]);
+        char len[256] = "";
+        ck_assert_msg(b.drv->query(b.db, "SELECT max(length(town)) FROM zt_loader_long", 0, NULL,
+                                   first_value, len, NULL, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(len, "70000");
+        backend_close(&b);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -261,8 +385,10 @@ Suite *suite_loader(void)
     tcase_add_test(t, index_after_and_sync_are_reported);
     tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
     tcase_add_test(t, killed_load_leaves_the_old_table);
+    tcase_add_test(t, empty_or_smaller_file_keeps_the_old_table);
     tcase_add_test(t, raw_mode_loads_every_line);
     tcase_add_test(t, mariadb_bulk_without_local_infile);
+    tcase_add_test(t, mariadb_never_truncates);
     tcase_add_test(t, usage_errors_exit_2);
     tcase_set_timeout(t, 300);
     suite_add_tcase(s, t);

@@ -96,6 +96,12 @@ static void print_json(const struct sb_figure *f)
            f->extrapolated ? "true" : "false");
     if (f->unit && med > 0)
         printf(",\"per_s\":%.1f", (double)f->n / med);
+    /* Every run, so a caller can pool runs of several invocations and
+     * compute its own confidence interval. */
+    printf(",\"runs_s\":[");
+    for (int i = 0; i < f->runs; i++)
+        printf("%s%.6f", i ? "," : "", f->real[i]);
+    printf("]");
     if (!strcmp(f->experiment, "writers"))
         printf(",\"busy_retries\":%lld", f->retries);
     printf("}\n");

@@ -1,0 +1,142 @@
+// Experiment 3: the 2008 stack (Apache + mod_php, bench/php/zip.php) next
+// to the zipbench server, same lookups, same run: req/s per backend,
+// persistent and per-request connections, at c 1, 10 and 100, with ab and
+// loadgen, and the ratio zipbench/PHP. Apache and the server are restarted
+// for every backend and connection mode, so connections left by one never
+// count against the next.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Cells, fmtCell, machineNote } from '../lib/cells.mjs';
+import { table, fmtRatio } from '../lib/table.mjs';
+import { run, background } from '../lib/run.mjs';
+import { waitFor } from '../lib/http.mjs';
+import { apache, dbEnv } from '../lib/services.mjs';
+import { ab, loadgen } from '../lib/clients.mjs';
+import { keysFile, countLines } from '../lib/dataset.mjs';
+import { versions } from '../lib/machine.mjs';
+import { explain } from '../lib/calibration.mjs';
+
+const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
+const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB', myisam: 'MyISAM' };
+const Y2008 = { pg: '947.58', sqlite: '1096.00', myisam: '1190.35', innodb: '1245.85' };
+
+export default {
+  title: 'Apache + mod_php next to the server',
+  async run(ctx) {
+    const requests = ctx.quick ? 1000 : 10000;
+    const seconds = ctx.quick ? 2 : 5;
+    const levels = ctx.quick ? [10] : [1, 10, 100];
+    const srvPort = Number(process.env.ZB_PHP_SERVER_PORT || 18081);
+    const keys = path.resolve(keysFile(ctx));
+    const haveLoadgen = fs.existsSync(ctx.bin('loadgen'));
+    const log = path.join(ctx.work, 'php-server.log');
+    fs.writeFileSync(log, '');
+    ctx.log(`load: ${ctx.dataset} into every backend (${ctx.conf})`);
+    const ld = await run(ctx.bin('loader'), ['-q', '--conf', ctx.conf, '--mode', 'bulk', '--dataset', ctx.dataset,
+                                             '--backend', 'all'], { log: ctx.logFile });
+    if (ld.code !== 0) throw new Error('the load failed: see ' + ctx.logFile);
+    const env = { ZB_KEYS: keys, ZB_CONF: ctx.conf };
+
+    const all = new Map();   // key -> cell, over every group
+    const errs = {};
+    const groups = BACKENDS.length * 2 * 2;
+    const t0 = Date.now();
+    let phpPort = 0;
+    for (const b of BACKENDS) for (const p of [1, 0]) for (const stack of ['php', 'zipbench']) {
+      let srv = null, base;
+      if (stack === 'php') {
+        phpPort = await apache.restart(ctx, env);
+        base = `http://127.0.0.1:${phpPort}/zip.php?backend=${b}&persistent=${p}&code=`;
+      } else {
+        srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(srvPort), '--backends', b], { log });
+        if (!(await waitFor(srvPort, '/health', { alive: srv.alive }))) throw new Error(`the server did not come up: see ${log}`);
+        base = `http://127.0.0.1:${srvPort}/zip/${b}/`;
+      }
+      const url = code => stack === 'php' ? `${base}${code}` : `${base}${code}?persistent=${p}`;
+      const urlMiss = stack === 'php' ? `${base}random&miss=0.99` : `${base}random?persistent=${p}&miss=0.99`;
+      try {
+        // Warm-up: every process or pool connection opened, caches filled.
+        await ab(ctx, { url: url('random'), c: 100, requests: Math.min(requests, 2000), seconds });
+        const cells = new Cells(ctx, `php ${stack} ${b} p=${p}`,
+                                { budgetS: Math.max(60, ctx.repeat.budgetS * 2 / groups) });
+        const add = (key, fn) => cells.add(key, async () => {
+          const r = await fn();
+          if (!r) return NaN;
+          // A run with errors (a database restarted under it) is not counted.
+          if (r.errors) { errs[key] = (errs[key] || 0) + r.errors; ctx.log(`${key}: ${r.errors} errors, run not counted`); return NaN; }
+          return r.rps;
+        });
+        let seed = 1;
+        for (const c of levels) {
+          add(`${stack} ab ${b} ${p} ${c}`, () => ab(ctx, { url: url('random'), c, seconds, requests }));
+          if (haveLoadgen)
+            add(`${stack} loadgen ${b} ${p} ${c}`, () => loadgen(ctx, { url: url('{key}'), c, seconds, requests, keys, seed: seed++ }));
+        }
+        // The 2008 command as it was: no keep-alive, -n 10000 -c 10, codes
+        // from mt_rand, so nearly every lookup misses (404 is not an error here).
+        if (p === 1)
+          cells.add(`${stack} ab2008 ${b} 1 10`, async () => {
+            const r = await ab(ctx, { url: urlMiss, c: 10, seconds, requests, keepalive: false });
+            return r ? r.rps : NaN;
+          });
+        await cells.measure();
+        for (const k of cells.keys()) all.set(k, cells.get(k));
+      } finally {
+        if (srv) await srv.stop();
+        else await apache.stop(ctx);
+      }
+      ctx.log(`${stack} ${b} persistent=${p} done`);
+    }
+    const elapsed = Math.round((Date.now() - t0) / 1000);
+
+    const cell = k => fmtCell(all.get(k));
+    const med = k => (all.get(k) && all.get(k).values.length ? all.get(k).summary.median : NaN);
+    const ratio = (tool, b, p, c) => fmtRatio(med(`zipbench ${tool} ${b} ${p} ${c}`) / med(`php ${tool} ${b} ${p} ${c}`));
+    const env2 = await dbEnv(ctx);
+    const psql = env2.ZB_PG_BIN ? path.join(env2.ZB_PG_BIN, 'psql') : 'psql';
+    const pgmax = (await run(psql, ['-X', '-Atc', 'SHOW max_connections'], { env: env2 })).stdout.trim() || '?';
+    const v = versions();
+    const lines = ['## Experiment 3: Apache + mod_php next to zipbench', '',
+      `Command: \`${ctx.command('php')}\`, ${elapsed} s of runs.`,
+      `Versions: ${v.php}, ${v.apache} (mpm_prefork, mod_php, OPcache as Debian ships it), ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
+      `Data: \`${ctx.dataset}\`, ${countLines(keys)} codes; keys \`${keys}\`.`, '',
+      'Client, Apache (110 prefork processes), the C server and the databases share the same',
+      'cores; 2008 ran ab from another PC. Each figure is req/s; each run is `-n ' + requests + '` capped at ' +
+      `${seconds} s. Apache and the server are restarted for each backend and connection mode.`, '',
+      '### The 2008 setting: ab -c 10, persistent connections', '',
+      '2008: Apache 2.2.6 + PHP 5.2.4 on a Pentium D 2.8 GHz, `ab -n 10000 -c 10` from another PC,',
+      'codes from mt_rand (nearly all misses). *as 2008* repeats that command (no keep-alive,',
+      '`miss=0.99`); *ab -k* asks for loaded codes on keep-alive connections.', '',
+      table(['backend', '2008 PHP', 'PHP as 2008', 'zipbench as 2008', 'PHP ab -k', 'zipbench ab -k', 'zipbench/PHP (ab -k)'],
+            BACKENDS.map(b => [LABEL[b], Y2008[b], cell(`php ab2008 ${b} 1 10`), cell(`zipbench ab2008 ${b} 1 10`),
+                               cell(`php ab ${b} 1 10`), cell(`zipbench ab ${b} 1 10`), ratio('ab', b, 1, 10)])),
+    ];
+    for (const tool of haveLoadgen ? ['ab', 'loadgen'] : ['ab']) {
+      if (tool === 'ab')
+        lines.push('### Every backend, mode and concurrency: ab -k, code=random', '',
+          `\`ab -k -n ${requests} -t ${seconds} -c C 'http://127.0.0.1:${phpPort}/zip.php?backend=B&code=random&persistent=P'\``,
+          `and \`.../zip/B/random?persistent=P\` on the server (\`build/bin/server --port ${srvPort} --backends B\`).`, '');
+      else
+        lines.push('### Every backend, mode and concurrency: loadgen --keys, the same codes for both', '',
+          `\`loadgen -k -n ${requests} -t ${seconds} -c C --seed RUN --keys ${keys} 'http://127.0.0.1:${phpPort}/zip.php?backend=B&code={key}&persistent=P'\``,
+          'and `.../zip/B/{key}?persistent=P` on the server.', '');
+      const rows = [];
+      for (const b of BACKENDS) for (const p of [1, 0]) for (const c of levels)
+        rows.push([LABEL[b], p ? 'persistent' : 'per-request', c, cell(`php ${tool} ${b} ${p} ${c}`),
+                   cell(`zipbench ${tool} ${b} ${p} ${c}`), ratio(tool, b, p, c)]);
+      lines.push(table(['backend', 'connection', 'c', 'PHP', 'zipbench', 'zipbench/PHP'], rows, 'llrrrr'));
+    }
+    lines.push(machineNote([...all.values()], ctx.repeat.target));
+    const nerr = Object.values(errs).reduce((a, b) => a + b, 0);
+    lines.push(`Requests that failed or answered other than 2xx (misses of the *as 2008* runs aside), in runs`,
+      `not counted: ${nerr}. PostgreSQL max_connections: ${pgmax}.`, '',
+      explain(ctx, 'php'), '',
+      'What each PHP request does (bench/php/zip.php): pg: pg_pconnect and a statement',
+      'prepared once per connection, or pg_connect + pg_query_params; sqlite: PDO,',
+      'read-only, persistent or not, prepared per request; innodb/myisam: PDO mysql over',
+      'the unix socket, ATTR_PERSISTENT true/false, native prepares (prepare, execute and',
+      'close: PDO keeps no statement across requests). code=random reads one line of the',
+      'key file at a random offset.');
+    return lines.join('\n');
+  },
+};

@@ -1,0 +1,179 @@
+// Cells: the figures of an experiment, each measured by repeating a run
+// until the 95% confidence interval of its median lies within +-target of
+// the median (stats.mjs), or a cap on runs or time is hit. Runs are
+// interleaved: every round runs each unfinished cell once, in an order
+// that rotates, so drift of the machine hits all cells alike. Around each
+// run the machine is sampled (proc.mjs), and a cell that ran while the
+// machine was busy with other work is flagged.
+import { summarize } from './stats.mjs';
+import { machineSample, machineDelta, nproc } from './proc.mjs';
+
+export class Cells {
+  // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds)
+  constructor(ctx, name, opts = {}) {
+    this.ctx = ctx;
+    this.name = name;
+    const r = ctx.repeat;
+    this.minRuns = opts.minRuns ?? r.minRuns;
+    this.maxRuns = Math.max(this.minRuns, opts.maxRuns ?? r.maxRuns);
+    this.target = opts.target ?? r.target;
+    this.budgetS = opts.budgetS ?? r.budgetS;
+    this.units = [];
+    this.cells = new Map();
+  }
+
+  // One cell measured by its own run: run() gives a number (NaN or null:
+  // the run failed, and is not counted).
+  add(key, run, meta = {}) {
+    this.addBatch([key], async () => ({ [key]: await run() }), meta);
+  }
+
+  // Cells measured together by one run (e.g. one sqlbench invocation
+  // that times many tests): run(pendingKeys) gives {key: number}, or
+  // {key: [numbers]} when one run repeats each figure itself.
+  // A key run() returns that was not declared becomes a cell then.
+  addBatch(keys, run, meta = {}) {
+    const unit = { keys: new Set(keys), run };
+    this.units.push(unit);
+    for (const k of keys) this.#cell(k, meta);
+  }
+
+  #cell(key, meta = {}) {
+    if (!this.cells.has(key))
+      this.cells.set(key, { key, meta, values: [], extras: [], machine: [], failed: 0,
+                            done: false, capped: false });
+    return this.cells.get(key);
+  }
+
+  #pending(unit) {
+    return [...unit.keys].filter(k => !this.cells.get(k).done);
+  }
+
+  #settle(c) {
+    const s = summarize(c.values, this.target);
+    if (c.values.length >= this.minRuns && s.within) c.done = true;
+    else if (c.values.length >= this.maxRuns || c.failed > this.maxRuns) {
+      c.done = true;
+      c.capped = !s.within;
+    }
+  }
+
+  async measure() {
+    const t0 = Date.now();
+    let order = [...this.units];
+    for (let round = 1; ; round++) {
+      const todo = order.filter(u => !u.ran || this.#pending(u).length);
+      if (!todo.length) break;
+      if ((Date.now() - t0) / 1000 > this.budgetS) {
+        for (const u of todo) for (const k of this.#pending(u)) {
+          const c = this.cells.get(k);
+          c.done = true;
+          c.capped = !summarize(c.values, this.target).within;
+          c.timeCap = true;
+        }
+        break;
+      }
+      for (const u of todo) {
+        const pending = this.#pending(u);
+        if (!pending.length && u.ran) continue;
+        u.ran = true;
+        const a = machineSample();
+        let got = {};
+        try { got = (await u.run(pending)) || {}; }
+        catch (e) { this.ctx.log(`${this.name}: run failed: ${e.message}`); }
+        const m = machineDelta(a, machineSample());
+        for (const k of pending) if (!(k in got)) got[k] = NaN;
+        for (const [k, v] of Object.entries(got)) {
+          u.keys.add(k);
+          const c = this.#cell(k);
+          // a number, {value, ...extra}, or {values: [...], ...extra}
+          const extra = v !== null && typeof v === 'object' && !Array.isArray(v) ? v : {};
+          const values = Array.isArray(v) ? v : 'values' in extra ? extra.values : 'value' in extra ? [extra.value] : [v];
+          for (const value of values) {
+            if (typeof value !== 'number' || Number.isNaN(value)) { c.failed++; continue; }
+            c.values.push(value);
+            c.extras.push(extra);
+            c.machine.push(m);
+          }
+          this.#settle(c);
+        }
+      }
+      order = [...order.slice(1), order[0]];
+    }
+    for (const c of this.cells.values()) {
+      c.summary = summarize(c.values, this.target);
+      c.busy = busyFlag(this.ctx, c.machine);
+      const n = c.machine.length || 1;
+      c.load1 = c.machine.reduce((s, m) => s + m.load1, 0) / n;
+      c.steal = c.machine.reduce((s, m) => s + m.steal, 0) / n;
+      c.iowait = c.machine.reduce((s, m) => s + m.iowait, 0) / n;
+      if (c.capped && c.values.length >= 6)
+        this.ctx.warn(`${this.name}: ${c.key}: 95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% ` +
+                      `after ${c.values.length} runs (cap: ${c.timeCap ? this.budgetS + ' s' : this.maxRuns + ' runs'})`);
+    }
+    return this;
+  }
+
+  get(key) { return this.cells.get(key); }
+  median(key) { const c = this.cells.get(key); return c && c.values.length ? c.summary.median : NaN; }
+  keys() { return [...this.cells.keys()]; }
+
+  // What the cells saw of the machine, for the report's notes.
+  machineNote() { return machineNote([...this.cells.values()], this.target); }
+}
+
+export function machineNote(cells, target = 0.05) {
+  const all = cells.flatMap(c => c.machine);
+  if (!all.length) return '';
+  const loads = all.map(m => m.load1);
+  const busy = cells.filter(c => c.busy).length;
+  const capped = cells.filter(c => c.capped).length;
+  const pct = x => (100 * x).toFixed(1) + '%';
+  const avg = k => all.reduce((s, m) => s + m[k], 0) / all.length;
+  return `Machine during the runs: load average (1 min) ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}, ` +
+    `CPU steal ${pct(avg('steal'))}, iowait ${pct(avg('iowait'))}; ` +
+    `${busy} of ${cells.length} cells flagged busy (*), ${capped} stopped by the cap (!) before ` +
+    `their 95% interval was within +-${(100 * target).toFixed(0)}%.\n`;
+}
+
+// A cell ran on a busy machine when, over its runs, the load average was
+// above the threshold (default twice the cores: the benchmark's own client
+// and server fill them once), or steal or iowait took a noticeable share.
+export function busyFlag(ctx, machine) {
+  if (!machine.length) return false;
+  const n = machine.length;
+  const load = machine.reduce((s, m) => s + m.load1, 0) / n;
+  const steal = machine.reduce((s, m) => s + m.steal, 0) / n;
+  const iowait = machine.reduce((s, m) => s + m.iowait, 0) / n;
+  return load > (ctx.busyLoad ?? 2 * nproc()) || steal > 0.05 || iowait > 0.10;
+}
+
+// "58032 [55100-60800]": the median and its 95% interval; with fewer runs
+// than an interval needs, the range and the count. '!' the cap stopped it
+// before the interval was within the target, '*' a busy machine.
+// digits: decimals, or a function that formats a number.
+export function fmtCell(c, digits = 0) {
+  if (!c || !c.values.length) return '-';
+  const s = c.summary;
+  const f = typeof digits === 'function' ? digits : x => fmtNum(x, digits);
+  let text;
+  if (!Number.isNaN(s.lo)) text = `${f(s.median)} [${f(s.lo)}-${f(s.hi)}]`;
+  else if (s.n > 1) text = `${f(s.median)} (${f(s.min)}-${f(s.max)}, n=${s.n})`;
+  else text = `${f(s.median)} (n=1)`;
+  if (c.capped && !Number.isNaN(s.lo)) text += ' !';
+  if (c.busy) text += ' *';
+  return text;
+}
+
+export function fmtNum(x, digits = 0) {
+  if (x === null || x === undefined || Number.isNaN(x)) return '-';
+  return x.toFixed(digits);
+}
+
+export const cellLegend =
+  'Each cell: the median of its runs and, in brackets, the 95% confidence interval of the ' +
+  'median (order statistics; a cell is repeated until that interval lies within +-5% of the ' +
+  'median, or a cap on runs or time is hit). With fewer than 6 runs no 95% interval exists: ' +
+  'the range and the count are shown instead. `!` the cap stopped the cell first; ' +
+  '`*` the machine was busy with other work during the cell (load average above twice the ' +
+  'cores, or CPU steal above 5%, or iowait above 10%).';

@@ -1,0 +1,38 @@
+// The one HTTP probe: a GET on loopback with its status and body (status 0
+// when nothing answered), and a wait until a URL answers.
+import http from 'node:http';
+
+export function get(port, path, { host = '127.0.0.1', timeoutMs = 5000 } = {}) {
+  return new Promise(resolve => {
+    const req = http.get({ host, port, path, agent: false, timeout: timeoutMs }, res => {
+      const chunks = [];
+      res.on('data', c => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', () => resolve({ status: 0, body: '' }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve({ status: 0, body: '' }));
+  });
+}
+
+export async function status(port, path, opts) {
+  return (await get(port, path, opts)).status;
+}
+
+// Polls until GET path answers `want` (any status when want is 0), up to
+// timeoutS; alive() false stops early (the process died). true on success.
+export async function waitFor(port, path, { want = 200, timeoutS = 30, alive = () => true } = {}) {
+  const end = Date.now() + timeoutS * 1000;
+  while (Date.now() < end) {
+    const s = await status(port, path, { timeoutMs: 2000 });
+    if (want ? s === want : s > 0) return true;
+    if (!alive()) return false;
+    await new Promise(r => setTimeout(r, 100));
+  }
+  return false;
+}
+
+export async function getJSON(port, path) {
+  const r = await get(port, path);
+  try { return JSON.parse(r.body); } catch { return null; }
+}

@@ -1,0 +1,110 @@
+// The /proc sampler: how busy the machine was during a measurement (load
+// average, CPU steal and iowait from /proc/stat) and what a process or
+// each of its threads spent (/proc/PID/stat, /proc/PID/task/*/stat).
+import fs from 'node:fs';
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+
+let tck = 0;
+// Clock ticks per second of the times in /proc (USER_HZ).
+export function clockTicks() {
+  if (!tck) {
+    try { tck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; }
+    catch { tck = 100; }
+  }
+  return tck;
+}
+
+export const nproc = () => os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+
+export function loadavg() {
+  return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+}
+
+// The machine's CPU time so far, in ticks, from the "cpu" line of /proc/stat.
+export function cpuTimes() {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal = 0] = v;
+  // guest time is already counted in user
+  return { user, nice, system, idle, iowait, irq, softirq, steal,
+           total: user + nice + system + idle + iowait + irq + softirq + steal };
+}
+
+// Shares of the machine's CPU time between two cpuTimes() samples.
+export function cpuShares(a, b) {
+  const t = b.total - a.total;
+  if (t <= 0) return { steal: 0, iowait: 0, busy: 0, ticks: 0 };
+  return {
+    ticks: t,
+    steal: (b.steal - a.steal) / t,
+    iowait: (b.iowait - a.iowait) / t,
+    busy: 1 - (b.idle - a.idle + b.iowait - a.iowait) / t,
+  };
+}
+
+// utime + stime (ticks) of one /proc/.../stat line; comm may hold spaces
+// and parentheses, so fields are counted from the last ')'.
+function statTicks(text) {
+  const close = text.lastIndexOf(')');
+  const f = text.slice(close + 2).split(' ');
+  // after comm: state(0) ppid(1) ... utime(11) stime(12)
+  return { ticks: Number(f[11]) + Number(f[12]), ppid: Number(f[1]),
+           comm: text.slice(text.indexOf('(') + 1, close) };
+}
+
+function readStat(path) {
+  try { return statTicks(fs.readFileSync(path, 'utf8')); } catch { return null; }
+}
+
+// CPU ticks of a whole process (all its threads); 0 if it is gone.
+export function processTicks(pid) {
+  const s = readStat(`/proc/${pid}/stat`);
+  return s ? s.ticks : 0;
+}
+
+// Each thread of pid: [{tid, comm, ticks}].
+export function threadTicks(pid) {
+  let tids = [];
+  try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return []; }
+  const out = [];
+  for (const tid of tids) {
+    const s = readStat(`/proc/${pid}/task/${tid}/stat`);
+    if (s) out.push({ tid: Number(tid), comm: s.comm, ticks: s.ticks });
+  }
+  return out;
+}
+
+// The children of pid (one scan of /proc), e.g. PostgreSQL's backends.
+export function childrenOf(pid) {
+  const kids = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const s = readStat(`/proc/${d}/stat`);
+    if (s && s.ppid === pid) kids.push(Number(d));
+  }
+  return kids;
+}
+
+// CPU ticks of pid and every child it has now (children that exited
+// since are counted in its cutime, which /proc/PID/stat also has).
+export function treeTicks(pid) {
+  let t = 0;
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    t = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch { return 0; }
+  for (const k of childrenOf(pid)) t += processTicks(k);
+  return t;
+}
+
+// A sample of the machine's state, and the difference of two: what a
+// cell records around each of its runs.
+export function machineSample() {
+  return { at: Date.now(), load: loadavg(), cpu: cpuTimes() };
+}
+
+export function machineDelta(a, b) {
+  return { seconds: (b.at - a.at) / 1000, load1: a.load[0], ...cpuShares(a.cpu, b.cpu) };
+}

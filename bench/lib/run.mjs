@@ -1,0 +1,97 @@
+// Running the tools: a program to completion (its output captured, its
+// JSON parsed), or in the background (a server) with a stop that the
+// driver's cleanup calls whatever happens, so a benchmark never leaves
+// what it started behind.
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+
+const cleanups = [];
+
+// fn runs at the end of the driver, also on failure or a signal; latest first.
+export function atCleanup(fn) {
+  cleanups.push(fn);
+  return () => { const i = cleanups.indexOf(fn); if (i >= 0) cleanups.splice(i, 1); };
+}
+
+export async function runCleanups() {
+  while (cleanups.length) {
+    const fn = cleanups.pop();
+    try { await fn(); } catch (e) { process.stderr.write(`bench: cleanup: ${e.message}\n`); }
+  }
+}
+
+// Runs cmd to completion: {code, stdout, stderr, seconds}. A run longer
+// than timeoutS (default 30 min) is killed: every loop stops by itself.
+export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = {}) {
+  return new Promise(resolve => {
+    const t0 = process.hrtime.bigint();
+    let child;
+    try {
+      child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, cwd,
+                                 stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      resolve({ code: 127, stdout: '', stderr: e.message, seconds: 0 });
+      return;
+    }
+    const out = [], err = [];
+    child.stdout.on('data', d => out.push(d));
+    child.stderr.on('data', d => err.push(d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
+    child.on('error', e => err.push(Buffer.from(e.message)));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString('utf8');
+      if (log) fs.appendFileSync(log, `$ ${cmd} ${args.join(' ')}\n${stderr}`);
+      resolve({ code: code ?? 128, signal, stdout: Buffer.concat(out).toString('utf8'), stderr,
+                seconds: Number(process.hrtime.bigint() - t0) / 1e9 });
+    });
+    child.stdin.on('error', () => {});
+    if (input !== undefined) child.stdin.end(input); else child.stdin.end();
+  });
+}
+
+// The JSON objects a tool printed one per line (--json).
+export function jsonLines(text) {
+  const objs = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (!t.startsWith('{')) continue;
+    try { objs.push(JSON.parse(t)); } catch { /* not JSON: a message */ }
+  }
+  return objs;
+}
+
+export async function runJSON(cmd, args, opts) {
+  const r = await run(cmd, args, opts);
+  return { ...r, json: jsonLines(r.stdout) };
+}
+
+// A program left running (a server): stop() sends SIGTERM, waits up to
+// 10 s, then SIGKILL; it is also stopped at cleanup.
+export function background(cmd, args = [], { env, log } = {}) {
+  const fd = log ? fs.openSync(log, 'a') : 'ignore';
+  const child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env,
+                                   stdio: ['ignore', fd, fd] });
+  if (typeof fd === 'number') fs.closeSync(fd);
+  let exited = false;
+  const done = new Promise(resolve => child.on('exit', (code, signal) => { exited = true; resolve({ code, signal }); }));
+  child.on('error', () => { exited = true; });
+  const handle = {
+    pid: child.pid,
+    alive: () => !exited,
+    exited: done,
+    async stop() {
+      unregister();
+      if (exited) return done;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => { if (!exited) child.kill('SIGKILL'); }, 10000);
+      const r = await done;
+      clearTimeout(timer);
+      return r;
+    },
+  };
+  const unregister = atCleanup(() => handle.stop());
+  return handle;
+}
+
+export const sleep = ms => new Promise(r => setTimeout(r, ms));

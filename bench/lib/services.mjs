@@ -1,0 +1,76 @@
+// The servers an experiment needs, through the project's own lifecycle
+// scripts (scripts/db, scripts/nginx, scripts/apache: bash owns starting
+// and stopping). What the driver starts, it stops at cleanup, even when an
+// experiment fails; what was already running is left running.
+import fs from 'node:fs';
+import path from 'node:path';
+import { run, atCleanup } from './run.mjs';
+
+async function script(ctx, name, args) {
+  const r = await run(path.join(ctx.root, 'scripts', name), args, { log: ctx.logFile, timeoutS: 300 });
+  return r;
+}
+
+// The databases: started if down, and then stopped at the end.
+export async function databases(ctx) {
+  if (ctx.dbChecked) return;
+  ctx.dbChecked = true;
+  const st = await script(ctx, 'db', ['status']);
+  if (st.code === 0) return;
+  const r = await script(ctx, 'db', ['start']);
+  if (r.code !== 0) throw new Error(`scripts/db start failed: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  atCleanup(() => script(ctx, 'db', ['stop']));
+}
+
+// Variables for clients (psql, pgbench, mariadb): `scripts/db env`.
+export async function dbEnv(ctx) {
+  if (ctx.dbEnvCache) return ctx.dbEnvCache;
+  const r = await script(ctx, 'db', ['env']);
+  const env = {};
+  for (const m of r.stdout.matchAll(/^export (\w+)=(.*)$/gm))
+    env[m[1]] = m[2].replace(/^'(.*)'$/, '$1').replace(/\\(.)/g, '$1');
+  ctx.dbEnvCache = env;
+  return env;
+}
+
+// The server processes, for CPU accounting: {pg, mariadb} pids (0 if down).
+export async function dbPids(ctx) {
+  const env = await dbEnv(ctx);
+  const first = f => { try { return Number(fs.readFileSync(f, 'utf8').split('\n')[0]) || 0; } catch { return 0; } };
+  const dir = env.ZB_DB_DIR || path.join(ctx.root, 'build/db');
+  return { pg: first(path.join(dir, 'pg/postmaster.pid')), mariadb: first(path.join(dir, 'mysqld/mariadbd.pid')) };
+}
+
+// The project's nginx (scripts/nginx): {port, html}; files dropped in html
+// are served too.
+export async function nginx(ctx) {
+  if (ctx.nginxInfo) return ctx.nginxInfo;
+  let st = await script(ctx, 'nginx', ['status']);
+  if (st.code !== 0) {
+    st = await script(ctx, 'nginx', ['start']);
+    if (st.code !== 0) throw new Error(`scripts/nginx start failed: ${st.stderr.trim()}`);
+    atCleanup(async () => { await script(ctx, 'nginx', ['stop']); ctx.nginxInfo = null; });
+  }
+  const m = st.stdout.match(/127\.0\.0\.1:(\d+)/);
+  if (!m) throw new Error(`scripts/nginx: no port in "${st.stdout.trim()}"`);
+  const build = path.isAbsolute(ctx.build) ? ctx.build : path.join(ctx.root, ctx.build);
+  ctx.nginxInfo = { port: Number(m[1]), html: path.join(build, 'nginx/html'),
+                    pidFile: path.join(build, 'nginx/nginx.pid') };
+  return ctx.nginxInfo;
+}
+
+// The project's Apache + mod_php (scripts/apache); stopped at cleanup
+// whenever it was started here.
+export const apache = {
+  async restart(ctx, env) {
+    if (!ctx.apacheCleanup) ctx.apacheCleanup = atCleanup(() => this.stop(ctx));
+    const r = await run(path.join(ctx.root, 'scripts/apache'), ['restart'],
+                        { env, log: ctx.logFile, timeoutS: 300 });
+    if (r.code !== 0) throw new Error(`scripts/apache restart failed: ${(r.stderr || r.stdout).trim()}`);
+    const m = r.stdout.match(/127\.0\.0\.1:(\d+)/g);
+    return m ? Number(m[m.length - 1].split(':')[1]) : 0;
+  },
+  async stop(ctx) {
+    await script(ctx, 'apache', ['stop']);
+  },
+};

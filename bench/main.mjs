@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+// The benchmark driver: runs the experiments (bench/experiments/*.mjs),
+// each into DIR/RESULTS-PART.md with its raw runs in DIR/data, then
+// assembles DIR/RESULTS.md: the machine, the calibration table first, the
+// plots, every experiment's section. scripts/bench (make bench) runs it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { run, runCleanups } from './lib/run.mjs';
+import { databases } from './lib/services.mjs';
+import { machineLine, versions } from './lib/machine.mjs';
+import { cellLegend } from './lib/cells.mjs';
+import { nproc } from './lib/proc.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(root);
+
+// The experiments, in the order they run and appear.
+const PARTS = ['load', 'server', 'php', 'sql', 'loadgen'];
+
+const usage = `Usage: scripts/bench [OPTIONS]
+
+Runs zipbench's experiments and writes DIR/RESULTS.md (default docs/), the
+calibration table first, then one section per experiment, with plots in
+DIR/plots and every run's raw figures in DIR/data.
+
+Experiments (PART):
+  calibrate  the machine's own costs: fsync latency of the database
+             directory (pg_test_fsync), a loopback TCP round trip, a process
+             spawn, a connection to PostgreSQL and MariaDB, an SQLite open,
+             one HTTP request to nginx serving a static file
+  load       loading the postal codes: rows/s per backend and load mode
+  server     the lookup server: req/s per backend and connection strategy at
+             c 1, 10, 100 next to nginx serving a file of the same size, the
+             server's CPU per request and per thread, pgbench on the same
+             PostgreSQL, isolation of one backend from another
+  php        Apache + mod_php next to the server, same lookups, same run
+  sql        sqlbench: the 2001 speed tests, separate vs single transaction,
+             concurrent writers and the job queue, next to the file system
+  as3ap      an AS3AP-style run over the postal data: single-user queries
+             and a multi-user mixed phase at c 10, on four backends and two
+             durability settings of one
+  loadgen    the bundled load generator against ab and wrk, on nginx
+
+Options:
+      --quick          every experiment briefly (a smoke run of a few minutes)
+                       into build/bench/quick; docs/ is never touched
+      --out DIR        where RESULTS.md and the rest go (default docs, or
+                       build/bench/quick with --quick)
+      --only PARTS     rerun these parts (comma-separated); RESULTS.md is
+                       assembled from their new sections and the others'
+                       sections already in DIR
+      --min-runs N     runs of a cell before its interval counts (default 6,
+                       the fewest a 95% interval of a median needs; 1 with
+                       --quick)
+      --max-runs N     cap on runs of a cell (default 15; 1 with --quick)
+      --target PCT     stop repeating a cell once the 95% confidence interval
+                       of its median lies within +-PCT% of it (default 5)
+      --budget S       cap on seconds of runs per experiment (default 900)
+      --list           print the parts and exit
+  -h, --help           this text
+
+Each figure is the median of repeated runs with the 95% confidence interval
+of the median; load average, CPU steal and iowait are sampled around every
+run and a cell that ran on a busy machine is flagged. Environment: ZB_BUILD
+(build), ZB_DATA (build: the dataset), ZB_CONF (conf/zipbench.conf).
+
+Exit status: 0 when every experiment produced its table, 1 otherwise, 2 on
+bad usage.`;
+
+function fail(msg) {
+  process.stderr.write(`bench: ${msg} (see --help)\n`);
+  process.exit(2);
+}
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      quick: { type: 'boolean' }, out: { type: 'string' }, only: { type: 'string' },
+      'min-runs': { type: 'string' }, 'max-runs': { type: 'string' }, target: { type: 'string' },
+      budget: { type: 'string' }, list: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    },
+  }).values;
+} catch (e) { fail(e.message); }
+if (args.help) { process.stdout.write(usage + '\n'); process.exit(0); }
+if (args.list) { process.stdout.write(PARTS.join('\n') + '\n'); process.exit(0); }
+
+function num(name, lo, hi, dflt) {
+  if (args[name] === undefined) return dflt;
+  const v = Number(args[name]);
+  if (!Number.isFinite(v) || v < lo || v > hi) fail(`--${name}: '${args[name]}' is not a number in [${lo}, ${hi}]`);
+  return v;
+}
+
+const build = process.env.ZB_BUILD || 'build';
+const quick = !!args.quick;
+const only = args.only ? args.only.split(',').filter(Boolean) : null;
+for (const p of only || []) if (!PARTS.includes(p)) fail(`--only: no part '${p}' (one of: ${PARTS.join(', ')})`);
+const out = args.out || (quick ? path.join(build, 'bench/quick') : 'docs');
+
+const ctx = {
+  root, build, quick, out,
+  data: process.env.ZB_DATA || 'build',
+  conf: process.env.ZB_CONF || 'conf/zipbench.conf',
+  work: path.join(build, 'bench'),
+  bin: name => path.join(build, 'bin', name),
+  repeat: {
+    minRuns: num('min-runs', 1, 1000, quick ? 1 : 6),
+    maxRuns: num('max-runs', 1, 1000, quick ? 1 : 15),
+    target: num('target', 0.1, 100, 5) / 100,
+    budgetS: num('budget', 1, 86400, quick ? 60 : 900),
+  },
+  busyLoad: 2 * nproc(),
+  warnings: [],
+  logFile: null,
+  log(msg) {
+    process.stderr.write(`   ${msg}\n`);
+    if (this.logFile) fs.appendFileSync(this.logFile, msg + '\n');
+  },
+  warn(msg) {
+    this.warnings.push(msg);
+    this.log(`warning: ${msg}`);
+  },
+  // "scripts/bench --quick --only X": how a section says it was made
+  command(part) {
+    return `scripts/bench${quick ? ' --quick' : ''} --only ${part}`;
+  },
+};
+ctx.dataset = path.join(ctx.data, 'ken_all.csv');
+ctx.keys = path.join(ctx.data, 'ken_all.keys');
+
+// Whatever happens (a signal, a reader of our output gone, a bug), what
+// was started is stopped before the driver exits.
+let stopping = false;
+async function abort(why, code) {
+  if (stopping) return;
+  stopping = true;
+  try { process.stderr.write(`bench: ${why}: stopping what was started\n`); } catch { /* no reader */ }
+  await runCleanups();
+  process.exit(code);
+}
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => abort(sig, 130));
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+process.on('uncaughtException', e => abort(`internal error: ${e.stack || e}`, 1));
+process.on('unhandledRejection', e => abort(`internal error: ${e && e.stack ? e.stack : e}`, 1));
+
+async function main() {
+  fs.mkdirSync(out, { recursive: true });
+  fs.mkdirSync(ctx.work, { recursive: true });
+  const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });
+  if (mk.code !== 0) throw new Error(`make failed: ${mk.stderr.trim().split('\n').slice(-5).join('\n')}`);
+  await databases(ctx);
+  // The served table holds the whole list before and after: experiments
+  // may replace it with samples.
+  const reload = () => run(ctx.bin('loader'), ['-q', '--mode', 'bulk', '--dataset', ctx.dataset, '--conf', ctx.conf]);
+  await reload();
+
+  let failed = 0;
+  for (const part of PARTS) {
+    if (only && !only.includes(part)) continue;
+    const mod = (await import(`./experiments/${part}.mjs`)).default;
+    ctx.logFile = path.join(ctx.work, `${part}.log`);
+    fs.writeFileSync(ctx.logFile, '');
+    process.stderr.write(`== ${part}${quick ? ' --quick' : ''}: ${mod.title}\n`);
+    const t0 = Date.now();
+    const file = path.join(out, `RESULTS-${part}.md`);
+    try {
+      const md = await mod.run(ctx);
+      fs.writeFileSync(file, md.trimEnd() + '\n');
+      process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
+    } catch (e) {
+      failed = 1;
+      process.stderr.write(`   FAILED: ${e.stack || e.message}\n   see ${ctx.logFile}\n`);
+      fs.appendFileSync(ctx.logFile, `FAILED: ${e.stack || e.message}\n`);
+      if (fs.existsSync(file) && !only) fs.rmSync(file);
+    }
+  }
+  ctx.logFile = null;
+  await reload();
+  assemble();
+  return failed;
+}
+
+function assemble() {
+  const v = versions();
+  const when = new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+  const lines = ['# zipbench results', ''];
+  if (only)
+    lines.push(`Assembled by \`scripts/bench${quick ? ' --quick' : ''} --only ${only.join(',')}\` on ${when}:`,
+               'those parts were rerun, the others are from the run each section dates.');
+  else
+    lines.push(`Made by \`scripts/bench${quick ? ' --quick' : ''}\` (\`make bench\`) on ${when}.`);
+  lines.push(`Machine: ${machineLine()}.`,
+             `Versions: ${v.sqlite}, ${v.pg}, ${v.mariadb}, ${v.mhd}, ${v.apr}, ${v.nginx}, ${v.apache}, ${v.php}, ${v.node}.`,
+             '',
+             'Client and server share the same cores: every comparison below is a ratio measured in',
+             'the same run. ' + cellLegend,
+             '');
+  const sections = PARTS.map(p => path.join(out, `RESULTS-${p}.md`)).filter(f => fs.existsSync(f));
+  const [calib, ...rest] = sections[0] && sections[0].endsWith('RESULTS-calibrate.md') ? sections : [null, ...sections];
+  if (calib) lines.push(fs.readFileSync(calib, 'utf8').trimEnd(), '');
+  const plots = fs.existsSync(path.join(out, 'plots'))
+    ? fs.readdirSync(path.join(out, 'plots')).filter(f => f.endsWith('.svg')).sort() : [];
+  for (const p of plots) lines.push(`![${p.replace(/\.svg$/, '')}](plots/${p})`);
+  if (plots.length) lines.push('');
+  for (const s of rest) lines.push(fs.readFileSync(s, 'utf8').trimEnd(), '');
+  if (ctx.warnings.length) {
+    lines.push('## Warnings of this run', '');
+    for (const w of ctx.warnings) lines.push(`- ${w}`);
+    lines.push('');
+  }
+  fs.writeFileSync(path.join(out, 'RESULTS.md'), lines.join('\n'));
+  process.stderr.write(`bench: wrote ${path.join(out, 'RESULTS.md')}\n`);
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (e) {
+  process.stderr.write(`bench: ${e.stack || e.message}\n`);
+} finally {
+  await runCleanups();
+}
+process.exit(code);
