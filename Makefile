@@ -70,10 +70,11 @@ dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt
 $(DATA)/ken_all.csv $(DATA)/cities1000.txt &: datasets/fetch datasets/convert.mjs
 	datasets/fetch $(DATA)
 
-# make test: build, start the real servers (idempotent), run every suite.
+# make test: build, start the real servers, run every suite, then stop what
+# the run started (scripts/with-servers: a database that was already
+# running stays up; nginx, Apache and the tests' own servers are stopped).
 test: all $(BIN)/zbtest dataset
-	scripts/db start
-	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest $(TESTS)
+	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) scripts/with-servers $(BIN)/zbtest $(TESTS)
 
 # Same programs and tests under AddressSanitizer and UBSan.
 sanitize:
@@ -86,9 +87,8 @@ sanitize:
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 VALGRIND_SUITES ?= kenall conf loader
 valgrind: all $(BIN)/zbtest dataset
-	scripts/db start
 	CK_FORK=no ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_WRAP="$(VALGRIND)" \
-	  $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
+	  scripts/with-servers $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
 
 # libFuzzer on each tests/fuzz/fuzz_NAME.c for FUZZ_SECONDS, starting from
 # tests/fuzz/corpus/NAME; crashing inputs land in build/fuzz/crashes (copy

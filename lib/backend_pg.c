@@ -52,7 +52,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     char socket_dir[PATH_MAX];
     if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, socket_dir))
         host = socket_dir;
-    const char *keys[8], *vals[8];
+    const char *keys[9], *vals[9];
     int n = 0;
 #define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
     KV("host", host);
@@ -60,6 +60,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     KV("dbname", bc->database ? bc->database : "zipbench");
     KV("user", bc->user ? bc->user : "zipbench");
     KV("password", bc->password);
+    KV("passfile", bc->password_file);
     KV("connect_timeout", timeout);
     KV("application_name", "zipbench");
 #undef KV
@@ -74,8 +75,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         msg[strcspn(msg, "\n")] = 0;
         PQfinish(conn);
         /* Refused at once, or accepted and then never answered (frozen). */
+        char why[600];
         return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(timeout) * 1000000000u),
-                       "pg: cannot connect to %s port %s: %s", host, port, msg);
+                       "pg: cannot connect to %s port %s: %s%s", host, port, msg,
+                       zb_password_file_problem(bc, why, sizeof why));
     }
     /* NOTICEs ("table does not exist, skipping") are not errors: keep
      * them off the terminal. */

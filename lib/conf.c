@@ -133,7 +133,7 @@ static const struct field server_fields[] = {
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
 static const struct field backend_fields[] = {
     S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
+    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
@@ -154,9 +154,58 @@ static const struct field dataset_fields[] = {
 #undef B
 #undef N
 
-static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
-                     const char *key, const char *value, const char *where, struct zb_err *err)
+/* ${NAME} and ${NAME:-DEFAULT} in value, from the environment (an unset
+ * or empty NAME takes DEFAULT): how the ports that scripts/db takes from
+ * ZB_PG_PORT and ZB_MY_PORT reach every program through one config. */
+static int expand_env(const char *value, char *out, size_t len, const char *where, const char *key,
+                      struct zb_err *err)
 {
+    size_t n = 0;
+    for (const char *v = value; *v;) {
+        const char *piece = v, *end;
+        size_t plen = 1;
+        if (v[0] == '$' && v[1] == '{') {
+            char name[128];
+            size_t nlen = strspn(v + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+            const char *after = v + 2 + nlen;
+            bool has_default = after[0] == ':' && after[1] == '-';
+            end = strchr(after, '}');
+            if (!nlen || nlen >= sizeof name || isdigit((unsigned char)v[2]) || !end ||
+                (!has_default && end != after))
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not ${NAME} or ${NAME:-DEFAULT}",
+                               where, key, value);
+            snprintf(name, sizeof name, "%.*s", (int)nlen, v + 2);
+            const char *env = getenv(name);
+            if (env && *env) {
+                piece = env;
+                plen = strlen(env);
+            } else if (has_default) {
+                piece = after + 2;
+                plen = (size_t)(end - piece);
+            } else {
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: environment variable %s is not set",
+                               where, key, name);
+            }
+            v = end + 1;
+        } else {
+            v++;
+        }
+        if (n + plen >= len)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: %s: the value is longer than %zu bytes", where,
+                           key, len - 1);
+        memcpy(out + n, piece, plen);
+        n += plen;
+    }
+    out[n] = 0;
+    return 0;
+}
+
+static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
+                     const char *key, const char *raw, const char *where, struct zb_err *err)
+{
+    char value[4096];
+    if (expand_env(raw, value, sizeof value, where, key, err) < 0)
+        return -1;
     for (size_t i = 0; i < nf; i++) {
         if (strcmp(f[i].key, key))
             continue;

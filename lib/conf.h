@@ -21,6 +21,9 @@ struct backend_conf {
     const char *socket;    /* pg: socket directory; mysql: socket file */
     const char *user;
     const char *password;
+    const char *password_file; /* where the password is kept, in the client library's own
+                              * format: pg a libpq passfile (.pgpass lines), mysql an
+                              * option file ([client] password = ...) */
     const char *database;
     const char *table;     /* default "zipcode" */
     int pool_min;          /* connections kept open */
