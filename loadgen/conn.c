@@ -259,6 +259,12 @@ static size_t head_end(const char *p, size_t from, size_t n)
     return 0;
 }
 
+/* Bytes that cannot begin a status line: no need to wait for the rest. */
+static bool bad_start(const char *p, size_t n)
+{
+    return memcmp(p, "HTTP/1.", n < 7 ? n : 7) != 0;
+}
+
 int resp_feed(struct resp *r, const char *p, size_t n, size_t *used)
 {
     size_t off = 0;
@@ -272,7 +278,7 @@ int resp_feed(struct resp *r, const char *p, size_t n, size_t *used)
                     return R_ERROR;
                 off = he;
             } else {
-                if (n > HEAD_MAX)
+                if (n > HEAD_MAX || bad_start(p, n))
                     return R_ERROR;
                 memcpy(r->head, p, n);
                 r->hlen = (uint32_t)n;
@@ -287,7 +293,7 @@ int resp_feed(struct resp *r, const char *p, size_t n, size_t *used)
             r->hlen += (uint32_t)take;
             size_t he = head_end(r->head, old > 3 ? old - 3 : 0, r->hlen);
             if (!he) {
-                if (r->hlen == HEAD_MAX)
+                if (r->hlen == HEAD_MAX || bad_start(r->head, r->hlen))
                     return R_ERROR;
                 r->total += take;
                 *used = n;

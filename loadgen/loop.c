@@ -5,9 +5,10 @@
  * epoll_wait, and no epoll_ctl at all. Edge- rather than level-triggered
  * spares epoll_wait a second poll of every socket it just reported (2-5%
  * of the client's CPU per keep-alive request here, within the noise in
- * req/s); in exchange a socket is read until a short read, and input
- * reported with an event is handled with that event, as it is not
- * reported again. */
+ * req/s); in exchange a socket is read until EAGAIN or EOF (a short read
+ * does not mean drained: a FIN that came with the data raises no second
+ * edge), and input reported with an event is handled with that event, as
+ * it is not reported again. */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -306,9 +307,7 @@ static void on_readable(struct loop *L, struct conn *c)
                 next_request(L, c, zb_now_ns());
                 return;
             }
-            if (k < RBUF_SIZE)
-                return;                        /* drained: more data is a new edge */
-            continue;
+            continue;                          /* until EAGAIN: a FIN may follow */
         }
         if (k < 0 && errno == EINTR)
             continue;
