@@ -23,8 +23,9 @@
 #define RBUF_SIZE (256 * 1024)
 #define SCAN_NS 10000000ull           /* timeouts and limits checked each 10 ms */
 #define GRACE_NS 1000000000ull        /* in flight at the time limit: 1 s more */
+#define CONNECT_BATCH 64              /* new connections per turn of the loop */
 
-enum { S_SEND, S_RECV, S_WAIT, S_DONE };
+enum { S_NEW, S_SEND, S_RECV, S_WAIT, S_DONE };
 enum { F_CONNECT, F_SEND, F_RECV, F_TIMEOUT, F_EXCEPT };
 
 struct conn {
@@ -54,6 +55,7 @@ struct loop {
     int ep;
     struct conn *conns;
     int n, active;
+    int unstarted;             /* conns[unstarted..n) have not begun yet */
     uint64_t done;             /* completed + failed, for progress */
     char *rbuf;
 };
@@ -328,7 +330,7 @@ static void scan(struct loop *L, uint64_t now)
     struct shared *sh = L->sh;
     bool abandon = atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
                    (sh->end_ns && now >= sh->end_ns + GRACE_NS);
-    for (int i = 0; i < L->n; i++) {
+    for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state == S_DONE)
             continue;
@@ -347,12 +349,23 @@ static void scan(struct loop *L, uint64_t now)
     }
 }
 
+/* Starts the next CONNECT_BATCH connections. Between two batches the loop
+ * reads what the first ones got back: with -c in the thousands, making
+ * every connect before the first epoll_wait left the answers unread (in
+ * CLOSE-WAIT) and timed every request from before the last connect. */
+static void start_batch(struct loop *L)
+{
+    uint64_t now = zb_now_ns();
+    for (int k = 0; k < CONNECT_BATCH && L->unstarted < L->n; k++)
+        next_request(L, &L->conns[L->unstarted++], now);
+}
+
 /* --rate: starts the parked connections that are due; returns the earliest
  * time still to wait for, or UINT64_MAX. */
 static uint64_t wake_due(struct loop *L, uint64_t now)
 {
     uint64_t next = UINT64_MAX;
-    for (int i = 0; i < L->n; i++) {
+    for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state != S_WAIT)
             continue;
@@ -405,6 +418,7 @@ void *worker_run(void *arg)
     for (int i = 0; i < L.n; i++) {
         struct conn *c = &L.conns[i];
         c->fd = -1;
+        c->state = S_NEW;
         c->wbuf = wbufs + (size_t)i * (sh->req->maxlen + 1);
         /* --rate: the connections' sends interleave evenly from the start. */
         if (sh->interval_ns)
@@ -412,14 +426,16 @@ void *worker_run(void *arg)
                                             (uint64_t)sh->cfg->concurrency;
         L.active++;
     }
-    for (int i = 0; i < L.n; i++)
-        next_request(&L, &L.conns[i], now);
-
     uint64_t next_scan = now + SCAN_NS, wake = UINT64_MAX;
-    if (sh->interval_ns)
-        wake = wake_due(&L, now);
     while (L.active > 0) {
-        int n = wait_events(&L, ev, now, wake);
+        if (L.unstarted < L.n) {
+            start_batch(&L);
+            now = zb_now_ns();
+            if (sh->interval_ns)
+                wake = wake_due(&L, now);
+        }
+        /* Connections still to start: only look at what is ready now. */
+        int n = wait_events(&L, ev, now, L.unstarted < L.n ? now : wake);
         for (int i = 0; i < n; i++) {
             struct conn *c = ev[i].data.ptr;
             if (c->fd < 0)

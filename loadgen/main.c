@@ -77,7 +77,8 @@ static const char usage[] =
     "\n"
     "Exit status: 0 when every request completed (whatever the HTTP status), 1 when\n"
     "any request failed (connect, send or receive error, timeout, malformed\n"
-    "response), 2 on bad usage.\n"
+    "response), 2 on bad usage (also a -c that the open-file limit cannot hold:\n"
+    "loadgen raises its soft limit up to the hard one, and refuses beyond it).\n"
     "\n"
     "Examples:\n"
     "  loadgen -k -n 100000 -c 10 http://127.0.0.1:8090/400.html\n"
@@ -236,14 +237,27 @@ static int parse_args(int argc, const char *const *argv, struct config *cfg, apr
     return 0;
 }
 
-/* Enough descriptors for -c connections and a few more. */
-static void raise_fd_limit(int need)
+/* Enough descriptors for -c connections, one epoll set per thread and a
+ * few more (stdio, --csv): the soft limit is raised as far as the hard one
+ * allows. A -c beyond that is refused before the run, not turned into
+ * Connect errors half way through it. */
+static int fd_limit_check(const struct config *cfg)
 {
+    rlim_t need = (rlim_t)cfg->concurrency + (rlim_t)cfg->threads + 16;
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)need + 64) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return 0;
+    rlim_t hard = rl.rlim_max;
+    rl.rlim_cur = hard;
+    if (hard >= need && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        return 0;
+    fprintf(stderr,
+            "loadgen: -c %d needs %llu open files (a socket per connection, and %llu more), "
+            "but the limit is %llu: raise it (ulimit -n, as root up to the hard limit) or "
+            "lower -c\n",
+            cfg->concurrency, (unsigned long long)need,
+            (unsigned long long)(need - (rlim_t)cfg->concurrency), (unsigned long long)hard);
+    return ZB_EXIT_USAGE;
 }
 
 static void progress(struct worker *w, int nw, const struct config *cfg, const struct shared *sh)
@@ -287,6 +301,8 @@ int main(int argc, const char *const *argv)
     if (rc)
         return rc;
     cfg.progress = !cfg.quiet && isatty(STDERR_FILENO);
+    if ((rc = fd_limit_check(&cfg)) != 0)
+        return rc;
 
     char err[512];
     static struct target tgt;
@@ -321,7 +337,6 @@ int main(int argc, const char *const *argv)
     g_shared = &sh;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_sigint);
-    raise_fd_limit(cfg.concurrency);
 
     struct worker *w = calloc((size_t)cfg.threads, sizeof *w);
     pthread_t *tid = calloc((size_t)cfg.threads, sizeof *tid);
