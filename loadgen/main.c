@@ -400,12 +400,14 @@ int main(int argc, const char *const *argv)
     uint64_t end = zb_now_ns();
     getrusage(RUSAGE_SELF, &ru1);
     /* Time taken runs to the last response, as ab's does; a run cut by ^C
-     * lasted until the cut, one whose stragglers -t abandoned, until -t. */
+     * lasted until the cut. One that -t ended lasted -t at least (at 0.5
+     * req/s the last response may come long before it), or exactly -t if
+     * it abandoned stragglers. */
     uint64_t stop = last ? last : end;
+    if (sh.end_ns && end >= sh.end_ns)
+        stop = res.st.abandoned || last < sh.end_ns ? sh.end_ns : last;
     if (atomic_load(&sh.stop))
         stop = end;
-    if (res.st.abandoned && sh.end_ns)
-        stop = sh.end_ns;
     res.seconds = (double)(stop - sh.start_ns) / 1e9;
     res.cpu_user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
     res.cpu_sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);

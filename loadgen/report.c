@@ -69,7 +69,7 @@ void report_text(const struct result *r)
     printf("Transfer rate:          %.2f [Kbytes/sec] received\n",
            r->seconds > 0 ? (double)s->bytes_total / 1024.0 / r->seconds : 0);
     if (c->rate > 0)
-        printf("Target rate:            %.0f [#/sec] (latency from the intended send time)\n",
+        printf("Target rate:            %.10g [#/sec] (latency from the intended send time)\n",
                c->rate);
     printf("\n");
     const struct hist *h = &s->lat;
@@ -116,7 +116,7 @@ void report_json(const struct result *r)
     json_str(f, r->tgt->path);
     fprintf(f,
             ",\"doc_length\":%llu,\"concurrency\":%d,\"threads\":%d,\"keepalive\":%s,"
-            "\"rate\":%.0f,\"requests\":%llu,\"completed\":%llu,\"failed\":%llu,"
+            "\"rate\":%.10g,\"requests\":%llu,\"completed\":%llu,\"failed\":%llu,"
             "\"failed_connect\":%llu,\"failed_receive\":%llu,\"failed_send\":%llu,"
             "\"failed_timeout\":%llu,\"failed_exceptions\":%llu,\"length_mismatch\":%llu,"
             "\"non2xx\":%llu,\"keepalive_requests\":%llu,\"connections\":%llu,\"abandoned\":%llu,"
@@ -158,7 +158,7 @@ int report_csv(const struct result *r, const char *path)
         fprintf(f, "url,concurrency,threads,keepalive,rate,requests,completed,failed,non2xx,"
                    "seconds,rps,lat_min_us,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,"
                    "lat_p999_us,lat_max_us,cpu_user_s,cpu_sys_s,cpu_us_per_req\n");
-    fprintf(f, "\"%s\",%d,%d,%d,%.0f,%llu,%llu,%llu,%llu,%.6f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,"
+    fprintf(f, "\"%s\",%d,%d,%d,%.10g,%llu,%llu,%llu,%llu,%.6f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,"
                "%.1f,%.1f,%.6f,%.6f,%.3f\n",
             r->cfg->url, r->cfg->concurrency, r->cfg->threads, r->cfg->keepalive, r->cfg->rate,
             (unsigned long long)(s->completed + result_failed(s)),

@@ -379,6 +379,25 @@ START_TEST(rate_is_held)
 }
 END_TEST
 
+/* Below 1 req/s (issue 11, item 7): --rate 0.001 -t 3 ran 3 s but reported
+ * 'Time taken 0.001 s' (to its only response) and 683.87 req/s, and
+ * --rate 0.5 printed 'Target rate: 0'. */
+START_TEST(rate_below_one)
+{
+    server_start(false);
+    int rc = loadgen("-q -k -c 1 --rate 0.5 -t 1.5 --csv - http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "Complete requests:      1\n"), "one request at 0.5/s in 1.5 s: %s", out);
+    const char *t = strstr(out, "Time taken for tests:");
+    ck_assert_ptr_nonnull(t);
+    double secs = strtod(t + strlen("Time taken for tests:"), NULL);
+    ck_assert_msg(secs >= 1.49 && secs < 2.5, "time taken %.3f s of a 1.5 s run: %s", secs, out);
+    ck_assert_msg(strstr(out, "Target rate:            0.5 [#/sec]"), "%s", out);
+    ck_assert_msg(strstr(out, ",1,1,1,0.5,1,1,0,0,"), "CSV row with rate 0.5: %s", out);
+}
+END_TEST
+
 START_TEST(timeout_fails_requests)
 {
     server_start(false);
@@ -626,6 +645,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, server_closes_every_connection);
     tcase_add_test(tc, timelimit_stops_by_itself);
     tcase_add_test(tc, rate_is_held);
+    tcase_add_test(tc, rate_below_one);
     tcase_add_test(tc, timeout_fails_requests);
     tcase_add_test(tc, refused_connects_fail);
     tcase_add_test(tc, close_with_the_data);
