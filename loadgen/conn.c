@@ -37,6 +37,40 @@ static int value_has(const char *v, size_t n, const char *word)
     return 0;
 }
 
+/* A Content-Length value v[0..end): digits, or a list of equal ones
+ * ("5, 5", which RFC 9110 lets a recipient take as one). A sign, other
+ * characters, a list of different values or more than 2^64-1 is
+ * malformed: -1. */
+static int parse_length(const char *v, const char *end, uint64_t *out)
+{
+    bool have = false;
+    uint64_t first = 0;
+    for (const char *p = v;;) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *digits = p;
+        uint64_t n = 0;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            unsigned d = (unsigned)(*p - '0');
+            if (n > (UINT64_MAX - d) / 10)
+                return -1;
+            n = n * 10 + d;
+        }
+        if (p == digits || (have && n != first))
+            return -1;
+        first = n;
+        have = true;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == end)
+            break;
+        if (*p++ != ',')
+            return -1;
+    }
+    *out = first;
+    return 0;
+}
+
 /* Parses the head h[0..n) (ending in CRLFCRLF) and picks the body framing. */
 static int parse_head(struct resp *r, const char *h, size_t n)
 {
@@ -68,12 +102,11 @@ static int parse_head(struct resp *r, const char *h, size_t n)
             switch (nn) {
             case 14:
                 if (name_is(p, nn, "content-length", 14)) {
-                    len = 0;
-                    const char *d = v;
-                    for (; d < le && *d >= '0' && *d <= '9'; d++)
-                        len = len * 10 + (uint64_t)(*d - '0');
-                    if (d == v)
+                    /* Two that differ: which body is meant is unknown. */
+                    uint64_t n;
+                    if (parse_length(v, le, &n) < 0 || (have_len && n != len))
                         return R_ERROR;
+                    len = n;
                     have_len = true;
                 }
                 break;

@@ -75,9 +75,10 @@ static const char usage[] =
     "microseconds, from a log histogram precise to 1/64) and the client's own CPU\n"
     "time per completed request.\n"
     "\n"
-    "Exit status: 0 when every request completed (whatever the HTTP status), 1 when\n"
-    "any request failed (connect, send or receive error, timeout, malformed\n"
-    "response), 2 on bad usage (also a -c that the open-file limit cannot hold:\n"
+    "Exit status: 0 when every request completed (whatever the HTTP status) and at\n"
+    "least one did, 1 when any request failed (connect, send or receive error,\n"
+    "timeout, malformed response) or none completed (e.g. all abandoned at -t),\n"
+    "2 on bad usage (also a -c that the open-file limit cannot hold:\n"
     "loadgen raises its soft limit up to the hard one, and refuses beyond it).\n"
     "\n"
     "Examples:\n"
@@ -432,5 +433,6 @@ int main(int argc, const char *const *argv)
     request_free(&req);
     if (kp)
         keys_free(kp);
-    return failed ? ZB_EXIT_FAIL : rc;
+    /* A run that completed nothing measured nothing: not a success. */
+    return failed || !res.st.completed ? ZB_EXIT_FAIL : rc;
 }

@@ -91,6 +91,12 @@ static int answer(int fd, const char *req, size_t len)
         return send_close(fd, "HTTP/1.0 200 OK\r\n\r\nbody");
     if (!strncmp(path, "/short", 6))          /* fewer bytes than Content-Length */
         return send_close(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+    if (!strncmp(path, "/twolengths", 11)) {  /* which body is meant? */
+        if (sendf(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 12\r\n\r\n"
+                      "hello world\n"))
+            return -1;
+        return close ? -1 : 0;
+    }
     if (!strncmp(path, "/garbage", 8))
         return send_close(fd, "garbage");
     if (!strncmp(path, "/chunked", 8)) {
@@ -486,6 +492,25 @@ START_TEST(concurrency_beyond_fd_limit)
 }
 END_TEST
 
+/* Exit status (issue 11, item 8): 0 means every request completed, so a
+ * run that completed none is not a success; and a response with two
+ * different Content-Lengths is malformed, an Exception. */
+START_TEST(exit_status_and_two_lengths)
+{
+    server_start(false);
+    /* The one request hangs past -t and its grace: abandoned, none done. */
+    int rc = loadgen("-q --json -n 1 -t 0.3 http://127.0.0.1:%d/hang", srv.port);
+    ck_assert_msg(rc == 1, "nothing completed, yet rc %d: %s", rc, out);
+    ck_assert_int_eq(jint("completed"), 0);
+    ck_assert_int_eq(jint("abandoned"), 1);
+    rc = loadgen("-q -k --json -n 20 -c 2 http://127.0.0.1:%d/twolengths", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, out);
+    check_identity(20);
+    ck_assert_int_eq(jint("failed_exceptions"), 20);
+}
+END_TEST
+
 /* ---- keys ---- */
 static char keyfile[1100];
 
@@ -651,6 +676,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, close_with_the_data);
     tcase_add_test(tc, many_connections_interleaved);
     tcase_add_test(tc, concurrency_beyond_fd_limit);
+    tcase_add_test(tc, exit_status_and_two_lengths);
     tcase_add_test(tc, seed_repeatable);
     tcase_add_test(tc, miss_ratio);
     tcase_add_test(tc, bad_flags_exit_2);
