@@ -58,6 +58,7 @@ struct loop {
     int unstarted;             /* conns[unstarted..n) have not begun yet */
     uint64_t done;             /* completed + failed, for progress */
     char *rbuf;
+    bool no_pwait2;            /* epoll_pwait2 said ENOSYS: ms timeouts only */
 };
 
 static void close_fd(struct conn *c)
@@ -383,9 +384,12 @@ static int wait_events(struct loop *L, struct epoll_event *ev, uint64_t now, uin
     if (wake < limit) {
         uint64_t d = wake > now ? wake - now : 0;
         struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
-        int n = epoll_pwait2(L->ep, ev, EV_BATCH, &ts, NULL);
-        if (n >= 0 || errno != ENOSYS)
-            return n;
+        if (!L->no_pwait2) {
+            int n = epoll_pwait2(L->ep, ev, EV_BATCH, &ts, NULL);
+            if (n >= 0 || errno != ENOSYS)
+                return n;
+            L->no_pwait2 = true;       /* kernel before 5.11, or valgrind */
+        }
         return epoll_wait(L->ep, ev, EV_BATCH, (int)((d + 999999) / 1000000));
     }
     return epoll_wait(L->ep, ev, EV_BATCH, (int)(SCAN_NS / 1000000));
