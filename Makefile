@@ -56,10 +56,10 @@ $(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 
 # The server's HTTP side without its main(), for tests/fuzz/fuzz_http.c;
-# loadgen's parsers (response, HdrHistogram log) for the unit tests and
-# tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
+# loadgen's parsers (response, HdrHistogram log, URL) for the unit tests
+# and tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
 SERVER_LIB_OBJ = $(BUILD)/obj/server/http.o $(BUILD)/obj/server/pool.o
-LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats)
+LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url)
 
 $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
 	@mkdir -p $(BIN)

@@ -88,11 +88,13 @@ struct target {
 /* Splits an http:// or https:// URL; on error writes a message to err and
  * returns -1. No name lookup yet. */
 int url_parse(const char *url, struct target *t, char *err, size_t errlen);
-/* Resolves connect_host with getaddrinfo; with several addresses, tries
- * each with a connect (at most timeout_s each) and keeps the first that
- * accepts, else the first. -1 with a message if the name does not resolve. */
+/* Resolves connect_host with getaddrinfo and picks an address (target_pick);
+ * -1 with a message if the name does not resolve. */
 int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
                    double timeout_s, char *err, size_t errlen);
+/* With several addresses, the first that accepts a connection within
+ * timeout_s (else the first) becomes t->chosen. */
+void target_pick(struct target *t, double timeout_s);
 /* "a.b.c.d:port" or "[v6]:port" of the address in use. */
 void target_addr_text(const struct target *t, char *out, size_t outlen);
 

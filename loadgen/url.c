@@ -137,6 +137,18 @@ static int probe(const struct target *t, int i, double timeout_s)
     return rc;
 }
 
+void target_pick(struct target *t, double timeout_s)
+{
+    /* One address: nothing to choose; a refused connect is the run's
+     * Connect error. Several: the first that accepts. */
+    t->chosen = 0;
+    for (int i = 0; t->naddrs > 1 && i < t->naddrs; i++)
+        if (probe(t, i, timeout_s) == 0) {
+            t->chosen = i;
+            return;
+        }
+}
+
 int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
                    double timeout_s, char *err, size_t errlen)
 {
@@ -174,14 +186,7 @@ int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
         snprintf(err, errlen, "cannot resolve '%s': no usable address", t->connect_host);
         return -1;
     }
-    /* One address: nothing to choose; a refused connect is the run's
-     * Connect error. Several: the first that accepts. */
-    t->chosen = 0;
-    for (int i = 0; t->naddrs > 1 && i < t->naddrs; i++)
-        if (probe(t, i, timeout_s) == 0) {
-            t->chosen = i;
-            break;
-        }
+    target_pick(t, timeout_s);
     if (bind_addr) {                   /* -B: in the family chosen */
         struct addrinfo bh = { .ai_family = t->addr[t->chosen].ss_family,
                                .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *b;

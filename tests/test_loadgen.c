@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "loadgen.h"
 
 /* ---- the server ---- */
 #define LOG_MAX 20000
@@ -28,9 +29,12 @@ static struct {
     _Atomic int stop, accepted, requests, open_conns;
     bool close_all;                /* answer every request with Connection: close */
     bool serial;                   /* answer on the accepting thread, then close */
+    int family;                    /* AF_INET (127.0.0.1) or AF_INET6 (::1) */
     pthread_mutex_t mu;
     char (*log)[64];               /* paths in arrival order */
     int nlog;
+    char last_head[4096];          /* the last request's head */
+    _Atomic long body_bytes;       /* request bodies (Content-Length) read */
 } srv;
 
 static void log_path(const char *p, size_t n)
@@ -69,7 +73,9 @@ static int send_close(int fd, const char *s)
     return -1;
 }
 
-/* Answers one request; returns 0 to keep the connection, -1 to close it. */
+/* Answers one request; returns 0 to keep the connection, -1 to close it.
+ * HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 (ab's)
+ * closes unless asked to keep it alive, and then says Keep-Alive. */
 static int answer(int fd, const char *req, size_t len)
 {
     const char *sp = memchr(req, ' ', len);
@@ -77,9 +83,23 @@ static int answer(int fd, const char *req, size_t len)
     const char *pe = memchr(path, ' ', len - (size_t)(path - req));
     size_t pl = pe ? (size_t)(pe - path) : 0;
     log_path(path, pl);
+    pthread_mutex_lock(&srv.mu);
+    snprintf(srv.last_head, sizeof srv.last_head, "%s", req);
+    pthread_mutex_unlock(&srv.mu);
     atomic_fetch_add(&srv.requests, 1);
-    bool close = srv.close_all || strstr(req, "Connection: close") != NULL;
-    const char *conn = close ? "Connection: close\r\n" : "";
+    bool http10 = pe && !strncmp(pe, " HTTP/1.0\r\n", 11);
+    bool keep10 = http10 && strcasestr(req, "Connection: Keep-Alive") != NULL;
+    bool close = srv.close_all || strcasestr(req, "Connection: close") != NULL ||
+                 (http10 && !keep10);
+    const char *conn = close ? "Connection: close\r\n" : keep10 ? "Connection: Keep-Alive\r\n" : "";
+    if (!strncmp(req, "HEAD ", 5)) {          /* a length, and no body */
+        char h[256];
+        snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nServer: tiny/1.0\r\nContent-Length: 12\r\n%s\r\n",
+                 conn);
+        return sendf(fd, h) || close ? -1 : 0;
+    }
+    if (!strncmp(path, "/slow", 5))
+        usleep(20000);
     char head[256];
     if (!strncmp(path, "/hang", 5)) {
         while (!atomic_load(&srv.stop))
@@ -139,13 +159,21 @@ static void *serve_conn(void *arg)
     size_t have = 0;
     for (;;) {
         char *end = have >= 4 ? memmem(buf, have, "\r\n\r\n", 4) : NULL;
+        size_t body = 0;
         if (end) {
             size_t len = (size_t)(end - buf) + 4;
+            char *cl = memmem(buf, len, "Content-Length: ", 16);
+            if (cl)
+                body = strtoul(cl + 16, NULL, 10);
+        }
+        if (end && (size_t)(end - buf) + 4 + body <= have) {
+            size_t len = (size_t)(end - buf) + 4;
             buf[len - 1] = 0;  /* the head as a string for strstr; byte was '\n' */
+            atomic_fetch_add(&srv.body_bytes, (long)body);
             if (answer(fd, buf, len) < 0)
                 break;
-            memmove(buf, buf + len, have - len);
-            have -= len;
+            memmove(buf, buf + len + body, have - len - body);
+            have -= len + body;
             continue;
         }
         ssize_t k = recv(fd, buf + have, sizeof buf - 1 - have, 0);
@@ -194,24 +222,40 @@ static void *accept_loop(void *arg)
     return NULL;
 }
 
-static void server_start(bool close_all)
+static void server_start_on(bool close_all, int family)
 {
     memset(&srv, 0, sizeof srv);
     pthread_mutex_init(&srv.mu, NULL);
     srv.log = calloc(LOG_MAX, sizeof *srv.log);
     srv.close_all = close_all;
-    srv.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    srv.family = family;
+    srv.lfd = socket(family, SOCK_STREAM, 0);
     ck_assert_int_ge(srv.lfd, 0);
     int one = 1;
     setsockopt(srv.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    struct sockaddr_storage ss = { 0 };
+    socklen_t al;
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_loopback;
+        setsockopt(srv.lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        al = sizeof *a6;
+    } else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        al = sizeof *a4;
+    }
+    ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&ss, al), 0);
     ck_assert_int_eq(listen(srv.lfd, 1024), 0);
-    socklen_t al = sizeof a;
-    getsockname(srv.lfd, (struct sockaddr *)&a, &al);
-    srv.port = ntohs(a.sin_port);
+    getsockname(srv.lfd, (struct sockaddr *)&ss, &al);
+    srv.port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                        : ((struct sockaddr_in *)&ss)->sin_port);
     ck_assert_int_eq(pthread_create(&srv.accepter, NULL, accept_loop, NULL), 0);
 }
+
+static void server_start(bool close_all) { server_start_on(close_all, AF_INET); }
 
 /* Stops the server; copies its path log into keep (if not NULL) first. */
 static int server_stop_log(char (*keep)[64])
@@ -520,6 +564,187 @@ START_TEST(exit_status_and_two_lengths)
 }
 END_TEST
 
+
+/* ---- the response parser (resp.c), framing edge cases ---- */
+
+/* Feeds text to a fresh parser `step` bytes at a time (0: all at once)
+ * until it is done or fails; *used is what it consumed. */
+static int feed_in(const char *text, bool head, size_t step, struct resp *r, size_t *used)
+{
+    static char server[64];
+    resp_reset(r, head);
+    r->server = server;
+    r->server_len = sizeof server;
+    size_t n = strlen(text), off = 0;
+    int rc = R_MORE;
+    while (off < n && rc == R_MORE) {
+        size_t k = step && n - off > step ? step : n - off, u = 0;
+        rc = resp_feed(r, text + off, k, &u);
+        off += rc == R_MORE ? k : u;
+    }
+    *used = off;
+    return rc;
+}
+
+/* The same verdict and counts whether the bytes come at once, one by one
+ * or three at a time. */
+static int feed(const char *text, bool head, struct resp *r, size_t *used)
+{
+    static struct resp other;
+    int rc = feed_in(text, head, 0, r, used);
+    for (size_t step = 1; step <= 3; step += 2) {
+        size_t u2;
+        int rc2 = feed_in(text, head, step, &other, &u2);
+        ck_assert_msg(rc2 == rc, "'%s': %d at once, %d in %zu-byte pieces", text, rc, rc2, step);
+        if (rc != R_ERROR) {
+            ck_assert_uint_eq(u2, *used);
+            ck_assert_uint_eq(other.body, r->body);
+            ck_assert_uint_eq(other.total, r->total);
+        }
+    }
+    return rc;
+}
+
+#define H11 "HTTP/1.1 200 OK\r\n"
+
+START_TEST(framing_content_length)
+{
+    static struct resp r;
+    size_t used;
+    ck_assert_int_eq(feed(H11 "Content-Length: 5\r\n\r\nhello", false, &r, &used), R_DONE);
+    ck_assert_uint_eq(r.body, 5);
+    ck_assert_uint_eq(r.total, used);
+    /* Bytes after the body are the next response's, not this one's. */
+    ck_assert_int_eq(feed(H11 "Content-Length: 2\r\n\r\nhiEXTRA", false, &r, &used), R_DONE);
+    ck_assert_uint_eq(used, strlen(H11 "Content-Length: 2\r\n\r\nhi"));
+    /* Larger than the body, then the close: not complete. */
+    ck_assert_int_eq(feed(H11 "Content-Length: 10\r\n\r\nhello", false, &r, &used), R_MORE);
+    ck_assert_int_eq(resp_eof(&r), R_ERROR);
+    /* The largest length there is, and one more (overflow). */
+    ck_assert_int_eq(feed(H11 "Content-Length: 18446744073709551615\r\n\r\nx", false, &r, &used),
+                     R_MORE);
+    const char *bad[] = {
+        H11 "Content-Length: 18446744073709551616\r\n\r\n",
+        H11 "Content-Length: 99999999999999999999999999\r\n\r\n",
+        H11 "Content-Length: -1\r\n\r\n",
+        H11 "Content-Length: +5\r\n\r\nhello",
+        H11 "Content-Length: 5x\r\n\r\nhello",
+        H11 "Content-Length: \r\n\r\n",
+        H11 "Content-Length: 5, 6\r\n\r\nhello",
+        H11 "Content-Length: 5\r\nContent-Length: 12\r\n\r\nhello world\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(feed(bad[i], false, &r, &used) == R_ERROR, "accepted: %s", bad[i]);
+    /* Equal values, in a list or twice, are one length (RFC 9110 8.6). */
+    ck_assert_int_eq(feed(H11 "Content-Length: 5, 5\r\n\r\nhello", false, &r, &used), R_DONE);
+    ck_assert_int_eq(feed(H11 "Content-Length: 5\r\ncontent-length:  5 \r\n\r\nhello", false, &r,
+                          &used), R_DONE);
+    /* No length, no chunks: the body runs to the close. */
+    ck_assert_int_eq(feed(H11 "Server: x\r\n\r\nto the end", false, &r, &used), R_MORE);
+    ck_assert_int_eq(resp_eof(&r), R_DONE);
+    ck_assert_uint_eq(r.body, 10);
+}
+END_TEST
+
+START_TEST(framing_chunked)
+{
+    static struct resp r;
+    size_t used;
+    const char *te = H11 "Transfer-Encoding: chunked\r\n\r\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s5;ext=\"a b\"\r\nhello\r\n0\r\nX-Sum: 1\r\nX-More: 2\r\n\r\nNEXT", te);
+    ck_assert_int_eq(feed(buf, false, &r, &used), R_DONE);
+    ck_assert_uint_eq(r.body, 5);
+    ck_assert_uint_eq(used, strlen(buf) - 4);       /* trailers read, NEXT left */
+    snprintf(buf, sizeof buf, "%s0\r\n\r\n", te);     /* no trailer */
+    ck_assert_int_eq(feed(buf, false, &r, &used), R_DONE);
+    /* 15 hex digits fit; 17 overflow 64 bits (2^68). */
+    snprintf(buf, sizeof buf, "%sfffffffffffffff\r\nabc", te);
+    ck_assert_int_eq(feed(buf, false, &r, &used), R_MORE);
+    snprintf(buf, sizeof buf, "%s10000000000000000\r\n", te);
+    ck_assert_int_eq(feed(buf, false, &r, &used), R_ERROR);
+    const char *bad[] = { "\r\n", "x\r\n", "-1\r\n", "5\r\nhelloXX", "5\r\nhello\r\n;\r\n" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(buf, sizeof buf, "%s%s", te, bad[i]);
+        ck_assert_msg(feed(buf, false, &r, &used) == R_ERROR, "accepted chunks '%s'", bad[i]);
+    }
+    /* Chunked wins over a Content-Length beside it (RFC 9112 6.3). */
+    snprintf(buf, sizeof buf, H11 "Content-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "2\r\nhi\r\n0\r\n\r\n");
+    ck_assert_int_eq(feed(buf, false, &r, &used), R_DONE);
+    ck_assert_uint_eq(r.body, 2);
+}
+END_TEST
+
+START_TEST(framing_heads)
+{
+    static struct resp r;
+    size_t used;
+    /* Interim 1xx heads are skipped; the final one counts. */
+    ck_assert_int_eq(feed("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                          "HTTP/1.1 100 Continue\r\n\r\n" H11 "Content-Length: 2\r\n\r\nhi",
+                          false, &r, &used), R_DONE);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(r.body, 2);
+    ck_assert_int_eq(feed("HTTP/1.1 101 Switching Protocols\r\n\r\n", false, &r, &used),
+                     R_ERROR);
+    /* HEAD, 204 and 304 have no body whatever the length says. */
+    ck_assert_int_eq(feed(H11 "Content-Length: 100\r\n\r\n", true, &r, &used), R_DONE);
+    ck_assert_uint_eq(r.body, 0);
+    ck_assert_int_eq(feed("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n", false, &r, &used),
+                     R_DONE);
+    ck_assert_int_eq(feed("HTTP/1.1 304 Not Modified\r\n\r\n", false, &r, &used), R_DONE);
+    /* HTTP/1.0 closes unless it says keep-alive. */
+    ck_assert_int_eq(feed("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false, &r, &used), R_DONE);
+    ck_assert(r.close);
+    ck_assert_int_eq(feed("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+                          false, &r, &used), R_DONE);
+    ck_assert(!r.close);
+    ck_assert_int_eq(feed(H11 "Connection: close\r\nContent-Length: 0\r\n\r\n", false, &r, &used),
+                     R_DONE);
+    ck_assert(r.close);
+    /* Not HTTP: refused at the first bytes, without waiting for a head. */
+    ck_assert_int_eq(feed("garbage", false, &r, &used), R_ERROR);
+    ck_assert_int_eq(feed("HTTP/2 200\r\n\r\n", false, &r, &used), R_ERROR);
+    ck_assert_int_eq(feed("HTTP/1.1 2x0 OK\r\n\r\n", false, &r, &used), R_ERROR);
+    /* A head bigger than HEAD_MAX. */
+    static char big[HEAD_MAX + 64];
+    snprintf(big, sizeof big, H11 "X-Big: ");
+    memset(big + strlen(big), 'a', HEAD_MAX);
+    ck_assert_int_eq(feed(big, false, &r, &used), R_ERROR);
+}
+END_TEST
+
+/* With several addresses, the first that accepts is used: ::1 first and
+ * only 127.0.0.1 listening, or the other way round. */
+START_TEST(every_address_tried)
+{
+    for (int fam = 0; fam < 2; fam++) {
+        server_start_on(false, fam ? AF_INET6 : AF_INET);
+        struct target t = { .naddrs = 2 };
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&t.addr[fam ? 0 : 1];
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&t.addr[fam ? 1 : 0];
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a4->sin_port = htons((uint16_t)srv.port);
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_loopback;
+        a6->sin6_port = htons((uint16_t)srv.port);
+        t.addrlen[fam ? 0 : 1] = sizeof *a4;
+        t.addrlen[fam ? 1 : 0] = sizeof *a6;
+        target_pick(&t, 2);
+        ck_assert_int_eq(t.chosen, 1);
+        ck_assert_int_eq(t.addr[1].ss_family, fam ? AF_INET6 : AF_INET);
+        /* And a whole run by name and by IPv6 literal. */
+        int rc = fam ? loadgen("-q -k --json -n 20 -c 2 'http://[::1]:%d/'", srv.port)
+                     : loadgen("-q -k --json -n 20 -c 2 http://localhost:%d/", srv.port);
+        server_stop();
+        ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+        ck_assert_int_eq(jint("completed"), 20);
+    }
+}
+END_TEST
+
 /* ---- keys ---- */
 static char keyfile[1100];
 
@@ -696,6 +921,10 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, many_connections_interleaved);
     tcase_add_test(tc, concurrency_beyond_fd_limit);
     tcase_add_test(tc, exit_status_and_two_lengths);
+    tcase_add_test(tc, framing_content_length);
+    tcase_add_test(tc, framing_chunked);
+    tcase_add_test(tc, framing_heads);
+    tcase_add_test(tc, every_address_tried);
     tcase_add_test(tc, seed_repeatable);
     tcase_add_test(tc, miss_ratio);
     tcase_add_test(tc, bad_flags_exit_2);
