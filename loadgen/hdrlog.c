@@ -377,27 +377,26 @@ static struct hist *tag_hist(struct stats *st, const char *tag, size_t n)
     return NULL;
 }
 
-/* Grows the interval arrays to hold index k. */
+/* Grows the interval array to hold index k; doubling, so a long log
+ * costs no more than twice its intervals. */
 static int reserve(struct agent_log *a, size_t k)
 {
-    if (k < a->npoints)
+    if (k < a->niv)
         return 0;
-    if (k > 10000000)
-        return -1;             /* over 115 days of 1 s intervals: garbage */
-    size_t n = k + 1;
-    struct point *p = realloc(a->points, n * sizeof *p);
-    if (!p)
-        return -1;
-    a->points = p;
-    struct hist *h = realloc(a->iv_hist, n * sizeof *h);
-    if (!h)
-        return -1;
-    a->iv_hist = h;
-    for (size_t i = a->npoints; i < n; i++) {
-        memset(&a->points[i], 0, sizeof a->points[i]);
-        hist_init(&a->iv_hist[i]);
+    if (k >= 4000000)
+        return -1;             /* 46 days of 1 s intervals: garbage */
+    if (k >= a->cap) {
+        size_t cap = a->cap ? a->cap : 64;
+        while (cap <= k)
+            cap *= 2;
+        struct agent_interval *p = realloc(a->iv, cap * sizeof *p);
+        if (!p)
+            return -1;
+        a->iv = p;
+        a->cap = cap;
     }
-    a->npoints = n;
+    memset(a->iv + a->niv, 0, (k + 1 - a->niv) * sizeof *a->iv);
+    a->niv = k + 1;
     return 0;
 }
 
@@ -442,7 +441,8 @@ static int summary_field(struct agent_log *a, const char *key, size_t kn, const 
         }
     struct { const char *name; char *p; size_t len; } strs[] = {
         { "server", a->server, sizeof a->server }, { "host", a->host, sizeof a->host },
-        { "path", a->path, sizeof a->path }, { "tls_info", a->tls_info, sizeof a->tls_info },
+        { "path", a->path, sizeof a->path }, { "method", a->method, sizeof a->method },
+        { "tls_info", a->tls_info, sizeof a->tls_info },
         { "tls_tmpkey", a->tls_tmpkey, sizeof a->tls_tmpkey },
         { "tls_sni", a->tls_sni, sizeof a->tls_sni },
     };
@@ -586,11 +586,13 @@ static int parse_interval(struct agent_log *a, const char *p, const char *end, c
     size_t k;
     if (interval_index(a, f[0], &k) < 0 || reserve(a, k) < 0)
         return fail(err, errlen, "interval start out of range");
-    hist_merge(&a->iv_hist[k], &tmp);
+    if (a->iv[k].hist)
+        return fail(err, errlen, "a second histogram for the same interval");
     hist_merge(&a->st.lat, &tmp);
-    a->points[k].t = f[0];
-    a->points[k].len = f[1];
-    a->points[k].completed += hist_count(&tmp);
+    a->iv[k].len = f[1];
+    a->iv[k].completed = hist_count(&tmp);
+    a->iv[k].hist = p;         /* decoded again by merge, interval by interval */
+    a->iv[k].hist_len = (size_t)(end - p);
     return 0;
 }
 
@@ -627,7 +629,9 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
                 snprintf(why, sizeof why, "a 'loadgen failed' line that is not T,LEN,N");
                 rc = -1;
             } else {
-                a->points[k].failed += nf;
+                a->iv[k].failed += nf;
+                if (!a->iv[k].len)
+                    a->iv[k].len = len;
             }
         } else if (starts(p, le, "#[loadgen summary: ")) {
             if (le == p || le[-1] != ']' || parse_summary(a, p + 19, le - 1) < 0) {
@@ -646,12 +650,6 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
         }
         p = nl ? nl + 1 : end;
     }
-    for (size_t k = 0; k < a->npoints; k++) {
-        struct point *pt = &a->points[k];
-        struct interval iv = { .completed = pt->completed, .failed = pt->failed };
-        memcpy(&iv.lat, &a->iv_hist[k], sizeof iv.lat);
-        point_from(pt, (double)k * a->interval_s, pt->len > 0 ? pt->len : a->interval_s, &iv);
-    }
     if (!a->have_summary) {
         snprintf(err, errlen, "%s: no '#[loadgen summary: ...]' line: not a whole loadgen --hdr-log "
                  "(did the run finish?)", name);
@@ -663,9 +661,7 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
 
 void agent_log_free(struct agent_log *a)
 {
-    free(a->points);
-    free(a->iv_hist);
-    a->points = NULL;
-    a->iv_hist = NULL;
-    a->npoints = 0;
+    free(a->iv);
+    a->iv = NULL;
+    a->niv = a->cap = 0;
 }

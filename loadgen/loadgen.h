@@ -250,12 +250,18 @@ void hdrlog_line(FILE *f, const char *tag, double t, double len, const struct hi
 /* What loadgen writes besides the histograms: '#' comments, which
  * HdrHistogram's readers skip. "#[loadgen failed: T,LEN,N]" per interval
  * with failures and one "#[loadgen summary: key=value ...]" at the end. */
+struct agent_interval {         /* one untagged line (or failures only) */
+    double len;
+    uint64_t completed, failed;
+    const char *hist;          /* its HISTF field, in the parsed text */
+    size_t hist_len;
+};
+
 struct agent_log {
     double start_epoch_s;
     double interval_s;
-    struct point *points;      /* by interval index from start */
-    struct hist *iv_hist;      /* the untagged histograms, one per interval */
-    size_t npoints;
+    struct agent_interval *iv; /* by interval index from start */
+    size_t niv, cap;
     struct stats st;           /* summary counts; histograms from the lines */
     bool have_summary;
     double seconds, cpu_user, cpu_sys, rate;
@@ -263,9 +269,11 @@ struct agent_log {
     bool keepalive, tls, posted, variable_length;
     int port;
     uint64_t doc_length;
-    char server[256], host[256], path[1024], tls_info[128], tls_tmpkey[128], tls_sni[256];
+    char server[256], host[256], path[1024], method[32], tls_info[128], tls_tmpkey[128],
+        tls_sni[256];
 };
-/* Parses a log held in text[0..n); name is for messages (file:line). */
+/* Parses a log held in text[0..n), which must outlive a (its intervals
+ * point into it); name is for messages (file:line). */
 int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a, char *err,
                  size_t errlen);
 void agent_log_free(struct agent_log *a);

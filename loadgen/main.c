@@ -201,6 +201,7 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     kv_str(f, "server", r->server);
     kv_str(f, "host", r->host);
     kv_str(f, "path", r->path);
+    kv_str(f, "method", r->cfg->method);
     kv_str(f, "tls_info", r->tls_info);
     kv_str(f, "tls_tmpkey", r->tls_tmpkey);
     kv_str(f, "tls_sni", r->tls_sni);
@@ -287,6 +288,9 @@ static int run(struct config *cfg)
             keys_free(kp);
         return cli_usage_error("loadgen");
     }
+    if (cfg->verbosity >= 2)           /* as ab prints it; a {key} slot shows empty */
+        printf("INFO: %s header == \n---\n%.*s%.*s\n---\n", cfg->method, (int)req.prelen,
+               req.pre, (int)req.postlen, req.post);
     FILE *hdr = NULL;
     if (cfg->hdr_log && !(hdr = fopen(cfg->hdr_log, "w"))) {
         fprintf(stderr, "loadgen: --hdr-log: cannot write '%s': %s\n", cfg->hdr_log,

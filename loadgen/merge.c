@@ -62,31 +62,24 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
     return p;
 }
 
-struct merged {
-    struct interval *iv;       /* by interval index from the first start */
-    size_t n;
-};
-
-static int add_intervals(struct merged *m, const struct agent_log *a, size_t k0)
+/* Interval k of the merged run: each agent's interval at the same wall
+ * time, histograms decoded from the logs and added. */
+static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, double len,
+                        struct point *p, char *err, size_t errlen)
 {
-    if (k0 + a->npoints > m->n) {
-        size_t n = k0 + a->npoints;
-        struct interval *p = realloc(m->iv, n * sizeof *p);
-        if (!p)
+    static struct interval sum;
+    sum.completed = sum.failed = 0;
+    hist_init(&sum.lat);
+    for (int i = 0; i < n; i++) {
+        if (k < k0[i] || k - k0[i] >= a[i].niv)
+            continue;
+        const struct agent_interval *iv = &a[i].iv[k - k0[i]];
+        sum.completed += iv->completed;
+        sum.failed += iv->failed;
+        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err, errlen) < 0)
             return -1;
-        for (size_t k = m->n; k < n; k++) {
-            p[k].completed = p[k].failed = 0;
-            hist_init(&p[k].lat);
-        }
-        m->iv = p;
-        m->n = n;
     }
-    for (size_t k = 0; k < a->npoints; k++) {
-        struct interval *into = &m->iv[k0 + k];
-        into->completed += a->points[k].completed;
-        into->failed += a->points[k].failed;
-        hist_merge(&into->lat, &a->iv_hist[k]);
-    }
+    point_from(p, (double)k * len, len, &sum);
     return 0;
 }
 
@@ -125,7 +118,8 @@ int merge_main(int argc, const char *const *argv)
         return cli_usage_error("loadgen merge");
     }
     struct agent_log *a = calloc((size_t)nlogs, sizeof *a);
-    if (!a) {
+    char **texts = calloc((size_t)nlogs, sizeof *texts);
+    if (!a || !texts) {
         fprintf(stderr, "loadgen merge: out of memory\n");
         return ZB_EXIT_FAIL;
     }
@@ -133,12 +127,11 @@ int merge_main(int argc, const char *const *argv)
     int rc = 0, parsed = 0;
     for (int i = 0; i < nlogs && !rc; i++, parsed++) {
         size_t n;
-        char *text = slurp(g->argv[g->ind + i], &n, err, sizeof err);
+        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, err, sizeof err);
         if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], err, sizeof err) < 0) {
             fprintf(stderr, "loadgen merge: %s\n", err);
             rc = ZB_EXIT_USAGE;
         }
-        free(text);
         if (!rc && fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
             fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
                     "with one --interval\n", g->argv[g->ind + i], a[i].interval_s,
@@ -147,8 +140,12 @@ int merge_main(int argc, const char *const *argv)
         }
     }
     if (rc) {
-        for (int i = 0; i < parsed; i++)
-            agent_log_free(&a[i]);
+        for (int i = 0; i < nlogs; i++) {
+            if (i < parsed)
+                agent_log_free(&a[i]);
+            free(texts[i]);
+        }
+        free(texts);
         free(a);
         return rc;
     }
@@ -158,6 +155,7 @@ int merge_main(int argc, const char *const *argv)
         if (a[i].start_epoch_s < base)
             base = a[i].start_epoch_s;
     static struct result r;
+    cfg.method = a[0].method[0] ? a[0].method : "GET";
     r = (struct result){ .cfg = &cfg, .host = a[0].host, .path = a[0].path, .port = a[0].port,
                          .agents = nlogs, .keepalive = a[0].keepalive, .tls = a[0].tls,
                          .posted = a[0].posted, .server = a[0].server,
@@ -166,8 +164,8 @@ int merge_main(int argc, const char *const *argv)
                          .start_epoch_s = base, .url = "" };
     cfg.variable_length |= a[0].variable_length;
     stats_init(&r.st);
-    struct merged m = { 0 };
-    for (int i = 0; i < nlogs && !rc; i++) {
+    size_t *k0 = calloc((size_t)nlogs, sizeof *k0), npoints = 0;
+    for (int i = 0; i < nlogs; i++) {
         stats_add(&r.st, &a[i].st);
         r.concurrency += a[i].concurrency;
         r.threads += a[i].threads;
@@ -176,18 +174,24 @@ int merge_main(int argc, const char *const *argv)
         r.cpu_sys += a[i].cpu_sys;
         if (a[i].start_epoch_s + a[i].seconds > end)
             end = a[i].start_epoch_s + a[i].seconds;
-        size_t k0 = (size_t)llround((a[i].start_epoch_s - base) / a[0].interval_s);
-        if (add_intervals(&m, &a[i], k0) < 0) {
-            fprintf(stderr, "loadgen merge: out of memory\n");
-            rc = ZB_EXIT_FAIL;
-        }
+        if (k0)
+            k0[i] = (size_t)llround((a[i].start_epoch_s - base) / a[0].interval_s);
+        if (k0 && k0[i] + a[i].niv > npoints)
+            npoints = k0[i] + a[i].niv;
     }
     r.seconds = end - base;
-    struct point *pts = m.n ? calloc(m.n, sizeof *pts) : NULL;
-    for (size_t k = 0; pts && k < m.n; k++)
-        point_from(&pts[k], (double)k * a[0].interval_s, a[0].interval_s, &m.iv[k]);
+    struct point *pts = npoints ? calloc(npoints, sizeof *pts) : NULL;
+    if (!k0 || (npoints && !pts)) {
+        fprintf(stderr, "loadgen merge: out of memory\n");
+        rc = ZB_EXIT_FAIL;
+    }
+    for (size_t k = 0; !rc && k < npoints; k++)
+        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], err, sizeof err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err);
+            rc = ZB_EXIT_USAGE;
+        }
     r.points = pts;
-    r.npoints = pts ? m.n : 0;
+    r.npoints = npoints;
     if (!rc) {
         if (cfg.json)
             report_json(&r);
@@ -206,9 +210,12 @@ int merge_main(int argc, const char *const *argv)
             rc = ZB_EXIT_FAIL;
     }
     free(pts);
-    free(m.iv);
-    for (int i = 0; i < nlogs; i++)
+    free(k0);
+    for (int i = 0; i < nlogs; i++) {
         agent_log_free(&a[i]);
+        free(texts[i]);
+    }
+    free(texts);
     free(a);
     return rc;
 }

@@ -9,12 +9,14 @@
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -745,6 +747,349 @@ START_TEST(every_address_tried)
 }
 END_TEST
 
+
+/* ---- HdrHistogram logs, merge ---- */
+
+static char node_out[65536];
+
+/* tests/hdrlog/check.mjs on the logs: the reference decoder's view. */
+static void reference_read(const char *logs)
+{
+    const char *dir = getenv("ZB_HDRJS");
+    char def[1100];
+    if (!dir || !*dir) {
+        snprintf(def, sizeof def, "%s", data_path("npm/hdrlog"));
+        dir = def;
+    }
+    int rc = run_cmd(node_out, sizeof node_out, "ZB_HDRJS=%s node tests/hdrlog/check.mjs %s",
+                     dir, logs);
+    ck_assert_msg(rc == 0, "check.mjs (is hdr-histogram-js installed? make hdrjs): %s", node_out);
+}
+
+static double num_in(const char *text, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    ck_assert_msg(p != NULL, "no %s in: %.2000s", key, text);
+    return strtod(p + strlen(pat), NULL);
+}
+
+/* loadgen's own percentiles against the reference decoder's, read from
+ * the log: the same to the 0.1 us the JSON prints. */
+static void same_percentiles(const char *lg_json, const char *ref)
+{
+    const char *lat = strstr(lg_json, "\"latency_us\":");
+    ck_assert_ptr_nonnull(lat);
+    const char *keys[][2] = { { "p50", "p50_us" }, { "p90", "p90_us" }, { "p99", "p99_us" } };
+    for (int i = 0; i < 3; i++) {
+        double mine = num_in(lat, keys[i][0]), theirs = num_in(ref, keys[i][1]);
+        ck_assert_msg(fabs(mine - theirs) <= 0.11, "%s: loadgen %.1f us, hdr-histogram-js %.3f us",
+                      keys[i][0], mine, theirs);
+    }
+}
+
+START_TEST(hdr_log_read_by_reference)
+{
+    server_start(false);
+    const char *dir = test_dir("loadgen-hdr");
+    char log[1100];
+    snprintf(log, sizeof log, "%s/run.hlog", dir);
+    int rc = loadgen("-q -k --json -c 4 -t 2.2 --hdr-log %s http://127.0.0.1:%d/", log,
+                     srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    reference_read(log);
+    long done = jint("completed");
+    ck_assert_int_gt(done, 100);
+    ck_assert_int_eq((long)num_in(node_out, "count"), done);
+    ck_assert_int_eq((long)num_in(node_out, "tagged"), 4);      /* ab's four tables */
+    /* One histogram per interval, as many as the JSON's time series. */
+    int n = (int)num_in(node_out, "intervals");
+    ck_assert_msg(n >= 3 && n <= 4, "%d intervals in 2.2 s: %s", n, node_out);
+    const char *pi = strstr(node_out, "\"per_interval\":[") + 16;
+    const char *iv = strstr(out, "\"intervals\":[");
+    ck_assert_ptr_nonnull(iv);
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        long ref = strtol(pi, (char **)&pi, 10);
+        pi++;
+        iv = strstr(iv, "\"completed\":");
+        ck_assert_ptr_nonnull(iv);
+        long mine = strtol(iv + 12, NULL, 10);
+        iv += 12;
+        ck_assert_msg(mine == ref, "interval %d: %ld in the JSON, %ld in the log", i, mine, ref);
+        sum += mine;
+    }
+    ck_assert_int_eq(sum, done);
+    same_percentiles(out, node_out);
+}
+END_TEST
+
+/* Three agents with one --start-at, one of them on a path that takes
+ * 20 ms: `loadgen merge` adds their counts, and its percentiles are those
+ * of the summed histograms (the reference decoder adds them too), not an
+ * average of the agents'. */
+START_TEST(merge_agents)
+{
+    server_start(false);
+    const char *dir = test_dir("loadgen-merge");
+    char logs[4000] = "", cmd[6000] = "";
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long at = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1500;
+    for (int i = 0; i < 3; i++) {
+        char one[1200];
+        snprintf(one, sizeof one, "%s/agent%d.hlog", dir, i);
+        snprintf(logs + strlen(logs), sizeof logs - strlen(logs), " %s", one);
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd),
+                 "%s -q -k -c 2 -t 1.5 --start-at %lld --hdr-log %s --json "
+                 "http://127.0.0.1:%d/%s > %s/agent%d.json & ",
+                 prog("loadgen"), at, one, srv.port, i == 2 ? "slow" : "", dir, i);
+    }
+    snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "wait");
+    int rc = run_cmd(out, sizeof out, "%s", cmd);
+    server_stop();
+    ck_assert_msg(rc == 0, "agents: %s", OUT);
+    long sum = 0;
+    for (int i = 0; i < 3; i++) {
+        rc = run_cmd(out, sizeof out, "cat %s/agent%d.json", dir, i);
+        ck_assert_int_eq(rc, 0);
+        sum += jint("completed");
+        double start = jnum("start_epoch_s");
+        ck_assert_msg(start >= (double)at / 1000 - 0.002 && start < (double)at / 1000 + 0.3,
+                      "agent %d started at %.3f, asked %.3f", i, start, (double)at / 1000);
+    }
+    rc = loadgen("merge --json%s", logs);
+    ck_assert_msg(rc == 0, "merge rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint("completed"), sum);
+    ck_assert_int_eq(jint("concurrency"), 6);
+    ck_assert_int_eq(jint("agents"), 3);
+    double secs = jnum("seconds");
+    ck_assert_msg(secs >= 1.5 && secs < 2.5, "merged run of %.3f s", secs);
+    reference_read(logs);
+    ck_assert_int_eq((long)num_in(node_out, "count"), sum);
+    same_percentiles(out, node_out);
+    /* The slow agent's 20 ms (under 1% of the requests) is in the tail. */
+    const char *lat = strstr(out, "\"latency_us\":");
+    ck_assert_msg(num_in(lat, "p999") >= 20000 && num_in(lat, "p50") < 20000, "%s", lat);
+    /* The text report says how many were merged. */
+    rc = loadgen("merge%s", logs);
+    ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3"), "%s", OUT);
+    /* A file that is not a whole log: named, with its line. */
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s/bad.hlog", dir);
+    write_file(bad, "#[Histogram log format version 1.3]\n0.000,1.000,1.0,HISTFnotbase64!\n");
+    rc = loadgen("merge %s", bad);
+    ck_assert_msg(rc == 2 && strstr(out, "bad.hlog:2:"), "rc %d: %s", rc, OUT);
+}
+END_TEST
+
+/* ---- ab's flags and report ---- */
+
+/* A report line with its numbers replaced by '#' and its runs of spaces
+ * by one: "values aside". */
+static void normalize(const char *line, size_t n, char *o, size_t olen)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 2 < olen;) {
+        if ((line[i] >= '0' && line[i] <= '9') ||
+            (line[i] == '-' && i + 1 < n && line[i + 1] >= '0' && line[i + 1] <= '9')) {
+            i++;
+            while (i < n && ((line[i] >= '0' && line[i] <= '9') ||
+                             (line[i] == '.' && i + 1 < n && line[i + 1] >= '0' && line[i + 1] <= '9')))
+                i++;
+            o[k++] = '#';
+        } else if (line[i] == ' ') {
+            while (i < n && line[i] == ' ')
+                i++;
+            if (k)
+                o[k++] = ' ';
+        } else {
+            o[k++] = line[i++];
+        }
+    }
+    while (k && o[k - 1] == ' ')
+        k--;
+    o[k] = 0;
+}
+
+/* The report's lines from "Server Software:" on, normalized; ab's
+ * mean/median warnings (which depend on the values) left out. */
+static int report_lines(const char *text, char lines[][200], int max)
+{
+    const char *p = strstr(text, "Server Software:");
+    ck_assert_msg(p != NULL, "no report in: %.3000s", text);
+    int n = 0;
+    bool skip_next = false;
+    while (*p && n < max) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool warn = !strncmp(p, "WARNING: The median", 19) || !strncmp(p, "ERROR: The median", 17);
+        if (!warn && !skip_next)
+            normalize(p, len, lines[n++], sizeof lines[0]);
+        skip_next = warn;
+        p = e ? e + 1 : p + len;
+    }
+    return n;
+}
+
+static char ab_out[65536];
+
+/* One ab command line through ab and through loadgen: every line of ab's
+ * report, field by field, values aside, in loadgen's in the same order. */
+static void compare_with_ab(const char *args, int port, const char *path)
+{
+    int rc = run_cmd(ab_out, sizeof ab_out, "ab %s http://127.0.0.1:%d%s", args, port, path);
+    ck_assert_msg(rc == 0, "ab %s: %.3000s", args, ab_out);
+    rc = loadgen("%s http://127.0.0.1:%d%s", args, port, path);
+    ck_assert_msg(rc == 0, "loadgen %s: rc %d: %s", args, rc, OUT);
+    static char a[200][200], l[200][200];
+    int na = report_lines(ab_out, a, 200), nl = report_lines(out, l, 200);
+    ck_assert_msg(na > 20 && nl >= na, "%d lines from ab, %d from loadgen", na, nl);
+    for (int i = 0; i < na; i++)
+        ck_assert_msg(!strcmp(a[i], l[i]), "ab %s\nline %d:\n  ab:      '%s'\n  loadgen: '%s'", args,
+                      i + 1, a[i], l[i]);
+}
+
+START_TEST(ab_report_lines)
+{
+    server_start(false);
+    const char *dir = test_dir("loadgen-ab");
+    char body[1100], args[4000], abe[1100], abg[1100], lge[1100], lgg[1100];
+    snprintf(body, sizeof body, "%s/body.txt", dir);
+    write_file(body, "zip=1000001&backend=pg");
+    snprintf(abe, sizeof abe, "%s/ab.csv", dir);
+    snprintf(abg, sizeof abg, "%s/ab.tsv", dir);
+    snprintf(lge, sizeof lge, "%s/lg.csv", dir);
+    snprintf(lgg, sizeof lgg, "%s/lg.tsv", dir);
+    const char *common = "-q -n 40 -c 2 -k -T application/x-www-form-urlencoded -C a=b -C c=d "
+                         "-A user:pass -H 'X-Test: 1' -l -r";
+    /* ab writes its -e and -g files, then loadgen its own. */
+    snprintf(args, sizeof args, "%s -p %s -e %s -g %s", common, body, abe, abg);
+    int rc = run_cmd(ab_out, sizeof ab_out, "ab %s http://127.0.0.1:%d/post", args, srv.port);
+    ck_assert_msg(rc == 0, "ab: %.3000s", ab_out);
+    long before = atomic_load(&srv.body_bytes);
+    snprintf(args, sizeof args, "%s -p %s -e %s -g %s", common, body, lge, lgg);
+    compare_with_ab(args, srv.port, "/post");
+    /* loadgen sent each body whole, and ab's headers its way. */
+    ck_assert_int_eq(atomic_load(&srv.body_bytes) - before, 40 * 22);
+    pthread_mutex_lock(&srv.mu);
+    bool heads = strstr(srv.last_head, "POST /post HTTP/1.1\r\n") &&
+                 strstr(srv.last_head, "Cookie: a=b; c=d\r\n") &&
+                 strstr(srv.last_head, "Authorization: Basic dXNlcjpwYXNz\r\n") &&
+                 strstr(srv.last_head, "Content-Type: application/x-www-form-urlencoded\r\n") &&
+                 strstr(srv.last_head, "Content-Length: 22\r\n") && strstr(srv.last_head, "X-Test: 1\r\n");
+    pthread_mutex_unlock(&srv.mu);
+    ck_assert_msg(heads, "request head: %s", srv.last_head);
+    /* -e and -g: ab's header lines and as many lines as ab's. */
+    for (int f = 0; f < 2; f++) {
+        char a[8192], b[8192];
+        ck_assert_int_eq(run_cmd(a, sizeof a, "head -1 %s; wc -l < %s", f ? abg : abe, f ? abg : abe), 0);
+        ck_assert_int_eq(run_cmd(b, sizeof b, "head -1 %s; wc -l < %s", f ? lgg : lge, f ? lgg : lge), 0);
+        ck_assert_msg(!strcmp(a, b), "-%c: ab '%s', loadgen '%s'", f ? 'g' : 'e', a, b);
+    }
+    /* HEAD, -S (no sd, no warnings) and -d (no percentile table). */
+    compare_with_ab("-q -n 20 -c 2 -i -S -d", srv.port, "/");
+    ck_assert_ptr_null(strstr(out, "Percentage of the requests"));
+    ck_assert_ptr_nonnull(strstr(out, "              min   avg   max\n"));
+    server_stop();
+}
+END_TEST
+
+/* -X, -m, -u, -v, -B on the tiny server. */
+START_TEST(request_flags)
+{
+    server_start(false);
+    /* Through a "proxy": the request line holds the URL; the URL's own host
+     * is never looked up. */
+    int rc = loadgen("-q --json -n 3 -X 127.0.0.1:%d http://origin.invalid/x?y=1", srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    pthread_mutex_lock(&srv.mu);
+    bool proxied = !strncmp(srv.last_head, "GET http://origin.invalid/x?y=1 HTTP/1.1\r\n", 42) &&
+                   strstr(srv.last_head, "Host: origin.invalid\r\n");
+    pthread_mutex_unlock(&srv.mu);
+    ck_assert_msg(proxied, "%s", srv.last_head);
+    const char *dir = test_dir("loadgen-flags");
+    char body[1100];
+    snprintf(body, sizeof body, "%s/put.txt", dir);
+    write_file(body, "12345");
+    long before = atomic_load(&srv.body_bytes);
+    rc = loadgen("-q --json -n 4 -c 2 -m PATCH -u %s -B 127.0.0.1 http://127.0.0.1:%d/", body,
+                 srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(atomic_load(&srv.body_bytes) - before, 4 * 5);
+    pthread_mutex_lock(&srv.mu);
+    bool patch = !strncmp(srv.last_head, "PATCH / HTTP/1.1\r\n", 18);
+    pthread_mutex_unlock(&srv.mu);
+    ck_assert_msg(patch, "%s", srv.last_head);
+    rc = loadgen("-q -n 2 -v 2 http://127.0.0.1:%d/404", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_msg(strstr(out, "INFO: GET header == \n---\nGET /404 HTTP/1.1\r\n") &&
+                  strstr(out, "LOG: header received:\nHTTP/1.1 404 Not Found") &&
+                  strstr(out, "WARNING: Response code not 2xx (404)"), "%s", OUT);
+}
+END_TEST
+
+/* ---- HTTPS, against nginx (scripts/nginx) ---- */
+
+START_TEST(https_nginx)
+{
+    /* Started here (with a certificate made now) unless already running;
+     * stopped at the end only if started here. */
+    bool ours = run_cmd(NULL, 0, "scripts/nginx status") != 0;
+    char cert[1100];
+    snprintf(cert, sizeof cert, "%s", build_path("nginx/tls/cert.pem"));
+    if (ours)
+        run_cmd(NULL, 0, "rm -rf %s", build_path("nginx/tls"));
+    int rc = run_cmd(out, sizeof out, "scripts/nginx start");
+    ck_assert_msg(rc == 0, "scripts/nginx start: %s", OUT);
+    const char *url = "https://localhost:8443/400.html";
+    /* A full handshake per connection, as ab; the report names protocol
+     * and cipher. */
+    rc = loadgen("-q --json -n 40 -c 4 %s", url);
+    bool ok = rc == 0 && jint("completed") == 40 && jint("handshakes") == 40 &&
+              jint("resumed") == 0 && strstr(out, "\"protocol\":\"TLSv1.3,TLS_") &&
+              strstr(out, "\"server_name\":\"localhost\"");
+    /* Keep-alive: one handshake per connection. */
+    if (ok) {
+        rc = loadgen("-q -k --json -n 200 -c 4 %s", url);
+        ok = rc == 0 && jint("completed") == 200 && jint("handshakes") <= 4;
+    }
+    /* --tls-resume: sessions resumed after the first. */
+    if (ok) {
+        rc = loadgen("-q --json --tls-resume -n 30 -c 1 %s", url);
+        ok = rc == 0 && jint("completed") == 30 && jint("resumed") >= 25;
+    }
+    /* --cacert: verified, by name and by address (the certificate has both). */
+    if (ok) {
+        rc = loadgen("-q --json -n 10 -c 2 --cacert %s %s", cert, url);
+        ok = rc == 0 && jint("completed") == 10;
+    }
+    if (ok) {
+        rc = loadgen("-q --json -n 10 -c 2 --cacert %s https://127.0.0.1:8443/400.html", cert);
+        ok = rc == 0 && jint("completed") == 10;
+    }
+    /* --verify against the system's store: a self-signed certificate fails
+     * every connect, and says why. */
+    if (ok) {
+        rc = loadgen("-q --json -n 5 --verify %s", url);
+        ok = rc == 1 && jint("failed_connect") == 5 && strstr(out, "certificate verify failed");
+    }
+    /* ab's text lines for TLS. */
+    if (ok) {
+        rc = loadgen("-q -n 5 %s", url);
+        ok = rc == 0 && strstr(out, "SSL/TLS Protocol:       TLSv1.3,") &&
+             strstr(out, "Server Temp Key:        ") &&
+             strstr(out, "TLS Server Name:        localhost\n") && strstr(out, "TLS handshakes:");
+    }
+    if (ours)
+        run_cmd(NULL, 0, "scripts/nginx stop");
+    ck_assert_msg(ok, "rc %d: %s", rc, OUT);
+}
+END_TEST
+
 /* ---- keys ---- */
 static char keyfile[1100];
 
@@ -925,6 +1270,11 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, framing_chunked);
     tcase_add_test(tc, framing_heads);
     tcase_add_test(tc, every_address_tried);
+    tcase_add_test(tc, hdr_log_read_by_reference);
+    tcase_add_test(tc, merge_agents);
+    tcase_add_test(tc, ab_report_lines);
+    tcase_add_test(tc, request_flags);
+    tcase_add_test(tc, https_nginx);
     tcase_add_test(tc, seed_repeatable);
     tcase_add_test(tc, miss_ratio);
     tcase_add_test(tc, bad_flags_exit_2);
