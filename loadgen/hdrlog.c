@@ -615,17 +615,29 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
         const char *le = e > p && e[-1] == '\r' ? e - 1 : e;
         int rc = 0;
         why[0] = 0;
+        /* The short comments are read from a NUL-ended copy: the text
+         * is not a C string, and sscanf and strtod read to a NUL. */
+        char c[256];
+        snprintf(c, sizeof c, "%.*s", (int)(le - p < 255 ? le - p : 255), p);
         if (starts(p, le, "#[StartTime: ")) {
-            a->start_epoch_s = strtod(p + 13, NULL);
+            a->start_epoch_s = strtod(c + 13, NULL);
+            if (!isfinite(a->start_epoch_s) || a->start_epoch_s < 0) {
+                snprintf(why, sizeof why, "a StartTime that is not a time");
+                rc = -1;
+            }
         } else if (starts(p, le, "#[loadgen interval: ")) {
-            a->interval_s = strtod(p + 20, NULL);
+            a->interval_s = strtod(c + 20, NULL);
+            if (!(a->interval_s >= 0.001 && a->interval_s <= 86400)) {
+                snprintf(why, sizeof why, "an interval that is not 0.001..86400 s");
+                rc = -1;
+            }
         } else if (starts(p, le, "#[loadgen failed: ")) {
             double t, len;
             unsigned long long nf;
             size_t k;
             char close;
-            if (sscanf(p + 18, "%lf,%lf,%llu%c", &t, &len, &nf, &close) != 4 || close != ']' ||
-                interval_index(a, t, &k) < 0 || reserve(a, k) < 0) {
+            if (sscanf(c + 18, "%lf,%lf,%llu%c", &t, &len, &nf, &close) != 4 || close != ']' ||
+                !isfinite(len) || len < 0 || interval_index(a, t, &k) < 0 || reserve(a, k) < 0) {
                 snprintf(why, sizeof why, "a 'loadgen failed' line that is not T,LEN,N");
                 rc = -1;
             } else {
