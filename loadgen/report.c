@@ -188,6 +188,13 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* sep, then "key":"value" */
+static void json_kv(FILE *f, const char *sep, const char *key, const char *v)
+{
+    fprintf(f, "%s\"%s\":", sep, key);
+    json_str(f, v);
+}
+
 static void json_times(FILE *f, const char *name, const struct hist *h)
 {
     fprintf(f, "\"%s\":{\"min\":%.3f,\"mean\":%.3f,\"sd\":%.3f,\"median\":%.3f,\"max\":%.3f}", name,
@@ -200,16 +207,12 @@ void report_json(const struct result *r)
     const struct stats *s = &r->st;
     const struct hist *h = &s->lat;
     FILE *f = stdout;
-    fprintf(f, "{\"url\":");
-    json_str(f, r->url);
-    fprintf(f, ",\"server\":");
-    json_str(f, r->server);
-    fprintf(f, ",\"host\":");
-    json_str(f, r->host);
-    fprintf(f, ",\"port\":%d,\"path\":", r->port);
-    json_str(f, r->path);
-    fprintf(f, ",\"method\":");
-    json_str(f, r->cfg->method);
+    json_kv(f, "{", "url", r->url);
+    json_kv(f, ",", "server", r->server);
+    json_kv(f, ",", "host", r->host);
+    fprintf(f, ",\"port\":%d", r->port);
+    json_kv(f, ",", "path", r->path);
+    json_kv(f, ",", "method", r->cfg->method);
     fprintf(f,
             ",\"doc_length\":%llu,\"concurrency\":%d,\"threads\":%d,\"agents\":%d,"
             "\"keepalive\":%s,\"rate\":%.10g,\"requests\":%llu,\"completed\":%llu,"
@@ -230,12 +233,9 @@ void report_json(const struct result *r)
             (unsigned long long)s->bytes_total, (unsigned long long)s->bytes_body,
             (unsigned long long)s->bytes_sent, r->start_epoch_s, r->seconds, rps(r));
     if (r->tls) {
-        fprintf(f, "\"tls\":{\"protocol\":");
-        json_str(f, r->tls_info);
-        fprintf(f, ",\"temp_key\":");
-        json_str(f, r->tls_tmpkey);
-        fprintf(f, ",\"server_name\":");
-        json_str(f, r->tls_sni);
+        json_kv(f, "\"tls\":{", "protocol", r->tls_info);
+        json_kv(f, ",", "temp_key", r->tls_tmpkey);
+        json_kv(f, ",", "server_name", r->tls_sni);
         fprintf(f, ",\"handshakes\":%llu,\"resumed\":%llu},", (unsigned long long)s->handshakes,
                 (unsigned long long)s->resumed);
     }

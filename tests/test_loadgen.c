@@ -483,6 +483,17 @@ START_TEST(refused_connects_fail)
 }
 END_TEST
 
+/* 10 requests to path, each answered badly and closed: all 10 failed as
+ * `field`, at once, none waiting for -s. */
+static void fails_at_once(const char *path, const char *field)
+{
+    int rc = loadgen("-q --json -n 10 -c 2 -s 2 http://127.0.0.1:%d%s", srv.port, path);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint(field), 10);
+    ck_assert_int_eq(jint("failed_timeout"), 0);
+    ck_assert_msg(jnum("seconds") < 1.5, "waited for the timeout: %s", OUT);
+}
+
 /* A close that comes with the data raises no edge of its own: loadgen must
  * read on to EOF, or the request waits for -s and is counted a Timeout
  * (issue 11, item 5). Each run is 10 requests, so a fault that showed in 2
@@ -496,18 +507,10 @@ START_TEST(close_with_the_data)
     ck_assert_int_eq(jint("bytes_html"), 10 * 4);
     ck_assert_int_eq(jint("failed_timeout"), 0);
     /* A body cut short by the close: a Receive error, at once. */
-    rc = loadgen("-q --json -n 10 -c 2 -s 2 http://127.0.0.1:%d/short", srv.port);
-    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
-    ck_assert_int_eq(jint("failed_receive"), 10);
-    ck_assert_int_eq(jint("failed_timeout"), 0);
-    ck_assert_msg(jnum("seconds") < 1.5, "waited for the timeout: %s", OUT);
+    fails_at_once("/short", "failed_receive");
     /* Not HTTP at all: an Exception, at once. */
-    rc = loadgen("-q --json -n 10 -c 2 -s 2 http://127.0.0.1:%d/garbage", srv.port);
+    fails_at_once("/garbage", "failed_exceptions");
     server_stop();
-    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
-    ck_assert_int_eq(jint("failed_exceptions"), 10);
-    ck_assert_int_eq(jint("failed_timeout"), 0);
-    ck_assert_msg(jnum("seconds") < 1.5, "waited for the timeout: %s", OUT);
 }
 END_TEST
 
