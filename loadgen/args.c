@@ -404,7 +404,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case 'E': cfg->client_cert = arg; break;
         case 'V':
             printf("loadgen %s (ab-compatible flags, epoll engine, %s)\n", LOADGEN_VERSION,
-                   "OpenSSL");
+                   tls_library());
             exit(ZB_EXIT_OK);
         case 'h':
             fputs(loadgen_usage, stdout);

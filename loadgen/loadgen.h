@@ -185,6 +185,8 @@ bool tls_resumed(void *ssl);
  * exchange ("X25519 253 bits"). */
 void tls_describe(void *ssl, char *info, size_t infolen, char *tmpkey, size_t tmpkeylen);
 void tls_close(void *ssl);
+/* "OpenSSL 3.0.x ...", for -V. */
+const char *tls_library(void);
 /* Why the first handshake that failed did, or "". */
 const char *tls_first_error(void);
 

@@ -8,6 +8,7 @@
  * store) and the URL's host. Each loop thread has its own SSL_CTX, so no
  * lock is shared between threads. */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -28,6 +29,8 @@ struct tls_ctx {
 
 static _Atomic int first_error_set;
 static char first_error[512];
+
+const char *tls_library(void) { return OpenSSL_version(OPENSSL_VERSION); }
 
 const char *tls_first_error(void) { return atomic_load(&first_error_set) == 2 ? first_error : ""; }
 
