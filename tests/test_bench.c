@@ -100,7 +100,8 @@ START_TEST(quick_run_produces_every_table)
     ck_assert_msg(nginx_before || !running("scripts/nginx"), "the quick run left nginx running");
     ck_assert_msg(apache_before || !running("scripts/apache"), "the quick run left Apache running");
     ck_assert_int_eq(our_processes("bin/server"), 0);
-    static const char *const parts[] = { "load", "server", "php", "sql", "loadgen", "bulk" };
+    static const char *const parts[] = { "calibrate", "load", "bulk", "server", "php", "sql", "as3ap",
+                                         "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];
         snprintf(rest, sizeof rest, "bench/quick/RESULTS-%s.md", parts[i]);
