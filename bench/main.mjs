@@ -60,7 +60,9 @@ Options:
       --max-runs N     cap on runs of a cell (default 15; 1 with --quick)
       --target PCT     stop repeating a cell once the 95% confidence interval
                        of its median lies within +-PCT% of it (default 5)
-      --budget S       cap on seconds of runs per experiment (default 900)
+      --budget S       cap on seconds of runs per experiment, shared among its
+                       parts (default 900; 60 with --quick); a cell the cap
+                       stops before its interval is narrow enough is marked
       --list           print the parts and exit
   -h, --help           this text
 

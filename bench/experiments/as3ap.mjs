@@ -28,11 +28,12 @@ export default {
       if (g.code !== 0) throw new Error('build/bin/gen failed: see ' + ctx.logFile);
     }
     const args = ['--dataset', dataset, '--users', String(users)];
-    const budgetS = ctx.quick ? ctx.repeat.budgetS : 900;
-    const base = await sqlbenchCells(ctx, 'as3ap', SQL_BACKENDS, { args, budgetS, name: 'as3ap' });
+    // The experiment's budget: half for the four backends, a quarter for each second setting.
+    const budgetS = ctx.repeat.budgetS;
+    const base = await sqlbenchCells(ctx, 'as3ap', SQL_BACKENDS, { args, budgetS: budgetS / 2, name: 'as3ap' });
     const alt = [];
     for (const [b, level] of SETTINGS)
-      alt.push(await sqlbenchCells(ctx, 'as3ap', [b], { args: [...args, '--sync', level], budgetS: budgetS / 2,
+      alt.push(await sqlbenchCells(ctx, 'as3ap', [b], { args: [...args, '--sync', level], budgetS: budgetS / 4,
                                                         name: `as3ap ${b} --sync ${level}` }));
     const figs = [...base.figures];
     const tests = [...new Set(figs.map(f => f.test))].filter(t => !t.startsWith('size'));

@@ -34,14 +34,14 @@ export default {
 
     // sqlbench calibrate: fsync, TCP round trip, spawn, connections.
     const sb = await sqlbenchCells(ctx, 'calibrate', ['sqlite', 'pg', 'innodb'],
-                                   { args: ['--scratch', scratch], budgetS: ctx.quick ? 60 : 240, name: 'calibrate' });
+                                   { args: ['--scratch', scratch], budgetS: ctx.repeat.budgetS / 3, name: 'calibrate' });
     fs.rmSync(scratch, { recursive: true, force: true });
     const fig = (backend, prefix) => sb.figures.find(f => f.backend === backend && f.test.startsWith(prefix));
     // per operation, µs: a run's seconds over its n operations
     const perOp = f => {
       if (!f || !f.cell || !f.cell.values.length) return { text: '-', us: NaN };
       const k = 1e6 / f.n;
-      return { text: fmtCell(f.cell, x => us(x * k)) + ' µs', us: f.cell.summary.median * k };
+      return { text: fmtCell(f.cell, x => us(x * k)), us: f.cell.summary.median * k };
     };
 
     // nginx serving a static file, one request at a time, as loadgen sees it.
@@ -81,10 +81,10 @@ export default {
           spawn = perOp(fig('machine', 'spawn')), pg = perOp(fig('pg', 'connect')),
           my = perOp(fig('innodb', 'connect')), lite = perOp(fig('sqlite', 'open'));
     const c = k => cells.get(k);
-    const cellUs = k => (c(k) && c(k).values.length ? fmtCell(c(k), us) + ' µs' : '-');
+    const cellUs = k => (c(k) && c(k).values.length ? fmtCell(c(k), us) : '-');
     const rows = [
       ['fsync: 8 kB write + fdatasync', `\`sqlbench calibrate\` in the database directory (${dbdir})`, fsync.text, perSec(fsync.us)],
-      ...Object.entries(pgtf).map(([m, v]) => [`fsync: ${m}, one 8 kB write`, '`pg_test_fsync -s 1`, the same directory, one run', `${v} µs`, perSec(v)]),
+      ...Object.entries(pgtf).map(([m, v]) => [`fsync: ${m}, one 8 kB write`, '`pg_test_fsync -s 1`, the same directory, one run', `${v}`, perSec(v)]),
       ['loopback TCP round trip (1 byte)', '`sqlbench calibrate`: two threads, TCP_NODELAY', tcp.text, perSec(tcp.us)],
       ['process spawn', '`sqlbench calibrate`: posix_spawn /bin/true + waitpid', spawn.text, perSec(spawn.us)],
       ['PostgreSQL connection', '`sqlbench calibrate`: connect + close (libpq, unix socket)', pg.text, perSec(pg.us)],
@@ -94,7 +94,7 @@ export default {
       ['HTTP request to nginx, static 400 B', `\`loadgen -k -c 1 -n ${n}\` on scripts/nginx`, cellUs('nginx keep-alive'), perSec(c('nginx keep-alive')?.summary?.median)],
       ['the same, a new TCP connection each', `\`loadgen -c 1 -n ${n / 4}\` (no keep-alive)`, cellUs('nginx close'), perSec(c('nginx close')?.summary?.median)],
     ];
-    lines.push(table(['cost', 'how', 'median [95% CI]', 'per second'], rows, 'llrr'),
+    lines.push(table(['cost', 'how', 'µs: median [95% CI]', 'per second'], rows, 'llrr'),
       machineNote([...sb.cells.cells.values(), ...cells.cells.values()], ctx.repeat.target));
 
     const med = k => (c(k) && c(k).values.length ? c(k).summary.median : undefined);

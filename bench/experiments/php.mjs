@@ -59,7 +59,7 @@ export default {
         // Warm-up: every process or pool connection opened, caches filled.
         await ab(ctx, { url: url('random'), c: 100, requests: Math.min(requests, 2000), seconds });
         const cells = new Cells(ctx, `php ${stack} ${b} p=${p}`,
-                                { budgetS: Math.max(60, ctx.repeat.budgetS * 2 / groups) });
+                                { budgetS: Math.max(30, ctx.repeat.budgetS / groups) });
         const add = (key, fn) => cells.add(key, async () => {
           const r = await fn();
           if (!r) return NaN;

@@ -11,14 +11,15 @@ import { explain } from '../lib/calibration.mjs';
 export default {
   title: 'SQL micro-benchmarks (sqlbench)',
   async run(ctx) {
-    const budget = s => (ctx.quick ? ctx.repeat.budgetS : s);
+    // The experiment's budget, shared: speed a fifth, txn and writers two fifths each.
+    const budget = share => ctx.repeat.budgetS * share;
     const lines = ['## Experiments 4-6: SQL micro-benchmarks', '',
       `Command: \`${ctx.command('sql')}\`: \`build/bin/sqlbench EXPERIMENT --json --repeat 3${ctx.quick ? ' --quick' : ''} ` +
       '--backends B` per backend, in rounds until every figure\'s 95% interval is within the target ' +
       '(the runs of all rounds pooled). Client and servers share the machine: read ratios within one table.', ''];
 
     // ---- 4: speed ----
-    const speed = await sqlbenchCells(ctx, 'speed', SQL_BACKENDS, { budgetS: budget(300) });
+    const speed = await sqlbenchCells(ctx, 'speed', SQL_BACKENDS, { budgetS: budget(0.2) });
     const backendsSeen = SQL_BACKENDS.filter(b => speed.figures.some(f => f.backend === b));
     const tests = [...new Set(speed.figures.map(f => f.test))];
     const find = (figs, b, t) => figs.find(f => f.backend === b && f.test === t);
@@ -35,7 +36,7 @@ export default {
       'they are the whole cost.', '', REF_2001);
 
     // ---- 5: txn ----
-    const txn = await sqlbenchCells(ctx, 'txn', SQL_BACKENDS, { budgetS: budget(600) });
+    const txn = await sqlbenchCells(ctx, 'txn', SQL_BACKENDS, { budgetS: budget(0.4) });
     const txnRows = [];
     for (const b of SQL_BACKENDS) for (const sep of txn.figures.filter(f => f.backend === b && f.test === 'separate')) {
       const one = txn.figures.find(f => f.backend === b && f.test === 'single' && f.n === sep.n && f.sync === sep.sync);
@@ -50,7 +51,7 @@ export default {
 
     // ---- 6: writers, and the file system beside the databases ----
     const targets = [...SQL_BACKENDS, 'files', 'files_sync'];
-    const wr = await sqlbenchCells(ctx, 'writers', targets, { budgetS: budget(600) });
+    const wr = await sqlbenchCells(ctx, 'writers', targets, { budgetS: budget(0.4) });
     const wrRows = [];
     const rate = f => (f && f.cell.values.length ? f.n / f.cell.summary.median : NaN);
     for (const b of targets) for (const f of wr.figures.filter(x => x.backend === b))
