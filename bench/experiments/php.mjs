@@ -112,6 +112,12 @@ export default {
             BACKENDS.map(b => [LABEL[b], Y2008[b], cell(`php ab2008 ${b} 1 10`), cell(`zipbench ab2008 ${b} 1 10`),
                                cell(`php ab ${b} 1 10`), cell(`zipbench ab ${b} 1 10`), ratio('ab', b, 1, 10)])),
     ];
+    // The server's target (issue 12): >= 3x PHP at ab -k -c 10, persistent, every backend.
+    const at10 = BACKENDS.map(b => [b, med(`zipbench ab ${b} 1 10`) / med(`php ab ${b} 1 10`)]);
+    if (levels.includes(10))
+      lines.push(`Target: zipbench/PHP at \`ab -k -c 10\`, persistent, >= 3x for every backend: ` +
+                 at10.map(([b, r]) => `${LABEL[b]} ${fmtRatio(r)}`).join(', ') + ': ' +
+                 (at10.every(([, r]) => r >= 3) ? 'met' : 'NOT met') + '.', '');
     for (const tool of haveLoadgen ? ['ab', 'loadgen'] : ['ab']) {
       if (tool === 'ab')
         lines.push('### Every backend, mode and concurrency: ab -k, code=random', '',
