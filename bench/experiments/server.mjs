@@ -212,7 +212,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   if (balance.length) {
     lines.push(`### Thread balance: ${balance[0].runs.length} runs of \`loadgen -k -c 10 -t 1\`, each a fresh burst of connections`, '',
       'Each server thread\'s share of the server\'s CPU in the run (from /proc/PID/task/*/stat around it),',
-      `largest first; "lowest" is the lowest share among the ${threads} busiest threads (the loop threads).`, '');
+      `largest first; "lowest" is the lowest share of a loop thread (named loopN; else the ${threads} busiest).`, '');
     for (const bal of balance) {
       lines.push(table(['run', 'req/s', 'thread shares', 'lowest'],
         bal.runs.map((r, i) => [i + 1, Math.round(r.rps), r.shares.map(x => fmtPct(x, 0)).join(' '), fmtPct(r.lowest, 0)])),
@@ -298,12 +298,16 @@ async function balanceRuns(ctx, port, srv, backends, strat, keys, threads) {
     for (let i = 0; i < runs; i++) {
       const before = new Map(threadTicks(srv.pid).map(t => [t.tid, t.ticks]));
       const r = await loadgen(ctx, { url: `http://127.0.0.1:${port}/zip/${b}/{key}?${q}`, c: 10, seconds: 1, keys });
-      const deltas = threadTicks(srv.pid).map(t => t.ticks - (before.get(t.tid) || 0)).filter(d => d > 0);
-      const total = deltas.reduce((s, d) => s + d, 0);
-      const shares = deltas.map(d => d / total).sort((x, y) => y - x);
-      const top = shares.slice(0, threads);
-      while (top.length < threads) top.push(0);
-      res.push({ rps: r ? r.rps : NaN, shares, lowest: Math.min(...top) });
+      const after = threadTicks(srv.pid).map(t => ({ ...t, d: t.ticks - (before.get(t.tid) || 0) }));
+      const total = after.reduce((s, t) => s + t.d, 0) || 1;
+      // The loop threads: named loopN where the server names them, else
+      // the busiest `threads` of them; shares are of the whole process.
+      const named = after.filter(t => /^loop\d+$/.test(t.comm));
+      const loops = named.length ? named.map(t => t.d / total)
+                                 : after.map(t => t.d / total).sort((x, y) => y - x).slice(0, threads);
+      while (loops.length < threads) loops.push(0);
+      const shares = after.filter(t => t.d > 0).map(t => t.d / total).sort((x, y) => y - x);
+      res.push({ rps: r ? r.rps : NaN, shares, lowest: Math.min(...loops) });
     }
     out.push({ backend: b, runs: res });
   }
