@@ -169,7 +169,9 @@ async function main() {
     const file = path.join(out, `RESULTS-${part}.md`);
     try {
       const md = await mod.run(ctx);
-      fs.writeFileSync(file, md.trimEnd() + '\n');
+      const secs = Math.round((Date.now() - t0) / 1000);
+      fs.writeFileSync(file, `${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
+                             `${quick ? ' (--quick: one short run per cell)' : ''}.\n`);
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
     } catch (e) {
       failed = 1;
@@ -187,9 +189,13 @@ async function main() {
   return failed;
 }
 
+function utcNow() {
+  return new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+}
+
 function assemble() {
   const v = versions();
-  const when = new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+  const when = utcNow();
   const lines = ['# zipbench results', ''];
   if (only)
     lines.push(`Assembled by \`scripts/bench${quick ? ' --quick' : ''} --only ${only.join(',')}\` on ${when}:`,
