@@ -173,15 +173,13 @@ int main(int argc, char **argv)
                 return cli_usage_error("loader");
             o.limit = n;
             break;
-        case O_SYNC:
-            if (!strcmp(arg, "full")) o.sync = ZB_SYNC_FULL;
-            else if (!strcmp(arg, "normal")) o.sync = ZB_SYNC_NORMAL;
-            else if (!strcmp(arg, "off")) o.sync = ZB_SYNC_OFF;
-            else {
-                fprintf(stderr, "loader: --sync: '%s' is not full, normal or off\n", arg);
+        case O_SYNC: {
+            int level = cli_choice("loader", "--sync", arg, zb_sync_names, 3);
+            if (level < 0)
                 return cli_usage_error("loader");
-            }
+            o.sync = (enum zb_sync)(ZB_SYNC_FULL + level);
             break;
+        }
         case O_RAW: raw = true; break;
         case O_ENCODING: encoding = arg; break;
         case 'c': conf_path = arg; break;

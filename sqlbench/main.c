@@ -297,15 +297,13 @@ int main(int argc, char **argv)
         }
         case O_SCRATCH: o.scratch = optarg; break;
         case O_DATASET: o.dataset = optarg; break;
-        case O_SYNC:
-            if (!strcmp(optarg, "full")) o.sync = ZB_SYNC_FULL;
-            else if (!strcmp(optarg, "normal")) o.sync = ZB_SYNC_NORMAL;
-            else if (!strcmp(optarg, "off")) o.sync = ZB_SYNC_OFF;
-            else {
-                fprintf(stderr, "sqlbench: --sync: '%s' is not full, normal or off\n", optarg);
+        case O_SYNC: {
+            int level = cli_choice("sqlbench", "--sync", optarg, zb_sync_names, 3);
+            if (level < 0)
                 return usage_error();
-            }
+            o.sync = (enum zb_sync)(ZB_SYNC_FULL + level);
             break;
+        }
         case 'c': conf_path = optarg; break;
         case O_SET:
             if (nsets == (int)(sizeof sets / sizeof sets[0])) {
