@@ -25,6 +25,8 @@ static const struct backend_driver *const drivers[] = {
     FLAG(has_chome) FLAG(multi_town) FLAG(update_flag) FLAG(reason)
 #define NAME(n) #n,
 const char *const zb_columns[ZB_NCOLS] = { POSTAL_COLUMNS(NAME, NAME) };
+
+const char *const zb_sync_names[3] = { "full", "normal", "off" };
 #undef NAME
 
 bool zb_column_is_flag(int col) { return col >= 9; }

@@ -52,6 +52,8 @@ struct zb_table {
 };
 
 enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
+/* "full", "normal", "off": the levels from ZB_SYNC_FULL on, as --sync names them. */
+extern const char *const zb_sync_names[3];
 
 struct backend_driver {
     const char *name;  /* "sqlite", "pg", "mysql" */

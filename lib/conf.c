@@ -589,3 +589,46 @@ void conf_unbounded_queries(struct zb_conf *conf)
     for (int i = 0; i < conf->nbackends; i++)
         conf->backend[i].query_timeout_ms = 0;
 }
+
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err)
+{
+    for (int i = 0; i < nsets; i++) {
+        struct zb_err e = { 0 };
+        if (conf_set_arg(conf, sets[i], &e) < 0)
+            return zb_fail(err, e.kind, "--set %s: %s", sets[i], e.msg);
+    }
+    return 0;
+}
+
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err)
+{
+    if (conf_load(conf, path, err) < 0)
+        return -1;
+    return conf_apply_sets(conf, sets, nsets, err);
+}
+
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err)
+{
+    int n = 0;
+    if (!list || !strcmp(list, "all")) {
+        for (int i = 0; i < conf->nbackends; i++)
+            out[n++] = &conf->backend[i];
+        return n;
+    }
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return zb_fail(err, ZB_ERR_INPUT, "backend list too long");
+    for (char *save, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const struct backend_conf *bc = conf_backend(conf, name);
+        if (!bc)
+            return zb_fail(err, ZB_ERR_INPUT, "no backend '%s' in %s", name, conf->file);
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            dup |= out[j] == bc;
+        if (!dup)
+            out[n++] = bc;
+    }
+    return n;
+}

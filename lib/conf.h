@@ -106,6 +106,23 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
 
+/* What every program does with --conf FILE and its --set B.KEY=VALUE
+ * arguments: conf_load, then each --set in order. Returns 0, or -1 with err
+ * naming the file and line or the --set argument at fault; conf_free
+ * either way. */
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err);
+/* The --set part alone, for a program that adjusts the config between the
+ * file and the command line (sqlbench's scratch databases). */
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err);
+
+/* The backends a --backends LIST names (comma-separated, each once, in the
+ * order given; NULL or "all": every backend of the config) into out, which
+ * holds ZB_MAX_BACKENDS. Returns how many, or -1 with err naming an unknown
+ * one. */
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err);
+
 void conf_free(struct zb_conf *conf);
 
 #endif
