@@ -189,10 +189,6 @@ async function main() {
     }
   }
   ctx.logFile = null;
-  // The load experiment leaves samples in the served tables: the whole
-  // list goes back, as the other experiments and users expect.
-  if (!only || only.includes('load'))
-    await run(ctx.bin('loader'), ['-q', '--mode', 'bulk', '--dataset', ctx.dataset, '--conf', ctx.conf]);
   assemble();
   return failed;
 }

@@ -44,7 +44,6 @@ struct server_conf {
     int connection_timeout_s;
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
-    const char *default_backend;
 };
 
 #define ZB_MAX_DATASETS 16
