@@ -6,7 +6,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { run, background, runCleanups } from './lib/run.mjs';
+import { run, background, runMain } from './lib/run.mjs';
 import { waitFor } from './lib/http.mjs';
 import { loadgen } from './lib/clients.mjs';
 import { table } from './lib/table.mjs';
@@ -62,13 +62,4 @@ async function main() {
   return failed ? 1 : 0;
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => { await runCleanups(); process.exit(130); });
-let code = 1;
-try {
-  code = await main();
-} catch (e) {
-  console.error(`scripts/run: ${e.stack || e.message}`);
-} finally {
-  await runCleanups();
-}
-process.exit(code);
+await runMain('scripts/run', main);

@@ -4,7 +4,7 @@
 // zero sanitizer reports, a clean exit and end RSS within 10% of warm.
 import fs from 'node:fs';
 import path from 'node:path';
-import { run, runJSON, background, runCleanups, sleep } from '../bench/lib/run.mjs';
+import { run, runJSON, background, runMain, sleep } from '../bench/lib/run.mjs';
 import { getJSON, waitFor } from '../bench/lib/http.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -101,13 +101,4 @@ async function main() {
   return ok ? 0 : 1;
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => { await runCleanups(); process.exit(130); });
-let code = 1;
-try {
-  code = await main();
-} catch (e) {
-  console.error(`soak: ${e.message}`);
-} finally {
-  await runCleanups();
-}
-process.exit(code);
+await runMain('soak', main);

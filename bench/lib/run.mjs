@@ -95,3 +95,20 @@ export function background(cmd, args = [], { env, log } = {}) {
 }
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// A script's main(): its exit code is the process's, and what it started
+// is stopped first, also on SIGINT/SIGTERM (exit 130) or an exception.
+export async function runMain(name, main) {
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => { await runCleanups(); process.exit(130); });
+  let code = 1;
+  try {
+    code = await main();
+  } catch (e) {
+    // A failure says what failed; a bug shows where.
+    const bug = e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError;
+    process.stderr.write(`${name}: ${bug ? e.stack : e.message}\n`);
+  } finally {
+    await runCleanups();
+  }
+  process.exit(code);
+}
