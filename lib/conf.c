@@ -50,7 +50,7 @@ void conf_defaults(struct zb_conf *conf)
     conf->file = "(defaults)";
     conf->server.bind = "127.0.0.1";
     conf->server.port = 8080;
-    conf->server.threads = 2;
+    conf->server.threads = 0;   /* one per online CPU */
     conf->server.connection_timeout_s = 10;
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;

@@ -1,11 +1,11 @@
 /* The HTTP side: libmicrohttpd handler, routing, JSON.
  *
- * The fast path (GET /zip/B/CODE on a pooled connection) builds its JSON
- * into a per-thread buffer that only ever grows, hands it to MHD with
- * MHD_RESPMEM_MUST_COPY (MHD sends after we return, possibly after this
- * thread served another connection, so the buffer cannot be lent), and
- * touches shared state only through relaxed atomic counters. No logging
- * per request, no allocation of ours per request. */
+ * Every callback gets its loop as cls. The fast path (GET /zip/B/CODE on a
+ * pooled connection) builds its JSON into the loop's buffer, which only
+ * ever grows, hands it to MHD with MHD_RESPMEM_MUST_COPY (MHD sends after
+ * we return, possibly after the loop served another connection, so the
+ * buffer cannot be lent), and counts in the loop's own counters. No
+ * logging per request, no allocation of ours per request. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -16,24 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "server.h"
 
-#define RELAXED memory_order_relaxed
 #define INC(c) atomic_fetch_add_explicit(&(c), 1, RELAXED)
 
-/* ---- JSON into a per-thread buffer ---- */
-
-struct jbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-};
-
-static _Thread_local struct jbuf tbuf;
-/* Frees a thread's buffer when MHD's thread ends (set on every growth). */
-static pthread_key_t tbuf_key;
-static _Thread_local uint64_t trng;   /* per-thread PRNG state for /random */
+/* ---- JSON into the loop's buffer ---- */
 
 static bool jb_reserve(struct jbuf *b, size_t more)
 {
@@ -49,8 +38,6 @@ static bool jb_reserve(struct jbuf *b, size_t more)
     }
     b->p = p;
     b->cap = cap;
-    if (b == &tbuf)
-        pthread_setspecific(tbuf_key, p);
     return true;
 }
 
@@ -116,8 +103,8 @@ __attribute__((format(printf, 2, 3))) static void jb_printf(struct jbuf *b, cons
 
 /* ---- responses ---- */
 
-static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, const char *body,
-                                 size_t len)
+static enum MHD_Result send_body(struct loop *l, struct MHD_Connection *c, unsigned status,
+                                 const char *body, size_t len)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
@@ -128,41 +115,42 @@ static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, cons
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (atomic_load_explicit(&srv.stopping, RELAXED))
+    if (atomic_load_explicit(&l->srv->stopping, RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-static void count_status(unsigned status)
+static void count_status(struct loop *l, unsigned status)
 {
-    INC(srv.requests);
+    BUMP(l->requests);
     if (status < 400)
-        INC(srv.ok);
+        BUMP(l->ok);
     else if (status < 500)
-        INC(srv.e4xx);
+        BUMP(l->e4xx);
     else
-        INC(srv.e5xx);
+        BUMP(l->e5xx);
 }
 
-static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, struct jbuf *b)
+static enum MHD_Result send_buf(struct loop *l, struct MHD_Connection *c, unsigned status)
 {
-    count_status(status);
+    struct jbuf *b = &l->jb;
+    count_status(l, status);
     if (b->oom) {
         b->oom = false;
         static const char oom[] = "{\"error\":\"out of memory\"}";
-        count_status(500);
-        return send_body(c, 500, oom, sizeof oom - 1);
+        count_status(l, 500);
+        return send_body(l, c, 500, oom, sizeof oom - 1);
     }
-    return send_body(c, status, b->p, b->n);
+    return send_body(l, c, status, b->p, b->n);
 }
 
 /* {"error":"msg"} plus the backend and code when known. */
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+static enum MHD_Result send_error(struct loop *l, struct MHD_Connection *c, unsigned status,
                                   struct srv_backend *sb, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
+    __attribute__((format(printf, 6, 7)));
+static enum MHD_Result send_error(struct loop *l, struct MHD_Connection *c, unsigned status,
                                   struct srv_backend *sb, const char *code, const char *fmt, ...)
 {
     char msg[600];
@@ -170,7 +158,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    struct jbuf *b = &tbuf;
+    struct jbuf *b = &l->jb;
     b->n = 0;
     JB_LIT(b, "{");
     if (sb) {
@@ -187,7 +175,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
     jb_cstr(b, msg);
     JB_LIT(b, ",\"status\":");
     jb_printf(b, "%u}", status);
-    return send_buf(c, status, b);
+    return send_buf(l, c, status);
 }
 
 /* ---- lookups ---- */
@@ -248,12 +236,12 @@ static bool is_code(const char *s)
     return s[7] == 0;
 }
 
-static struct srv_backend *find_backend(const char *name, size_t len)
+static struct srv_backend *find_backend(struct server *srv, const char *name, size_t len)
 {
-    for (int i = 0; i < srv.nbackends; i++) {
-        const char *n = srv.backend[i]->conf.name;
+    for (int i = 0; i < srv->nbackends; i++) {
+        const char *n = srv->backend[i]->conf.name;
         if (strlen(n) == len && !memcmp(n, name, len))
-            return srv.backend[i];
+            return srv->backend[i];
     }
     return NULL;
 }
@@ -297,8 +285,8 @@ static void backend_status(struct srv_backend *sb, unsigned status, uint64_t t0)
     hist_record_atomic(&sb->latency, zb_now_ns() - t0);
 }
 
-static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, const char *what,
-                           uint64_t t0)
+static enum MHD_Result zip(struct loop *l, struct MHD_Connection *c, struct srv_backend *sb,
+                           const char *what, uint64_t t0)
 {
     char code[8];
     unsigned status;
@@ -306,7 +294,7 @@ static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, con
     bool persistent = sb->conf.persistent;
     const char *p = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "persistent");
     if (p && parse_bool_arg(p, &persistent) < 0) {
-        ret = send_error(c, status = 400, sb, NULL, "persistent must be 0 or 1");
+        ret = send_error(l, c, status = 400, sb, NULL, "persistent must be 0 or 1");
         goto done;
     }
     if (!strcmp(what, "random")) {
@@ -317,7 +305,7 @@ static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, con
             errno = 0;
             miss = strtod(m, &end);
             if (errno || end == m || *end || !(miss >= 0 && miss <= 1)) {
-                ret = send_error(c, status = 400, sb, NULL, "miss must be a number in 0..1");
+                ret = send_error(l, c, status = 400, sb, NULL, "miss must be a number in 0..1");
                 goto done;
             }
         }
@@ -325,19 +313,17 @@ static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, con
         size_t n;
         const uint32_t *keys = pool_keys(sb, &n, &err);
         if (!keys) {
-            ret = send_error(c, status = 503, sb, NULL, "%s", err.msg);
+            ret = send_error(l, c, status = 503, sb, NULL, "%s", err.msg);
             goto done;
         }
-        if (!trng)
-            trng = zb_now_ns() ^ (uint64_t)(uintptr_t)&trng;
         uint32_t k = 0;
-        if (n > 0 && !(miss > 0 && zb_rand_unit(&trng) < miss)) {
-            k = keys[zb_rand_below(&trng, (uint32_t)n)];
+        if (n > 0 && !(miss > 0 && zb_rand_unit(&l->rng) < miss)) {
+            k = keys[zb_rand_below(&l->rng, (uint32_t)n)];
         } else {
             /* A code that is not in the table: random 7-digit numbers are
              * almost all misses (a full list fills ~1.2% of them). */
             for (int tries = 0; tries < 1000; tries++) {
-                k = zb_rand_below(&trng, 10000000);
+                k = zb_rand_below(&l->rng, 10000000);
                 if (!has_key(keys, n, k))
                     break;
             }
@@ -346,12 +332,12 @@ static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, con
     } else if (is_code(what)) {
         memcpy(code, what, 8);
     } else {
-        ret = send_error(c, status = 400, sb, NULL,
+        ret = send_error(l, c, status = 400, sb, NULL,
                          "the code must be exactly 7 digits 0-9 (or 'random')");
         goto done;
     }
 
-    struct jbuf *b = &tbuf;
+    struct jbuf *b = &l->jb;
     b->n = 0;
     JB_LIT(b, "{\"backend\":");
     jb_cstr(b, sb->conf.name);
@@ -362,14 +348,14 @@ static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, con
     struct zb_err err = { 0 };
     int lr = pool_lookup(sb, code, persistent, put_row, &rc, &err);
     if (lr == LOOKUP_UNAVAILABLE)
-        ret = send_error(c, status = 503, sb, code, "%s", err.msg);
+        ret = send_error(l, c, status = 503, sb, code, "%s", err.msg);
     else if (lr != LOOKUP_OK)
-        ret = send_error(c, status = 500, sb, code, "%s", err.msg);
+        ret = send_error(l, c, status = 500, sb, code, "%s", err.msg);
     else if (rc.rows == 0)
-        ret = send_error(c, status = 404, sb, code, "no such code");
+        ret = send_error(l, c, status = 404, sb, code, "no such code");
     else {
         JB_LIT(b, "]}");
-        ret = send_buf(c, status = 200, b);
+        ret = send_buf(l, c, status = 200);
     }
 done:
     backend_status(sb, status, t0);
@@ -378,23 +364,24 @@ done:
 
 /* ---- /health and /stats ---- */
 
-static enum MHD_Result health(struct MHD_Connection *c)
+static enum MHD_Result health(struct loop *l, struct MHD_Connection *c)
 {
+    struct server *srv = l->srv;
     bool all = true;
-    struct jbuf *b = &tbuf;
+    struct jbuf *b = &l->jb;
     /* The checks may take a round trip each: collect first, write after. */
     bool up[ZB_MAX_BACKENDS];
     char reasons[ZB_MAX_BACKENDS][sizeof ((struct zb_err *)0)->msg];
-    for (int i = 0; i < srv.nbackends; i++) {
+    for (int i = 0; i < srv->nbackends; i++) {
         struct zb_err err = { 0 };
-        up[i] = pool_check(srv.backend[i], &err);
+        up[i] = pool_check(srv->backend[i], &err);
         snprintf(reasons[i], sizeof reasons[i], "%s", err.msg);
         all &= up[i];
     }
     b->n = 0;
     jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct srv_backend *sb = srv->backend[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
         jb_cstr(b, sb->conf.name);
         JB_LIT(b, ",\"driver\":");
@@ -407,7 +394,7 @@ static enum MHD_Result health(struct MHD_Connection *c)
         JB_LIT(b, "}");
     }
     JB_LIT(b, "]}");
-    return send_buf(c, all ? 200 : 503, b);
+    return send_buf(l, c, all ? 200 : 503);
 }
 
 #define LD(x) ((unsigned long long)atomic_load_explicit(&(x), RELAXED))
@@ -421,15 +408,26 @@ static void put_latency(struct jbuf *b, const struct hist *h)
               (double)hist_percentile(h, 99) / 1e3, (double)hist_max(h) / 1e3);
 }
 
-static enum MHD_Result stats(struct MHD_Connection *c)
+/* A loop thread's CPU time so far, in seconds (0 if it cannot be read). */
+static double thread_cpu_s(pthread_t t)
 {
-    struct jbuf *b = &tbuf;
+    clockid_t id;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &id) || clock_gettime(id, &ts))
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum MHD_Result stats(struct loop *l, struct MHD_Connection *c)
+{
+    struct server *srv = l->srv;
+    struct jbuf *b = &l->jb;
     static _Thread_local struct hist all, snap;
     hist_init(&all);
     b->n = 0;
     JB_LIT(b, "{\"backends\":[");
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct srv_backend *sb = srv->backend[i];
         const struct backend_conf *bc = &sb->conf;
         /* A copy, so the percentiles all come from one snapshot. */
         memcpy(&snap, &sb->latency, sizeof snap);
@@ -459,14 +457,30 @@ static enum MHD_Result stats(struct MHD_Connection *c)
         put_latency(b, &snap);
         JB_LIT(b, "}");
     }
-    double up_s = (double)(zb_now_ns() - srv.started_ns) / 1e9;
+    unsigned long long requests = 0, ok = 0, e4xx = 0, e5xx = 0;
+    for (int i = 0; i < srv->nloops; i++) {
+        struct loop *t = &srv->loops[i];
+        requests += READ(t->requests);
+        ok += READ(t->ok);
+        e4xx += READ(t->e4xx);
+        e5xx += READ(t->e5xx);
+    }
+    double up_s = (double)(zb_now_ns() - srv->started_ns) / 1e9;
     jb_printf(b, "],\"server\":{\"uptime_s\":%.1f,\"threads\":%d,\"requests\":%llu,\"ok\":%llu,"
               "\"errors_4xx\":%llu,\"errors_5xx\":%llu,",
-              up_s, srv.conf->server.threads, LD(srv.requests), LD(srv.ok),
-              LD(srv.e4xx), LD(srv.e5xx));
+              up_s, srv->nloops, requests, ok, e4xx, e5xx);
     put_latency(b, &all);
-    JB_LIT(b, "}}");
-    return send_buf(c, 200, b);
+    JB_LIT(b, ",\"loops\":[");
+    for (int i = 0; i < srv->nloops; i++) {
+        struct loop *t = &srv->loops[i];
+        jb_printf(b, "%s{\"id\":%d,\"requests\":%llu,\"connections\":%llu,\"accepted\":%llu,"
+                  "\"cpu_s\":%.3f}", i ? "," : "", i, (unsigned long long)READ(t->requests),
+                  (unsigned long long)READ(t->open),
+                  (unsigned long long)(READ(t->open) + READ(t->closed)),
+                  thread_cpu_s(t->thread));
+    }
+    JB_LIT(b, "]}}");
+    return send_buf(l, c, 200);
 }
 
 /* ---- the handler ---- */
@@ -497,15 +511,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
 {
-    (void)cls, (void)version, (void)upload_data;
+    (void)upload_data;
+    struct loop *l = cls;
     bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
     if (first_call(*con_cls)) {
         uintptr_t rawlen = (uintptr_t)*con_cls;
         *con_cls = &request_seen;
-        atomic_fetch_add_explicit(&srv.inflight, 1, RELAXED);
+        BUMP(l->inflight);
         if (rawlen && *version && url + rawlen != version) {
             *con_cls = &request_done;
-            return send_error(c, 400, NULL, NULL, "NUL byte in the request line");
+            return send_error(l, c, 400, NULL, NULL, "NUL byte in the request line");
         }
         /* Other methods get their 405 at once; MHD then discards any body
          * and closes the connection. A GET is answered on the second call:
@@ -513,7 +528,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
          * and closes the connection after it, which would defeat keep-alive. */
         if (!get) {
             *con_cls = &request_done;
-            return send_error(c, 405, NULL, NULL, "method not allowed: only GET and HEAD");
+            return send_error(l, c, 405, NULL, NULL, "method not allowed: only GET and HEAD");
         }
         return MHD_YES;
     }
@@ -528,17 +543,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!strncmp(url, "/zip/", 5)) {
         const char *name = url + 5, *slash = strchr(name, '/');
         if (slash) {
-            struct srv_backend *sb = find_backend(name, (size_t)(slash - name));
+            struct srv_backend *sb = find_backend(l->srv, name, (size_t)(slash - name));
             if (!sb)
-                return send_error(c, 404, NULL, NULL, "no such backend (see /health for the list)");
-            return zip(c, sb, slash + 1, t0);
+                return send_error(l, c, 404, NULL, NULL,
+                                  "no such backend (see /health for the list)");
+            return zip(l, c, sb, slash + 1, t0);
         }
     } else if (!strcmp(url, "/health")) {
-        return health(c);
+        return health(l, c);
     } else if (!strcmp(url, "/stats")) {
-        return stats(c);
+        return stats(l, c);
     }
-    return send_error(c, 404, NULL, NULL,
+    return send_error(l, c, 404, NULL, NULL,
                       "no such resource: GET /zip/{backend}/{code}, /zip/{backend}/random, "
                       "/health or /stats");
 }
@@ -546,18 +562,25 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
+    (void)c, (void)toe;
+    struct loop *l = cls;
     if (!first_call(*con_cls))
-        atomic_fetch_sub_explicit(&srv.inflight, 1, RELAXED);
+        atomic_store_explicit(&l->inflight, READ(l->inflight) - 1, RELAXED);
     *con_cls = NULL;
 }
 
 static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
                              enum MHD_ConnectionNotificationCode toe)
 {
-    (void)cls, (void)c, (void)socket_context;
-    atomic_fetch_add_explicit(&srv.connections, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
-                              RELAXED);
+    (void)c, (void)socket_context;
+    struct loop *l = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        BUMP(l->open);
+        return;
+    }
+    atomic_store_explicit(&l->open, READ(l->open) - 1, RELAXED);
+    BUMP(l->closed);
+    acceptor_slot_freed(l->srv);
 }
 
 static int hexval(char ch)
@@ -589,32 +612,34 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+void http_init(void)
+{
+    init_keys();
+}
+
 /* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
  * pool the request line and headers must fit in. Past it libmicrohttpd 0.9.75
  * answers by itself, before our handler runs: "414 URI Too Long" for a long
  * request line, "431 Request Header Fields Too Large" for big headers, both
  * with Connection: close and an empty body without a Content-Type (so not
  * our JSON). The test suite checks both statuses. */
-struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
+struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
 {
-    init_keys();
-    pthread_key_create(&tbuf_key, free);
-    const struct server_conf *sc = &srv.conf->server;
+    const struct server_conf *sc = &l->srv->conf->server;
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_TURBO, 0, NULL, NULL, handle, NULL,
-        MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)sc->threads,
+        MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO, 0,
+        NULL, NULL, handle, l,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)sc->connection_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_NOTIFY_CONNECTION, connection_event, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, l,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_event, l,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
+        MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
         MHD_OPTION_END);
     if (!d)
-        zb_fail(err, ZB_ERR_SYS, "libmicrohttpd would not start (threads %d, "
-                "max_connections %d, max_request_bytes %d)", sc->threads, sc->max_connections,
-                sc->max_request_bytes);
+        zb_fail(err, ZB_ERR_SYS, "libmicrohttpd would not start (max_connections %d, "
+                "max_request_bytes %d)", sc->max_connections, sc->max_request_bytes);
     return d;
 }

@@ -1,5 +1,5 @@
 /* build/bin/server: postal-code lookups over HTTP (libmicrohttpd), one
- * apr_reslist connection pool per backend. See usage below. */
+ * event loop per core. See usage below. */
 #include <apr_general.h>
 #include <apr_getopt.h>
 #include <apr_version.h>
@@ -17,14 +17,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "server.h"
 
-#define VERSION "0.1"
-
-struct server srv;
+#define VERSION "0.2"
 
 static const char usage[] =
 "NAME\n"
@@ -37,7 +36,9 @@ static const char usage[] =
 "\n"
 "DESCRIPTION\n"
 "    Answers postal-code lookups from the backends of the config file over\n"
-"    HTTP/1.1 (libmicrohttpd, epoll, a pool of --threads threads, keep-alive).\n"
+"    HTTP/1.1 (libmicrohttpd, keep-alive). --threads event loops, one per core\n"
+"    by default, each with its own single-threaded libmicrohttpd daemon on\n"
+"    epoll; new connections go to the loop with the fewest open ones.\n"
 "    Each backend has a pool of database connections (APR apr_reslist), each\n"
 "    with its lookup statement prepared once; a connection lost when a\n"
 "    database restarts is discarded and replaced, and the requests that\n"
@@ -55,7 +56,8 @@ static const char usage[] =
 "                          127.0.0.1); a non-loopback address is refused\n"
 "                          unless --allow-remote is given\n"
 "        --allow-remote    allow --bind to a non-loopback address\n"
-"    -t, --threads N       libmicrohttpd threads (default: [server] threads, 2)\n"
+"    -t, --threads N       event-loop threads (default: [server] threads, or one\n"
+"                          per online CPU)\n"
 "    -B, --backends LIST   serve only these backends, comma-separated\n"
 "                          (default: every [backend] of the config)\n"
 "    -s, --set B.KEY=VAL   override a config key; B is a backend name or\n"
@@ -252,10 +254,13 @@ int main(int argc, const char *const *argv)
         goto out_conf;
     }
 
+    if (conf.server.threads <= 0)
+        conf.server.threads = get_nprocs() > 0 ? get_nprocs() : 1;
     const struct server_conf *sc = &conf.server;
-    int fd = listen_on(sc->bind, sc->port, allow_remote);
-    if (fd < 0) {
-        rc = fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
+    static struct server srv;
+    int listen_fd = listen_on(sc->bind, sc->port, allow_remote);
+    if (listen_fd < 0) {
+        rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
         goto out_conf;
     }
     int want_fds = sc->max_connections + 64;
@@ -263,37 +268,8 @@ int main(int argc, const char *const *argv)
         want_fds += chosen[i]->pool_hard_max * 2;
     raise_fd_limit(want_fds);
 
-    srv.conf = &conf;
-    srv.started_ns = zb_now_ns();
-    for (int i = 0; i < nchosen; i++) {
-        struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
-        if (pool_init(sb, chosen[i], pool, &err) < 0) {
-            fprintf(stderr, "server: %s\n", err.msg);
-            close(fd);
-            goto out_pools;
-        }
-        srv.backend[srv.nbackends++] = sb;
-    }
-    /* Open the pools; a backend whose database is down is reported and
-     * retried on demand, the server starts anyway. */
-    char names[1024];
-    size_t nn = 0;
-    names[0] = 0;
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
-        struct zb_err e = { 0 };
-        bool ok = pool_start(sb, &e) == 0;
-        if (!ok)
-            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->conf.name, e.msg);
-        int w = snprintf(names + nn, sizeof names - nn, " %s%s", sb->conf.name,
-                         ok ? "" : " (down)");
-        if (w > 0)
-            nn = nn + (size_t)w < sizeof names ? nn + (size_t)w : sizeof names - 1;
-    }
-
-    /* Signals: blocked in every thread (MHD's inherit the mask), taken by
-     * sigwait below. */
+    /* Signals: blocked in every thread (the loops inherit the mask), taken
+     * by sigwait below. */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
@@ -301,41 +277,22 @@ int main(int argc, const char *const *argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct MHD_Daemon *d = http_start(fd, &err);
-    if (!d) {
+    char names[1024];
+    if (server_start(&srv, &conf, chosen, nchosen, listen_fd, pool, names, sizeof names, &err) < 0) {
         fprintf(stderr, "server: %s\n", err.msg);
-        close(fd);
-        goto out_pools;
+        goto out_conf;
     }
     fprintf(stderr, "zipbench server listening on %s:%d, %d thread%s, backends:%s\n", sc->bind,
-            sc->port, sc->threads, sc->threads == 1 ? "" : "s", names);
-
+            sc->port, srv.nloops, srv.nloops == 1 ? "" : "s", names);
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "zipbench server stopping (%s): no new connections, finishing requests\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
-    atomic_store(&srv.stopping, true);
-    int lfd = MHD_quiesce_daemon(d);
-    /* Requests in flight finish, and their responses now carry Connection:
-     * close, so busy keep-alive clients get one more clean answer and go.
-     * Connections that stay idle are given 1 s, requests in flight 5 s;
-     * then MHD_stop_daemon closes whatever is left. */
-    uint64_t t0 = zb_now_ns(), idle_grace = t0 + 1000000000ull, deadline = t0 + 5000000000ull;
-    while (zb_now_ns() < deadline &&
-           (atomic_load(&srv.inflight) > 0 ||
-            (atomic_load(&srv.connections) > 0 && zb_now_ns() < idle_grace)))
-        usleep(5 * 1000);
-    MHD_stop_daemon(d);
-    if (lfd >= 0)
-        close(lfd);
-    double secs = (double)(zb_now_ns() - srv.started_ns) / 1e9;
+    uint64_t requests = 0;
+    server_stop(&srv, &requests);
     fprintf(stderr, "zipbench server stopped: %llu requests in %.1f s\n",
-            (unsigned long long)atomic_load(&srv.requests), secs);
+            (unsigned long long)requests, (double)(zb_now_ns() - srv.started_ns) / 1e9);
     rc = ZB_EXIT_OK;
-out_pools:
-    for (int i = 0; i < srv.nbackends; i++)
-        pool_destroy(srv.backend[i]);
-    srv.nbackends = 0;
 out_conf:
     conf_free(&conf);
     apr_pool_destroy(pool);

@@ -1,0 +1,106 @@
+/* The server's lifecycle: its backends and loop threads started, and the
+ * stop sequence. main.c (and the HTTP fuzz target) call these. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+
+int server_start(struct server *srv, struct zb_conf *conf, const struct backend_conf *const *chosen,
+                 int nchosen, int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
+                 struct zb_err *err)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->conf = conf;
+    srv->listen_fd = listen_fd;
+    srv->started_ns = zb_now_ns();
+    for (int i = 0; i < nchosen; i++) {
+        struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
+        if (pool_init(sb, chosen[i], pool, err) < 0)
+            goto fail;
+        srv->backend[srv->nbackends++] = sb;
+    }
+    /* Open the pools; a backend whose database is down is reported and
+     * retried on demand, the server starts anyway. */
+    size_t nn = 0;
+    names[0] = 0;
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct srv_backend *sb = srv->backend[i];
+        struct zb_err e = { 0 };
+        bool ok = pool_start(sb, &e) == 0;
+        if (!ok)
+            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
+                    "%s\n", sb->conf.name, e.msg);
+        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->conf.name, ok ? "" : " (down)");
+        if (w > 0)
+            nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
+    }
+
+    http_init();
+    int n = conf->server.threads;
+    if (!(srv->loops = calloc((size_t)n, sizeof *srv->loops))) {
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
+        goto fail;
+    }
+    for (; srv->nloops < n; srv->nloops++)
+        if (loop_init(&srv->loops[srv->nloops], srv, srv->nloops, err) < 0) {
+            srv->nloops++;
+            goto fail;
+        }
+    if (acceptor_start(&srv->loops[0], err) < 0)
+        goto fail;
+    for (; srv->nstarted < srv->nloops; srv->nstarted++)
+        if (loop_start(&srv->loops[srv->nstarted], err) < 0)
+            goto fail;
+    return 0;
+fail:
+    server_stop(srv, NULL);
+    return -1;
+}
+
+/* Stopping: no new connections; requests in flight finish, their answers
+ * carrying Connection: close, so busy keep-alive clients get one more
+ * clean answer and go. Connections that stay idle are given 1 s, requests
+ * in flight 5 s; then the loops fail what is left and close everything. */
+static void drain(struct server *srv)
+{
+    atomic_store(&srv->stopping, true);
+    loop_wake(&srv->loops[0]);
+    uint64_t t0 = zb_now_ns(), idle_grace = t0 + 1000000000ull, deadline = t0 + 5000000000ull;
+    for (;;) {
+        uint64_t inflight = 0, open = 0, now = zb_now_ns();
+        for (int i = 0; i < srv->nloops; i++) {
+            inflight += READ(srv->loops[i].inflight);
+            open += READ(srv->loops[i].open);
+        }
+        if (now >= deadline || (inflight == 0 && (open == 0 || now >= idle_grace)))
+            break;
+        usleep(5 * 1000);
+    }
+}
+
+void server_stop(struct server *srv, uint64_t *requests)
+{
+    if (srv->nstarted > 0)
+        drain(srv);
+    atomic_store(&srv->shutdown, true);
+    for (int i = 0; i < srv->nstarted; i++)
+        loop_wake(&srv->loops[i]);
+    for (int i = 0; i < srv->nstarted; i++)
+        loop_join(&srv->loops[i]);
+    if (requests)
+        for (int i = (*requests = 0); i < srv->nloops; i++)
+            *requests += READ(srv->loops[i].requests);
+    for (int i = 0; i < srv->nloops; i++)
+        loop_destroy(&srv->loops[i]);
+    free(srv->loops);
+    srv->loops = NULL;
+    srv->nloops = srv->nstarted = 0;
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    srv->listen_fd = -1;
+    for (int i = 0; i < srv->nbackends; i++)
+        pool_destroy(srv->backend[i]);
+    srv->nbackends = 0;
+}
