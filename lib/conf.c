@@ -42,6 +42,7 @@ static void backend_defaults(struct backend_conf *b)
     b->acquire_timeout_ms = 2000;
     b->connect_timeout_s = 2;
     b->persistent = true;
+    b->pipeline_connections = 1;
 }
 
 void conf_defaults(struct zb_conf *conf)
@@ -52,6 +53,7 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.port = 8080;
     conf->server.threads = 0;   /* one per online CPU */
     conf->server.connection_timeout_s = 10;
+    conf->server.header_timeout_s = 10;
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
     conf->server.default_backend = "sqlite";
@@ -92,30 +94,35 @@ static bool is_identifier(const char *s)
 
 struct field {
     const char *key;
-    enum { F_STR, F_INT, F_BOOL, F_IDENT } type;
+    enum { F_STR, F_INT, F_BOOL, F_IDENT, F_CHOICE } type;
     size_t offset;
     int lo, hi;
+    const char *const *choices;   /* F_CHOICE: the values allowed, NULL-terminated */
 };
 
-#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0 }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi }
+static const char *const strategies[] = { "pooled", "per-request", "pipelined", NULL };
+
+#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0, NULL }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi, NULL }
 static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
+    I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
     S(default_backend),
 };
 #undef S
 #undef I
-#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0 }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi }
-#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
+#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0, NULL }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi, NULL }
+#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
     S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
+    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
-    B(persistent), B(read_only),
+    B(persistent), B(read_only), I(pipeline_connections, 1, 8),
+    { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, strategies },
 };
 #undef S
 #undef I
@@ -133,14 +140,22 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
             if (!is_identifier(value))
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not a plain SQL name "
                                "(letters, digits, _)", where, key, value);
-            /* fall through */
-        case F_STR: {
-            const char *s = keep(conf, value);
-            if (!s)
-                return zb_fail(err, ZB_ERR_SYS, "out of memory");
-            *(const char **)p = s;
-            return 0;
+            break;
+        case F_CHOICE: {
+            bool ok = false;
+            char list[200] = "";
+            for (const char *const *c = f[i].choices; *c; c++) {
+                ok |= !strcmp(*c, value);
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         c == f[i].choices ? "" : c[1] ? ", " : " or ", *c);
+            }
+            if (!ok)
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not %s", where, key, value,
+                               list);
+            break;
         }
+        case F_STR:
+            break;
         case F_INT:
             if (parse_int(value, f[i].lo, f[i].hi, p) < 0)
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not an integer in %d..%d",
@@ -151,6 +166,12 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not yes or no", where, key, value);
             return 0;
         }
+        /* The string kinds. */
+        const char *s = keep(conf, value);
+        if (!s)
+            return zb_fail(err, ZB_ERR_SYS, "out of memory");
+        *(const char **)p = s;
+        return 0;
     }
     return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s'", where, key);
 }

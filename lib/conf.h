@@ -29,15 +29,18 @@ struct backend_conf {
     int acquire_timeout_ms;/* a request waits this long for a connection, then 503 */
     int connect_timeout_s;
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
-    bool persistent;       /* false: connect per request */
+    bool persistent;       /* false: connect per request (strategy per-request) */
+    const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: by persistent) */
+    int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
 };
 
 struct server_conf {
     const char *bind;      /* default 127.0.0.1 */
     int port;              /* default 8080 */
-    int threads;           /* libmicrohttpd thread pool size */
-    int connection_timeout_s;
+    int threads;           /* event-loop threads (0: one per online CPU) */
+    int connection_timeout_s; /* an idle connection is closed after this */
+    int header_timeout_s;  /* a request's whole header must come within this (0: no limit) */
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
     const char *default_backend;

@@ -11,33 +11,20 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct backend_
                  int nchosen, int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
                  struct zb_err *err)
 {
+    char *cert = srv->tls_cert, *key = srv->tls_key;
     memset(srv, 0, sizeof *srv);
+    srv->tls_cert = cert;
+    srv->tls_key = key;
     srv->conf = conf;
     srv->listen_fd = listen_fd;
     srv->started_ns = zb_now_ns();
+    http_init();
     for (int i = 0; i < nchosen; i++) {
         struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
-        if (pool_init(sb, chosen[i], pool, err) < 0)
-            goto fail;
         srv->backend[srv->nbackends++] = sb;
+        if (backend_init(sb, chosen[i], i, pool, err) < 0)
+            goto fail;
     }
-    /* Open the pools; a backend whose database is down is reported and
-     * retried on demand, the server starts anyway. */
-    size_t nn = 0;
-    names[0] = 0;
-    for (int i = 0; i < srv->nbackends; i++) {
-        struct srv_backend *sb = srv->backend[i];
-        struct zb_err e = { 0 };
-        bool ok = pool_start(sb, &e) == 0;
-        if (!ok)
-            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->conf.name, e.msg);
-        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->conf.name, ok ? "" : " (down)");
-        if (w > 0)
-            nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
-    }
-
-    http_init();
     int n = conf->server.threads;
     if (!(srv->loops = calloc((size_t)n, sizeof *srv->loops))) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
@@ -48,6 +35,21 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct backend_
             srv->nloops++;
             goto fail;
         }
+    /* Each backend reached once now, so one that is down is reported at
+     * start; the server starts anyway and serves it once it is up. */
+    size_t nn = 0;
+    names[0] = 0;
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct srv_backend *sb = srv->backend[i];
+        struct zb_err e = { 0 };
+        bool ok = backend_start(sb, srv, &e) == 0;
+        if (!ok)
+            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
+                    "%s\n", sb->conf.name, e.msg);
+        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->conf.name, ok ? "" : " (down)");
+        if (w > 0)
+            nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
+    }
     if (acceptor_start(&srv->loops[0], err) < 0)
         goto fail;
     for (; srv->nstarted < srv->nloops; srv->nstarted++)
@@ -62,7 +64,8 @@ fail:
 /* Stopping: no new connections; requests in flight finish, their answers
  * carrying Connection: close, so busy keep-alive clients get one more
  * clean answer and go. Connections that stay idle are given 1 s, requests
- * in flight 5 s; then the loops fail what is left and close everything. */
+ * in flight 5 s; then the loops fail what is left (503) and close
+ * everything. */
 static void drain(struct server *srv)
 {
     atomic_store(&srv->stopping, true);
@@ -92,15 +95,15 @@ void server_stop(struct server *srv, uint64_t *requests)
     if (requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
             *requests += READ(srv->loops[i].requests);
+    /* The key loaders first: they wake the loops when done. */
+    for (int i = 0; i < srv->nbackends; i++)
+        backend_destroy(srv->backend[i]);
     for (int i = 0; i < srv->nloops; i++)
         loop_destroy(&srv->loops[i]);
     free(srv->loops);
     srv->loops = NULL;
-    srv->nloops = srv->nstarted = 0;
+    srv->nloops = srv->nstarted = srv->nbackends = 0;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
     srv->listen_fd = -1;
-    for (int i = 0; i < srv->nbackends; i++)
-        pool_destroy(srv->backend[i]);
-    srv->nbackends = 0;
 }
