@@ -221,6 +221,23 @@ static char *pg_placeholders(const char *sql)
     return out;
 }
 
+/* What a failed statement's error means. A FATAL or PANIC error ends the
+ * session (the server was stopped, the backend terminated) even while
+ * libpq has not seen the socket close yet: the connection is lost. Lock
+ * conflicts are ZB_ERR_BUSY: the statement may simply be run again. */
+static enum zb_err_kind pg_error_kind(struct db *db, const PGresult *r)
+{
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (PQstatus(db->conn) != CONNECTION_OK || (sev && (!strcmp(sev, "FATAL") ||
+                                                        !strcmp(sev, "PANIC"))))
+        return ZB_ERR_CONN;
+    if (state && (!strcmp(state, "40P01") || !strcmp(state, "55P03") ||
+                  !strcmp(state, "40001")))
+        return ZB_ERR_BUSY;   /* deadlock, lock not available, serialization failure */
+    return ZB_ERR_SQL;
+}
+
 /* Feeds the rows of a result to fn; returns 0 or -1. */
 static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long *affected,
                      struct zb_err *err, const char *what)
@@ -230,8 +247,10 @@ static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long
         char msg[400];
         snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
         msg[strcspn(msg, "\n")] = 0;
+        enum zb_err_kind kind = pg_error_kind(db, r);
         PQclear(r);
-        enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
+        if (kind == ZB_ERR_CONN)
+            db->given_up = true;
         return zb_fail(err, kind, "pg: %s: %s", what, msg[0] ? msg : PQerrorMessage(db->conn));
     }
     if (fn) {

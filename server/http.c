@@ -537,12 +537,17 @@ static const char *malformed(struct req *rq, const char *url, const char *versio
     if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
         !MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
         return "HTTP/1.1 request without a Host header";
-    /* MHD takes the first of several Content-Length headers. */
+    /* MHD takes the first of several Content-Length headers, and the
+     * Transfer-Encoding over a Content-Length (RFC 9112 6.1 lets a server
+     * refuse both, the way to rule out request smuggling). */
     if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
         struct clen cl = { 0 };
         MHD_get_connection_values(rq->c, MHD_HEADER_KIND, each_clen, &cl);
         if (cl.differ)
             return "two different Content-Length headers";
+        if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_TRANSFER_ENCODING))
+            return "both Content-Length and Transfer-Encoding";
     }
     return NULL;
 }

@@ -145,6 +145,63 @@ static long long stat_now(const char *b, const char *key)
     return stat_of(r->body, b, key);
 }
 
+/* ---- requests left waiting in the server ---- */
+
+/* A request sent on a connection of its own, its answer read later. */
+static int send_only(int port, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int send_only(int port, const char *fmt, ...)
+{
+    char req[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(req, sizeof req, fmt, ap);
+    va_end(ap);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    return fd;
+}
+
+/* The answer on fd (until the server closes, at most timeout_s), closed. */
+static void read_answer(int fd, char *out, size_t len, int timeout_s)
+{
+    struct timeval tv = { .tv_sec = timeout_s };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < len && (r = read(fd, out + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = 0;
+    close(fd);
+}
+
+/* A lock on the pg test table, held by a connection of the test's own,
+ * so that lookups on it wait. */
+static struct zb_conf lock_conf;
+static struct backend lock_b;
+
+static void lock_pg_table(void)
+{
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&lock_conf, conf, &err) == 0, "%s", err.msg);
+    ck_assert_msg(backend_open(&lock_b, conf_backend(&lock_conf, "pg"), &err) == 0, "%s", err.msg);
+    ck_assert_msg(lock_b.drv->exec(lock_b.db, "BEGIN", &err) == 0, "%s", err.msg);
+    ck_assert_msg(lock_b.drv->exec(lock_b.db, "LOCK TABLE zt_server IN ACCESS EXCLUSIVE MODE",
+                                   &err) == 0, "%s", err.msg);
+}
+
+static void unlock_pg_table(void)
+{
+    struct zb_err err = { 0 };
+    if (!lock_b.db)
+        return;
+    lock_b.drv->exec(lock_b.db, "COMMIT", &err);
+    backend_close(&lock_b);
+    conf_free(&lock_conf);
+}
+
 /* ---- the expected rows, read back from the file with lib/kenall ---- */
 
 static size_t json_str(char *out, const char *s)
@@ -526,6 +583,52 @@ START_TEST(methods_and_http)
 }
 END_TEST
 
+/* Strict toward clients where libmicrohttpd 0.9.75 is not (issue 11 item
+ * 9): the server's own JSON 400s; and what 0.9.75 answers by itself,
+ * before the handler runs (docs/RELIABILITY.md lists it). */
+START_TEST(strict_http)
+{
+    SETUP_OK();
+    static const struct { const char *req; int want; const char *body; } cases[] = {
+        { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n"
+          "Connection: close\r\n\r\n", 400, "two different Content-Length headers" },
+        { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n", 200, "\"rows\":" },
+        { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+          "Content-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n", 400, "Transfer-Encoding" },
+        { "GET /zip/sqlite/%s HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "without a Host" },
+        { "GET /zip/sqlite/%s HTTP/1.0\r\n\r\n", 200, "\"rows\":" },
+        { "GET http://127.0.0.1:18080/zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+          200, "\"rows\":" },
+        { "GET HTTPS://example/zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+          200, "\"rows\":" },
+    };
+    char req[512], raw[16384];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = snprintf(req, sizeof req, cases[i].req, codes[0]);
+        http_raw(PORT, req, (size_t)n, raw, sizeof raw);
+        ck_assert_msg(http_status(raw) == cases[i].want && strstr(raw, cases[i].body) &&
+                      strstr(raw, "application/json"), "case %zu: %.300s", i, raw);
+    }
+    /* libmicrohttpd's own answers (HTML or empty, not JSON): a malformed
+     * or huge Content-Length (0.9.75 sends the status line and headers
+     * twice, then the HTML), a header line without a colon, HTTP/2.0. */
+    static const struct { const char *req; int want; } own[] = {
+        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400 },
+        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400 },
+        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+          413 },
+        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n", 400 },
+        { "GET /zip/sqlite/1000001 HTTP/2.0\r\nHost: x\r\n\r\n", 505 },
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        http_raw(PORT, own[i].req, strlen(own[i].req), raw, sizeof raw);
+        ck_assert_msg(http_status(raw) == own[i].want && !strstr(raw, "application/json"),
+                      "own %zu: %.300s", i, raw);
+    }
+}
+END_TEST
+
 START_TEST(health_and_stats)
 {
     SETUP_OK();
@@ -771,6 +874,160 @@ START_TEST(pool_exhausted_503_after_acquire_timeout)
 }
 END_TEST
 
+/* A request waits, suspended, for a lookup that a lock holds up; its
+ * client goes away meanwhile. When the lookup is answered the request is
+ * resumed and dropped: nothing leaks (make sanitize, valgrind), the pooled
+ * connection goes back, and the server goes on. */
+START_TEST(suspended_request_whose_client_leaves)
+{
+    SETUP_OK();
+    ck_assert_int_eq(get("/zip/pg/%s", codes[0])->status, 200);
+    long long in_use0 = stat_now("pg", "in_use"), requests0 = stat_now("pg", "requests");
+    lock_pg_table();
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = send_only(PORT, "GET /zip/pg/%s%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[i],
+                           i % 2 ? "?strategy=pipelined" : "");
+    usleep(300 * 1000);
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);   /* gone while their requests wait */
+    usleep(200 * 1000);
+    unlock_pg_table();
+    /* The lookups finish; their answers have nowhere to go. */
+    long long done = 0;
+    for (int i = 0; i < 100 && done < 4; i++) {
+        usleep(20 * 1000);
+        done = stat_now("pg", "requests") - requests0;
+    }
+    ck_assert_msg(done >= 4, "%lld of 4 abandoned lookups counted", done);
+    ck_assert_int_eq(stat_now("pg", "in_use"), in_use0);
+    for (int i = 0; i < NCHECK; i++)
+        ck_assert_int_eq(get("/zip/pg/%s", codes[i])->status, 200);
+    ck_assert_int_eq(get("/zip/pg/%s?strategy=pipelined", codes[1])->status, 200);
+}
+END_TEST
+
+/* Lookups in a pipeline, held up by a lock, when the database process
+ * serving the pipeline dies (pg_terminate_backend, as an out-of-memory
+ * kill or a crash would): each one gets a 503, at once, and none hangs;
+ * the next lookup opens a new pipeline. */
+START_TEST(database_dies_with_lookups_in_its_pipeline)
+{
+    SETUP_OK();
+    enum { N = 12 };
+    char raw[8192];
+    ck_assert_int_eq(get("/zip/pg/%s?strategy=pipelined", codes[0])->status, 200);
+    lock_pg_table();
+    int fds[N];
+    for (int i = 0; i < N; i++)
+        fds[i] = send_only(PORT, "GET /zip/pg/%s?strategy=pipelined HTTP/1.1\r\nHost: x\r\n"
+                           "Connection: close\r\n\r\n", codes[i % NCHECK]);
+    usleep(300 * 1000);
+    uint64_t t0 = zb_now_ns();
+    struct zb_err err = { 0 };
+    ck_assert_msg(lock_b.drv->exec(lock_b.db, "SELECT pg_terminate_backend(pid) FROM "
+                                   "pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+                                   "datname = current_database() AND "
+                                   "application_name = 'zipbench'", &err) == 0, "%s", err.msg);
+    int n503 = 0;
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        read_answer(fds[i], raw, sizeof raw, 10);
+        n503 += !strncmp(raw, "HTTP/1.1 503", 12);
+        double s = (double)(zb_now_ns() - t0) / 1e9;
+        worst = s > worst ? s : worst;
+    }
+    unlock_pg_table();
+    ck_assert_msg(n503 == N, "%d of %d pipelined lookups answered 503: %.300s", n503, N, raw);
+    ck_assert_msg(worst < 3, "the last 503 came %.1f s after the kill", worst);
+    int status = 0;
+    for (int i = 0; i < 100 && status != 200; i++) {
+        status = get("/zip/pg/%s?strategy=pipelined", codes[1])->status;
+        if (status != 200)
+            usleep(100 * 1000);
+    }
+    ck_assert_msg(status == 200, "pipelined after the kill: %d %s", status, R.body);
+}
+END_TEST
+
+/* SIGTERM with requests in flight: no new connections, the requests in
+ * flight are answered (200, with Connection: close) once their lookups
+ * finish, and the server exits 0. */
+START_TEST(stop_with_requests_in_flight)
+{
+    SETUP_OK();
+    char log[1200], raw[8192];
+    snprintf(log, sizeof log, "%s/stop.log", dir);
+    pid_t pid = start_server(PORT2, log, "sqlite,pg", NULL);
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
+    lock_pg_table();
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = send_only(PORT2, "GET /zip/pg/%s%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[i],
+                           i % 2 ? "?strategy=pipelined" : "?strategy=per-request");
+    usleep(300 * 1000);
+    kill(pid, SIGTERM);
+    usleep(300 * 1000);
+    /* No new connections now. */
+    char req[128];
+    int n = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[0]);
+    ck_assert_int_le(http_raw(PORT2, req, (size_t)n, raw, sizeof raw), 0);
+    unlock_pg_table();
+    for (int i = 0; i < 4; i++) {
+        read_answer(fds[i], raw, sizeof raw, 10);
+        ck_assert_msg(!strncmp(raw, "HTTP/1.1 200", 12) && strstr(raw, "Connection: close"),
+                      "request %d in flight: %.300s", i, raw);
+    }
+    int st = 0;
+    for (int i = 0; i < 200 && waitpid(pid, &st, WNOHANG) != pid; i++)
+        usleep(50 * 1000);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+}
+END_TEST
+
+/* --tls-cert/--tls-key: the same lookups over HTTPS (libmicrohttpd's
+ * GnuTLS), a key that is not the certificate's refused at start. The
+ * certificate is made here (openssl, scripts/setup); the client is
+ * openssl s_client. */
+START_TEST(https)
+{
+    SETUP_OK();
+    char out[16384], log[1200];
+    ck_assert_msg(run_cmd(out, sizeof out, "cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes "
+                          "-keyout tls.key -out tls.crt -days 2 -subj /CN=127.0.0.1", dir) == 0,
+                  "openssl: %s", out);
+    snprintf(log, sizeof log, "%s/https.log", dir);
+    char args[2600];
+    snprintf(args, sizeof args, "--tls-cert %s/tls.crt --tls-key %s/tls.key", dir, dir);
+    pid_t pid = start_server(PORT2, log, "sqlite,pg", args);
+    /* await_server speaks plain HTTP: a TLS server answers nothing to it,
+     * so wait for the port instead. */
+    for (int i = 0; i < 100 && !port_answers(PORT2); i++)
+        usleep(50 * 1000);
+    ck_assert_msg(port_answers(PORT2), "the HTTPS server did not start");
+    for (int b = 0; b < 2; b++) {
+        /* (s_client says how it verified, and exits 1 at the end: the
+         * answer is what counts.) */
+        run_cmd(out, sizeof out, "printf 'GET /zip/%s/%s HTTP/1.1\\r\\nHost: x\\r\\n"
+                "Connection: close\\r\\n\\r\\n' | timeout 10 openssl s_client -quiet "
+                "-connect 127.0.0.1:%d", backends[b], codes[0], PORT2);
+        char expect[8192];
+        snprintf(expect, sizeof expect, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}",
+                 backends[b], codes[0], want[0]);
+        ck_assert_msg(strstr(out, "HTTP/1.1 200 OK\r\n") && strstr(out, expect),
+                      "%s over HTTPS: %.300s", backends[b], out);
+    }
+    ck_assert_int_eq(term_server(pid), 0);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(strstr(out, " HTTPS, backends: sqlite pg"), "%s", out);
+    /* The key must be the certificate's; both or neither. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --port %d --tls-cert %s/tls.crt "
+                             "--tls-key %s/tls.crt", prog("server"), conf, PORT2, dir, dir), 1);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --port %d --tls-cert %s/tls.crt",
+                             prog("server"), conf, PORT2, dir), 2);
+}
+END_TEST
+
 Suite *suite_server(void)
 {
     Suite *s = suite_create("server");
@@ -780,11 +1037,16 @@ Suite *suite_server(void)
     tcase_add_test(t, split_and_shared_codes);
     tcase_add_test(t, unknown_404_bad_400);
     tcase_add_test(t, methods_and_http);
+    tcase_add_test(t, strict_http);
     tcase_add_test(t, health_and_stats);
     tcase_add_test(t, random_keys_and_misses);
     tcase_add_test(t, per_request_connections);
     tcase_add_test(t, cli_exit_codes_and_clean_stop);
+    tcase_add_test(t, https);
     tcase_add_test(t, pool_exhausted_503_after_acquire_timeout);
+    tcase_add_test(t, suspended_request_whose_client_leaves);
+    tcase_add_test(t, stop_with_requests_in_flight);
+    tcase_add_test(t, database_dies_with_lookups_in_its_pipeline);
     tcase_add_test(t, postgres_outage_and_recovery);   /* last: it stops pg */
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
