@@ -23,12 +23,24 @@ const char *const zb_columns[ZB_NCOLS] = {
 
 bool zb_column_is_flag(int col) { return col >= 9; }
 
+#define NDRIVERS (sizeof drivers / sizeof drivers[0])
+
 const struct backend_driver *backend_driver(const char *name)
 {
-    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
+    for (size_t i = 0; i < NDRIVERS; i++)
         if (name && strcmp(drivers[i]->name, name) == 0)
             return drivers[i];
     return NULL;
+}
+
+void backend_driver_names(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < NDRIVERS && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : i + 1 < NDRIVERS ? ", "
+                                                                                          : " or ",
+                              drivers[i]->name);
 }
 
 enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns)
@@ -41,9 +53,12 @@ int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err
     b->conf = bc;
     b->db = NULL;
     b->drv = backend_driver(bc->driver);
-    if (!b->drv)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s' (sqlite, pg, mysql)",
-                       bc->name, bc->driver ? bc->driver : "");
+    if (!b->drv) {
+        char names[200];
+        backend_driver_names(names, sizeof names);
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s' (%s)", bc->name,
+                       bc->driver ? bc->driver : "", names);
+    }
     return b->drv->open(bc, &b->db, err);
 }
 

@@ -1,9 +1,12 @@
 /* The one seam between zipbench and a database.
  *
  * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql.c) fills one
- * struct backend_driver; the table in backend.c names them. The loader and
- * the server only ever talk to a database through these calls, so adding a
- * backend touches one new file and one line of that table.
+ * struct backend_driver; the table in backend.c names them, and it is the
+ * only list of drivers: the config checks `driver` against it and hands
+ * each driver the keys only it knows. The loader, sqlbench and the server
+ * only ever talk to a database through these calls, and tell errors apart
+ * by their kind (ZB_ERR_CONN, _TIMEOUT, _BUSY...), never by their text, so
+ * adding a backend touches one new file and one line of that table.
  *
  * SQL text given to exec/query/prepare is always zipbench's own; values
  * travel as bound parameters (text, NULL for SQL NULL), never pasted in.
@@ -32,7 +35,12 @@ typedef int (*rows_fn)(void *arg, const char *const **fields, struct zb_err *err
 enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
 
 struct backend_driver {
-    const char *name;  /* "sqlite", "pg", "mysql" */
+    const char *name;  /* "sqlite", "pg", "mysql": the config's `driver` */
+
+    /* Its own config keys (those conf.c does not know): 0 if key=value is
+     * good, -1 if key is not one of its, -2 with why filled for a bad
+     * value. NULL: it has none. */
+    int  (*check_key)(const char *key, const char *value, char *why, size_t whylen);
 
     int  (*open)(const struct backend_conf *bc, struct db **out, struct zb_err *err);
     void (*close)(struct db *db);
@@ -130,6 +138,8 @@ struct backend_async {
 };
 
 const struct backend_driver *backend_driver(const char *name);
+/* "sqlite, pg or mysql": the names of the table, for messages. */
+void backend_driver_names(char *buf, size_t len);
 
 /* A connection that failed: ZB_ERR_TIMEOUT if the attempt begun at
  * started_ns lasted limit_ns or more (the database accepted and then never

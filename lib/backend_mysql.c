@@ -81,10 +81,26 @@ static int my_fail_code(struct db *db, struct zb_err *err, const char *what, uns
 {
     if (conn_errno(e))
         db->broken = true;
-    zb_fail(err, conn_errno(e) ? ZB_ERR_CONN : ZB_ERR_SQL, "mysql: %s: %s (%u)", what, msg, e);
+    enum zb_err_kind kind = conn_errno(e) ? ZB_ERR_CONN
+                            : e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT ? ZB_ERR_BUSY
+                                                                               : ZB_ERR_SQL;
+    zb_fail(err, kind, "mysql: %s: %s (%u)", what, msg, e);
     if (err)
         err->row = row_named_in(msg);
     return -1;
+}
+
+/* Its own config key: engine, the storage engine of the tables it
+ * creates (and what set_sync may tune). */
+static int my_check_key(const char *key, const char *value, char *why, size_t len)
+{
+    if (strcmp(key, "engine"))
+        return -1;
+    if (strcasecmp(value, "InnoDB") && strcasecmp(value, "MyISAM")) {
+        snprintf(why, len, "'%s' is not InnoDB or MyISAM", value);
+        return -2;
+    }
+    return 0;
 }
 
 static int my_fail(struct db *db, struct zb_err *err, const char *what)
@@ -107,7 +123,8 @@ static struct db *my_new(const struct backend_conf *bc)
         return NULL;
     }
     db->saved_flush = -1;
-    snprintf(db->engine, sizeof db->engine, "%s", bc->engine ? bc->engine : "InnoDB");
+    const char *engine = conf_option(bc, "engine");
+    snprintf(db->engine, sizeof db->engine, "%s", engine ? engine : "InnoDB");
     mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     /* Strict for every table, MyISAM's too: a value that does not fit is an
      * error, never cut to fit with a warning (STRICT_TRANS_TABLES, the
@@ -776,6 +793,7 @@ static const struct backend_async my_async = {
 
 const struct backend_driver backend_mysql = {
     .name = "mysql",
+    .check_key = my_check_key,
     .open = my_open,
     .close = my_close,
     .alive = my_alive,

@@ -3,6 +3,8 @@
  * for the first failure and without the key. */
 #include "conf.h"
 
+#include "backend.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -116,7 +118,7 @@ static const struct field server_fields[] = {
 #define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi, NULL }
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
-    S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
+    S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
     S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
@@ -176,6 +178,73 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
     return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s'", where, key);
 }
 
+static bool known_field(const struct field *f, size_t nf, const char *key)
+{
+    for (size_t i = 0; i < nf; i++)
+        if (!strcmp(f[i].key, key))
+            return true;
+    return false;
+}
+
+#define NFIELDS(a) (sizeof (a) / sizeof (a)[0])
+
+const char *conf_option(const struct backend_conf *bc, const char *key)
+{
+    for (int i = bc->nopts - 1; i >= 0; i--)   /* the last one given wins */
+        if (!strcmp(bc->opt[i].key, key))
+            return bc->opt[i].value;
+    return NULL;
+}
+
+/* "file:line: " (or "--set: ") for a driver key's message. */
+static void opt_where(const struct zb_conf *conf, const struct conf_option *o, char *out,
+                      size_t len)
+{
+    if (o->line)
+        snprintf(out, len, "%s:%d", conf->file, o->line);
+    else
+        snprintf(out, len, "--set");
+}
+
+/* Asks b's driver about its key o. */
+static int check_option(const struct zb_conf *conf, const struct backend_conf *b,
+                        const struct conf_option *o, struct zb_err *err)
+{
+    const struct backend_driver *drv = backend_driver(b->driver);
+    char why[300], where[300];
+    opt_where(conf, o, where, sizeof where);
+    int rc = drv->check_key ? drv->check_key(o->key, o->value, why, sizeof why) : -1;
+    if (rc == -1)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s' (for a %s backend)", where,
+                       o->key, b->driver);
+    if (rc < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: %s: %s", where, b->name, o->key, why);
+    return 0;
+}
+
+/* A backend key conf.c does not know: its driver's, checked once the
+ * driver is known (by validate() for the file, at once for --set). */
+static int add_option(struct zb_conf *conf, struct backend_conf *b, const char *key,
+                      const char *value, int line, struct zb_err *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d", conf->file, line);
+    if (b->nopts == ZB_MAX_DRIVER_KEYS)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: more than %d driver keys", where,
+                       b->name, ZB_MAX_DRIVER_KEYS);
+    struct conf_option *o = &b->opt[b->nopts];
+    o->key = keep(conf, key);
+    o->value = keep(conf, value);
+    o->line = line;
+    if (!o->key || !o->value)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    if (!line && (!b->driver || check_option(conf, b, o, err) < 0))
+        return b->driver ? -1 : zb_fail(err, ZB_ERR_INPUT, "--set: [backend %s]: unknown key "
+                                         "'%s' (no driver)", b->name, key);
+    b->nopts++;
+    return 0;
+}
+
 static struct backend_conf *find_backend(struct zb_conf *conf, const char *name)
 {
     for (int i = 0; i < conf->nbackends; i++)
@@ -201,6 +270,9 @@ static struct backend_conf *add_backend(struct zb_conf *conf, const char *name, 
     return b;
 }
 
+static int driver_error(const char *where, const struct backend_conf *b, const char *value,
+                        struct zb_err *err);
+
 int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
              struct zb_err *err)
 {
@@ -212,8 +284,11 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
     struct backend_conf *b = find_backend(conf, section);
     if (!b)
         return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
-    return set_field(conf, b, backend_fields, sizeof backend_fields / sizeof backend_fields[0],
-                     key, value, where, err);
+    if (!known_field(backend_fields, NFIELDS(backend_fields), key))
+        return add_option(conf, b, key, value, 0, err);
+    if (!strcmp(key, "driver") && !backend_driver(value))
+        return driver_error(where, b, value, err);
+    return set_field(conf, b, backend_fields, NFIELDS(backend_fields), key, value, where, err);
 }
 
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
@@ -321,23 +396,17 @@ static int on_entry(void *user, const char *section, const char *name, const cha
             return 1;
         }
     }
-    int rc = ps->current
-                 ? set_field(ps->conf, ps->current, backend_fields,
-                             sizeof backend_fields / sizeof backend_fields[0], name, value, where,
-                             ps->err)
-                 : set_field(ps->conf, &ps->conf->server, server_fields,
-                             sizeof server_fields / sizeof server_fields[0], name, value, where,
-                             ps->err);
-    /* The values validate() checks again after --set, named here with
-     * their line while it is known. */
-    if (rc == 0 && ps->current && !strcmp(name, "driver") && strcmp(value, "sqlite") &&
-        strcmp(value, "pg") && strcmp(value, "mysql"))
-        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
-                     "or mysql", where, ps->current->name, value);
-    if (rc == 0 && ps->current && !strcmp(name, "engine") && strcasecmp(value, "InnoDB") &&
-        strcasecmp(value, "MyISAM"))
-        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
-                     "MyISAM", where, ps->current->name, value);
+    int rc;
+    if (!ps->current)
+        rc = set_field(ps->conf, &ps->conf->server, server_fields, NFIELDS(server_fields), name,
+                       value, where, ps->err);
+    else if (!known_field(backend_fields, NFIELDS(backend_fields), name))
+        rc = add_option(ps->conf, ps->current, name, value, ps->line, ps->err);
+    else if (!strcmp(name, "driver") && !backend_driver(value))
+        rc = driver_error(where, ps->current, value, ps->err);
+    else
+        rc = set_field(ps->conf, ps->current, backend_fields, NFIELDS(backend_fields), name,
+                       value, where, ps->err);
     if (rc == 0 && ps->current && !strncmp(name, "pool_", 5))
         ps->pool_line[ps->current - ps->conf->backend] = ps->line;
     if (rc < 0)
@@ -345,19 +414,29 @@ static int on_entry(void *user, const char *section, const char *name, const cha
     return 1;
 }
 
+/* The drivers are lib/backend.c's table; every message lists them. */
+static int driver_error(const char *where, const struct backend_conf *b, const char *value,
+                        struct zb_err *err)
+{
+    char names[200];
+    backend_driver_names(names, sizeof names);
+    return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not %s", where, b->name,
+                   value, names);
+}
+
 static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
-        if (!b->driver)
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: missing key 'driver' "
-                           "(sqlite, pg or mysql)", conf->file, b->name);
-        if (strcmp(b->driver, "sqlite") && strcmp(b->driver, "pg") && strcmp(b->driver, "mysql"))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
-                           "or mysql", conf->file, b->name, b->driver);
-        if (b->engine && strcasecmp(b->engine, "InnoDB") && strcasecmp(b->engine, "MyISAM"))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
-                           "MyISAM", conf->file, b->name, b->engine);
+        if (!b->driver) {
+            char names[200];
+            backend_driver_names(names, sizeof names);
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: missing key 'driver' (%s)",
+                           conf->file, b->name, names);
+        }
+        for (int k = 0; k < b->nopts; k++)
+            if (check_option(conf, b, &b->opt[k], err) < 0)
+                return -1;
         if (b->pool_hard_max < b->pool_min || b->pool_hard_max < b->pool_soft_max)
             return zb_fail(err, ZB_ERR_INPUT, "%s:%d: [backend %s]: pool_hard_max (%d) is below "
                            "pool_min (%d) or pool_soft_max (%d)", conf->file, pool_line[i],

@@ -8,12 +8,19 @@
 #include "util.h"
 
 #define ZB_MAX_BACKENDS 16
+#define ZB_MAX_DRIVER_KEYS 8
+
+/* A key of a driver's own, kept as written: the driver checks it
+ * (backend_driver.check_key) and reads it with conf_option(). */
+struct conf_option {
+    const char *key, *value;
+    int line;              /* in the file; 0 when it came from --set */
+};
 
 /* One [backend NAME] section. Strings are owned by the conf. */
 struct backend_conf {
     const char *name;      /* section name: "sqlite", "pg", "innodb", ... */
-    const char *driver;    /* "sqlite", "pg" or "mysql" */
-    const char *engine;    /* mysql only: "InnoDB" or "MyISAM" */
+    const char *driver;    /* a name of lib/backend.c's table of drivers */
     const char *path;      /* sqlite: database file or ":memory:" */
     const char *host;      /* pg/mysql: TCP host (loopback) */
     int port;
@@ -33,6 +40,10 @@ struct backend_conf {
     const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: by persistent) */
     int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
+    /* The keys only its driver knows (mysql's engine, sqlite's cache_mib
+     * and busy_timeout_ms...). */
+    struct conf_option opt[ZB_MAX_DRIVER_KEYS];
+    int nopts;
 };
 
 struct server_conf {
@@ -78,6 +89,9 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key,
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
+
+/* The value of one of bc's driver keys, or NULL if not given. */
+const char *conf_option(const struct backend_conf *bc, const char *key);
 
 void conf_free(struct zb_conf *conf);
 

@@ -300,7 +300,7 @@ int main(int argc, const char *const *argv)
         snprintf(path, sizeof path, "%s/sqlbench-%s.sqlite", scratch, bc->name);
         conf_set(&conf, bc->name, "path", path, &err);
         conf_set(&conf, bc->name, "read_only", "no", &err);
-        conf_set(&conf, bc->name, "acquire_timeout_ms", "5000", &err);
+        conf_set(&conf, bc->name, "busy_timeout_ms", "5000", &err);
     }
     for (int i = 0; i < nsets; i++)
         if (conf_set_arg(&conf, sets[i], &err) < 0) {

@@ -35,14 +35,13 @@ struct worker {
     struct zb_err err;
 };
 
-/* Errors a concurrent writer may get and should simply try again after. */
+/* Errors a concurrent writer may get and should simply try again after:
+ * lock conflicts, which every driver reports as ZB_ERR_BUSY (SQLite busy
+ * or locked, a deadlock, a lock wait timeout). */
 static bool retryable(const struct sb_target *t, const struct zb_err *err)
 {
-    if (t->is_sqlite)
-        return strstr(err->msg, "database is locked") || strstr(err->msg, "busy");
-    if (t->is_mysql)
-        return strstr(err->msg, "(1213)") || strstr(err->msg, "(1205)");
-    return strstr(err->msg, "deadlock detected") != NULL;
+    (void)t;
+    return err->kind == ZB_ERR_BUSY;
 }
 
 static int run_retry(struct worker *w, struct backend *b, struct stmt *st,

@@ -35,7 +35,7 @@ START_TEST(shipped_config_loads)
     const struct backend_conf *pg = conf_backend(&c, "pg");
     ck_assert_str_eq(pg->driver, "pg");
     ck_assert_int_eq(pg->port, 55432);
-    ck_assert_str_eq(conf_backend(&c, "myisam")->engine, "MyISAM");
+    ck_assert_str_eq(conf_option(conf_backend(&c, "myisam"), "engine"), "MyISAM");
     ck_assert_str_eq(conf_backend(&c, "sqlite")->table, "zipcode");
     ck_assert_str_eq(c.server.bind, "127.0.0.1");
     /* The server's lookups are bounded; the loader and sqlbench lift it. */
