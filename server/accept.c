@@ -2,45 +2,54 @@
  * first burst on.
  *
  * libmicrohttpd's own thread pool lets every thread accept from one shared
- * socket, so a burst of connections often lands on whichever thread wakes
- * first (docs/RELIABILITY.md measured one thread idle in 4 runs of 14);
- * SO_REUSEPORT hashes the 4-tuple, which can put two concurrent requests
- * on one thread. Here loop 0 alone watches the listening socket, accepts
- * until the backlog is empty, and gives each connection to the loop with
- * the fewest open connections (ties in turn), through MHD_add_connection
- * on that loop's own thread.
+ * socket for itself, so a burst of connections often lands on whichever
+ * thread wakes first (docs/RELIABILITY.md measured one thread idle in 4
+ * runs of 14); SO_REUSEPORT hashes the 4-tuple, which can put two
+ * concurrent requests on one thread. Here every loop watches the listening
+ * socket (EPOLLEXCLUSIVE: one is woken per connection, so accepting is
+ * shared), but the loop that accepts a connection keeps it only if it has
+ * the fewest open connections (ties in turn); otherwise it hands it to the
+ * one that has, which adds it to its own daemon (MHD_add_connection on
+ * that loop's thread). A loop accepts at most ACCEPT_BATCH per iteration,
+ * so a burst of new connections does not hold up the requests of the ones
+ * it already has.
  *
- * A loop's load is what the acceptor gave it minus what it has closed: the
- * first is the acceptor's own count, the second a counter only that loop
- * writes, so no lock or shared read-modify-write is involved. At
- * max_connections the acceptor stops watching the socket (new connections
- * wait in the kernel's backlog, as with libmicrohttpd's own limit) until a
- * loop closes one. */
+ * A loop's load is the connections given to it (an atomic counter, bumped
+ * once per new connection by whichever loop accepted it) minus those it
+ * closed (a counter only that loop writes). At max_connections the loops
+ * stop watching the socket (new connections wait in the kernel's backlog,
+ * as with libmicrohttpd's own limit) until one is closed. */
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "server.h"
 
-static uint64_t load_of(struct loop *l) { return l->assigned - READ(l->closed); }
+#define ACCEPT_BATCH 16
+
+static uint64_t load_of(struct loop *l)
+{
+    return atomic_load_explicit(&l->assigned, RELAXED) - READ(l->closed);
+}
 
 static struct loop *least_loaded(struct server *srv)
 {
+    unsigned start = atomic_fetch_add_explicit(&srv->accept_rr, 1, RELAXED);
     struct loop *best = NULL;
     uint64_t best_load = UINT64_MAX;
     for (int k = 0; k < srv->nloops; k++) {
-        struct loop *l = &srv->loops[(srv->accept_rr + (unsigned)k) % (unsigned)srv->nloops];
+        struct loop *l = &srv->loops[(start + (unsigned)k) % (unsigned)srv->nloops];
         uint64_t load = load_of(l);
         if (load < best_load) {
             best = l;
             best_load = load;
         }
     }
-    srv->accept_rr++;
     return best;
 }
 
@@ -56,7 +65,7 @@ static uint64_t total_open(struct server *srv)
 static void hand_over(struct loop *self, struct loop *l, int fd, const struct sockaddr_storage *a,
                       socklen_t len)
 {
-    l->assigned++;
+    atomic_fetch_add_explicit(&l->assigned, 1, RELAXED);
     if (l == self) {
         if (MHD_add_connection(l->mhd, fd, (const struct sockaddr *)a, len) != MHD_YES)
             BUMP(l->closed);
@@ -70,7 +79,7 @@ static void hand_over(struct loop *self, struct loop *l, int fd, const struct so
         if (!grown) {
             pthread_mutex_unlock(&l->lock);
             close(fd);
-            l->assigned--;
+            atomic_fetch_sub_explicit(&l->assigned, 1, RELAXED);
             return;
         }
         l->handed = grown;
@@ -82,23 +91,39 @@ static void hand_over(struct loop *self, struct loop *l, int fd, const struct so
         loop_wake(l);
 }
 
-static void pause_accepting(struct loop *l0)
+static void stop_watching(struct loop *l)
 {
-    struct server *srv = l0->srv;
-    loop_unwatch(l0, srv->listen_fd);
-    atomic_store(&srv->accept_paused, true);
-    /* A slot may have been freed between the check and the flag. */
-    if (total_open(srv) < (uint64_t)srv->conf->server.max_connections)
-        loop_wake(l0);
+    if (l->listening) {
+        loop_unwatch(l, l->srv->listen_fd);
+        l->listening = false;
+    }
 }
 
-void acceptor_ready(struct loop *l0)
+static void watch_again(struct loop *l)
 {
-    struct server *srv = l0->srv;
+    struct zb_err err;
+    if (l->listening)
+        return;
+    if (loop_watch_listen(l, l->srv->listen_fd, &err) < 0)
+        fprintf(stderr, "server: %s\n", err.msg);
+    else
+        l->listening = true;
+}
+
+void acceptor_ready(struct loop *l)
+{
+    struct server *srv = l->srv;
     uint64_t max = (uint64_t)srv->conf->server.max_connections;
-    for (;;) {
+    if (atomic_load_explicit(&srv->stopping, RELAXED)) {
+        stop_watching(l);   /* the socket is shut down: it reads as ready */
+        return;
+    }
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
         if (total_open(srv) >= max) {
-            pause_accepting(l0);
+            /* Every loop stops watching; a slot freed wakes them all. */
+            atomic_store(&srv->accept_paused, true);
+            loop_wake_all(srv);
+            stop_watching(l);
             return;
         }
         struct sockaddr_storage a;
@@ -108,45 +133,45 @@ void acceptor_ready(struct loop *l0)
             if (errno == EMFILE || errno == ENFILE)
                 fprintf(stderr, "server: accept: %s (raise the fd limit or lower "
                         "max_connections)\n", strerror(errno));
-            return;   /* EAGAIN: the backlog is empty */
+            return;   /* EAGAIN: the backlog is empty (or another loop took it) */
         }
-        hand_over(l0, least_loaded(srv), fd, &a, len);
+        hand_over(l, least_loaded(srv), fd, &a, len);
     }
 }
 
-int acceptor_start(struct loop *l0, struct zb_err *err)
+int acceptor_start(struct loop *l, struct zb_err *err)
 {
-    return loop_watch_listen(l0, l0->srv->listen_fd, err);
+    if (loop_watch_listen(l, l->srv->listen_fd, err) < 0)
+        return -1;
+    l->listening = true;
+    return 0;
 }
 
-/* In loop 0, on wake: resume after a pause, or close for good on stop. */
-void acceptor_stop(struct loop *l0)
+/* On wake: stop for good when stopping; else stop at the limit, and
+ * watch again once below it (waking the others to do the same). */
+void acceptor_wake(struct loop *l)
 {
-    struct server *srv = l0->srv;
+    struct server *srv = l->srv;
     if (srv->listen_fd < 0)
         return;
-    if (!atomic_load(&srv->accept_paused))
-        loop_unwatch(l0, srv->listen_fd);
-    close(srv->listen_fd);
-    srv->listen_fd = -1;
-}
-
-void acceptor_resume(struct loop *l0)
-{
-    struct server *srv = l0->srv;
-    if (srv->listen_fd < 0 || !atomic_load(&srv->accept_paused) ||
-        total_open(srv) >= (uint64_t)srv->conf->server.max_connections)
+    if (atomic_load_explicit(&srv->stopping, RELAXED)) {
+        stop_watching(l);
         return;
-    atomic_store(&srv->accept_paused, false);
-    struct zb_err err;
-    if (loop_watch_listen(l0, srv->listen_fd, &err) < 0)
-        fprintf(stderr, "server: %s\n", err.msg);
-    else
-        acceptor_ready(l0);
+    }
+    if (total_open(srv) >= (uint64_t)srv->conf->server.max_connections) {
+        atomic_store(&srv->accept_paused, true);
+        stop_watching(l);
+        return;
+    }
+    if (atomic_exchange(&srv->accept_paused, false))
+        for (int i = 0; i < srv->nloops; i++)
+            if (&srv->loops[i] != l)
+                loop_wake(&srv->loops[i]);
+    watch_again(l);
 }
 
 void acceptor_slot_freed(struct server *srv)
 {
     if (atomic_load_explicit(&srv->accept_paused, RELAXED))
-        loop_wake(&srv->loops[0]);
+        loop_wake_all(srv);
 }

@@ -1,8 +1,8 @@
 /* The HTTP side: libmicrohttpd's callbacks, routes, answers.
  *
- * A request is a struct req, taken from its loop's spares when the request
- * line arrives (the URI log callback) and given back when libmicrohttpd
- * says it is complete. Its life:
+ * A request is a struct req, taken from its loop's spares at the first
+ * handler call and given back when libmicrohttpd says it is complete. Its
+ * life:
  *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
  *               does not (a NUL in the request line, Host, two
  *               Content-Lengths) and the method; a refusal is answered at
@@ -183,6 +183,7 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
     return 0;
 }
 
+static struct req *req_get(struct loop *l);
 static void req_free(struct req *rq);
 
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
@@ -562,8 +563,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)upload_data;
     struct loop *l = cls;
     struct req *rq = *con_cls;
-    if (!rq)
-        return MHD_NO;   /* no URI log callback: cannot happen */
+    if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what log_uri left */
+        size_t rawlen = (uintptr_t)rq >> 1;
+        if (!(rq = req_get(l)))
+            return MHD_NO;
+        rq->c = c;
+        rq->rawlen = rawlen;
+        *con_cls = rq;
+    }
     switch (rq->state) {
     case RQ_NEW: {
         BUMP(l->inflight);
@@ -633,19 +640,19 @@ static void req_free(struct req *rq)
 
 /* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
  * the split at '?') once MHD has put a NUL in place of the space before the
- * version: the request begins here. A NUL byte in the request line itself
- * cuts MHD's C string short: "GET /zip/x/1000001\0junk HTTP/1.1" would reach
- * us as a valid code. So the URI's length as a string is kept, and the
- * handler checks that it reaches the version, which MHD passes as a pointer
- * into the same line: url + length + 1 == version, or the URI held a NUL. */
+ * version. A NUL byte in the request line itself cuts MHD's C string short:
+ * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So the
+ * URI's length as a string is kept, and the handler checks that it reaches
+ * the version, which MHD passes as a pointer into the same line: url +
+ * length + 1 == version, or the URI held a NUL. The length travels in
+ * *con_cls, odd so it is never taken for a struct req: no request is made
+ * here, as 0.9.75 does not always call the completion callback for a
+ * request it refuses between the request line and the handler (431 for too
+ * many arguments for max_request_bytes). */
 static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    struct req *rq = req_get(cls);
-    if (rq) {
-        rq->c = c;
-        rq->rawlen = strlen(uri) + 1;
-    }
-    return rq;
+    (void)cls, (void)c;
+    return (void *)(((uintptr_t)strlen(uri) + 1) << 1 | 1);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -655,11 +662,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct loop *l = cls;
     struct req *rq = *con_cls;
     *con_cls = NULL;
-    if (!rq)
-        return;
+    client_answered(l, c);
+    if (!rq || ((uintptr_t)rq & 1))
+        return;   /* refused before the handler saw it */
     if (rq->state != RQ_NEW)
         DROP(l->inflight);
-    client_answered(l, c);
     if (rq->state == RQ_RUNNING) {
         /* Cannot happen while it is suspended (the loop resumes every
          * request before the daemon stops); if it does, its lookup still
@@ -870,7 +877,7 @@ struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
         MHD_OPTION_NOTIFY_COMPLETED, completed, l,
         MHD_OPTION_NOTIFY_CONNECTION, connection_event, l,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, log_uri, l,
+        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
         MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
         MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);

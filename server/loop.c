@@ -4,10 +4,10 @@
  *   - its libmicrohttpd daemon's epoll fd (MHD_USE_EPOLL, no thread of its
  *     own, no listening socket): readable when one of the daemon's client
  *     connections has something to do;
- *   - its wake fd, an eventfd: the acceptor handed it connections, a key
+ *   - its wake fd, an eventfd: another loop handed it a connection, a key
  *     set came in, another loop needs pool budget, or main asks it to stop;
  *   - its database sockets (dbconn.c);
- *   - in loop 0, the listening socket (accept.c).
+ *   - the listening socket, shared by every loop (accept.c).
  *
  * One iteration:
  *   1. epoll_wait, no longer than libmicrohttpd's next timeout or our next
@@ -166,12 +166,7 @@ static void woken(struct loop *l)
     if (read(l->wakefd, &v, sizeof v) < 0)
         return;
     take_handed(l);
-    if (l->id == 0) {
-        if (atomic_load_explicit(&l->srv->stopping, RELAXED))
-            acceptor_stop(l);
-        else
-            acceptor_resume(l);
-    }
+    acceptor_wake(l);
     http_keys_changed(l);
     for (int i = 0; i < l->srv->nbackends; i++)
         pool_donate(&l->lb[i]);
@@ -331,8 +326,9 @@ void loop_destroy(struct loop *l)
     pthread_mutex_destroy(&l->lock);
 }
 
-/* For accept.c: watch the listening socket in this loop. */
+/* For accept.c: watch the listening socket in this loop; one loop is
+ * woken per new connection. */
 int loop_watch_listen(struct loop *l, int fd, struct zb_err *err)
 {
-    return loop_watch(l, fd, EPOLLIN, (void *)&watch_listen, err);
+    return loop_watch(l, fd, EPOLLIN | EPOLLEXCLUSIVE, (void *)&watch_listen, err);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -50,8 +51,9 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct backend_
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
     }
-    if (acceptor_start(&srv->loops[0], err) < 0)
-        goto fail;
+    for (int i = 0; i < srv->nloops; i++)
+        if (acceptor_start(&srv->loops[i], err) < 0)
+            goto fail;
     for (; srv->nstarted < srv->nloops; srv->nstarted++)
         if (loop_start(&srv->loops[srv->nstarted], err) < 0)
             goto fail;
@@ -69,7 +71,10 @@ fail:
 static void drain(struct server *srv)
 {
     atomic_store(&srv->stopping, true);
-    loop_wake(&srv->loops[0]);
+    loop_wake_all(srv);
+    /* New connections are refused from now on (the loops stop watching
+     * the socket; it is closed once they are gone). */
+    shutdown(srv->listen_fd, SHUT_RDWR);
     uint64_t t0 = zb_now_ns(), idle_grace = t0 + 1000000000ull, deadline = t0 + 5000000000ull;
     for (;;) {
         uint64_t inflight = 0, open = 0, now = zb_now_ns();

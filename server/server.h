@@ -2,8 +2,8 @@
  *
  *   main.c       flags, config, the listening socket, signals
  *   server.c     start: backends, N loop threads; the stop sequence
- *   accept.c     the acceptor: each new connection to the loop with the
- *                fewest open ones
+ *   accept.c     accepting: each new connection to the loop with the fewest
+ *                open ones
  *   loop.c       one loop thread: an epoll set holding its libmicrohttpd
  *                daemon (single-threaded, external epoll), its database
  *                sockets and a wake fd; deadlines
@@ -356,8 +356,9 @@ struct loop {
     counter requests, ok, e4xx, e5xx;
     counter header_timeouts;       /* connections closed for a header too slow */
 
-    /* The acceptor's own (loop 0's thread only). */
-    uint64_t assigned;             /* connections handed to this loop */
+    /* Accepting (accept.c). */
+    _Atomic uint64_t assigned;     /* connections given to this loop, by any loop */
+    bool listening;                /* the listening socket is in its epoll set */
 };
 
 /* What every loop shares, read-mostly. */
@@ -368,9 +369,9 @@ struct server {
     uint64_t started_ns;
     int nloops, nstarted;
     struct loop *loops;
-    int listen_fd;                 /* owned by loop 0's acceptor once started */
-    _Atomic bool accept_paused;    /* at max_connections: the acceptor waits for a slot */
-    unsigned accept_rr;            /* the acceptor's round-robin start among equals */
+    int listen_fd;                 /* watched by every loop, closed by server_stop */
+    _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
+    _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */
     _Atomic bool stopping;         /* SIGTERM: no new connections, answers close theirs */
     _Atomic bool shutdown;         /* the grace is over: loops fail what is left and exit */
     /* TLS (--tls-cert/--tls-key), PEM in memory; NULL for plain HTTP. */
@@ -413,12 +414,13 @@ void loop_flush_later(struct loop *l, struct dbconn *dc);
 /* Gives an idle database connection to loop l (any thread). */
 void loop_give(struct loop *l, struct dbconn *dc);
 
-/* accept.c: runs in loop 0. */
-int  acceptor_start(struct loop *l0, struct zb_err *err);
-void acceptor_ready(struct loop *l0);
-void acceptor_stop(struct loop *l0);
-void acceptor_resume(struct loop *l0);
-/* A loop closed one of its connections: lets a paused acceptor go on. */
+/* accept.c: in every loop. */
+int  acceptor_start(struct loop *l, struct zb_err *err);
+/* The listening socket is readable: accept a batch. */
+void acceptor_ready(struct loop *l);
+/* The loop was woken: stopping, or the connection limit changed. */
+void acceptor_wake(struct loop *l);
+/* A loop closed one of its connections: lets paused loops accept again. */
 void acceptor_slot_freed(struct server *srv);
 
 /* http.c */
