@@ -569,11 +569,21 @@ static int pg_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *e
     int wants = pg_wants(db, err, "send");
     if (wants < 0)
         return -1;
-    if (!PQconsumeInput(db->conn))
-        return pg_lost(db, err, "receive");
+    /* Read only when what libpq holds does not finish the next result
+     * (a pipeline's answers often come in one read), at most once a call:
+     * no read that would only say EAGAIN. */
+    bool consumed = false;
     for (;;) {
-        if (db->sent == 0 || PQisBusy(db->conn))
-            return wants;
+        if (db->sent == 0 || PQisBusy(db->conn)) {
+            if (consumed)
+                return wants;
+            if (!PQconsumeInput(db->conn))
+                return pg_lost(db, err, "receive");
+            consumed = true;
+            if (db->sent == 0)
+                return wants;   /* an idle connection: still there */
+            continue;
+        }
         PGresult *r = PQgetResult(db->conn);
         if (r && PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
             PQclear(r);            /* the end of a batch: no statement of ours */

@@ -54,6 +54,7 @@ struct server_conf {
     int header_timeout_s;  /* a request's whole header must come within this (0: no limit) */
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
+    bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */
     const char *default_backend;
 };
 

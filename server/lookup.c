@@ -4,7 +4,13 @@
  * except for the one probe), then by where the database runs:
  *   - in-process (SQLite, no asynchronous driver): the synchronous calls,
  *     inline in the loop; a lookup takes microseconds, less than a
- *     suspend and resume of the request would;
+ *     suspend and resume of the request would. The lookups of one loop
+ *     iteration share one read transaction (BEGIN before the first,
+ *     COMMIT when the iteration ends): SQLite's own per-transaction work
+ *     (taking the shared lock, looking for a hot journal, reading the file
+ *     change counter: about five system calls) is paid once per batch, not
+ *     per lookup, and a writer (the loader swapping tables) waits at most
+ *     one iteration;
  *   - elsewhere: by strategy, pool.c, perrequest.c or pipeline.c, on a
  *     connection of the lookup's own loop.
  * lookup_finish ends every lookup, whichever way it went. */
@@ -114,16 +120,32 @@ static void inline_lookup(struct lookup *lk)
             lookup_finish(lk, lookup_rc_of(&err), &err);
             return;
         }
+        if (!lb->inline_txn && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0) {
+            lb->inline_txn = true;
+            lb->loop->to_commit[lb->loop->ncommit++] = lb;
+        }
         rc = ic->b.drv->run(ic->lookup, lk->params, lookup_row, lk, NULL, &err);
         if (rc < 0 && !ic->b.drv->alive(ic->b.db)) {
             backend_bump_gen(sb, ic->gen);
-            inline_close(lb, ic);
+            inline_close(lb, ic);   /* its transaction with it */
+            lb->inline_txn = false;
             BUMP(lb->st.discarded);
         } else {
             lb->inline_idle = ic;
         }
     }
     lookup_finish(lk, rc == 0 ? LOOKUP_OK : lookup_rc_of(&err), &err);
+}
+
+void inline_commit(struct loop *l)
+{
+    while (l->ncommit) {
+        struct lb *lb = l->to_commit[--l->ncommit];
+        if (lb->inline_txn && lb->inline_idle &&
+            lb->inline_idle->b.drv->exec(lb->inline_idle->b.db, "COMMIT", NULL) < 0)
+            lb->inline_idle->b.drv->exec(lb->inline_idle->b.db, "ROLLBACK", NULL);
+        lb->inline_txn = false;
+    }
 }
 
 /* ---- the way in ---- */

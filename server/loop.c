@@ -22,12 +22,14 @@
  *      one write per connection.
  * Nothing in a loop blocks, except SQLite's lookups, run inline. */
 #include <errno.h>
+#include <sched.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -246,12 +248,15 @@ static void wind_down(struct loop *l)
             APR_RING_REMOVE(lk, link);
             lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
         }
-        inline_close(lb, lb->inline_idle);
-        lb->inline_idle = NULL;
     }
     http_wind_down(l);
     for (int i = 0; i < 3; i++)
         MHD_run(l->mhd);
+    inline_commit(l);
+    for (int i = 0; i < l->srv->nbackends; i++) {
+        inline_close(&l->lb[i], l->lb[i].inline_idle);
+        l->lb[i].inline_idle = NULL;
+    }
 }
 
 static void *run(void *arg)
@@ -262,6 +267,13 @@ static void *run(void *arg)
     snprintf(name, sizeof name, "loop%d", l->id);
     pthread_setname_np(pthread_self(), name);
     atomic_store_explicit(&l->tid, gettid(), RELAXED);
+    if (srv->conf->server.pin) {
+        cpu_set_t cpus;
+        CPU_ZERO(&cpus);
+        CPU_SET(l->id % get_nprocs(), &cpus);
+        if (pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus))
+            fprintf(stderr, "server: loop %d: cannot pin to a CPU\n", l->id);
+    }
     struct epoll_event ev[64];
     l->next_check_ns = 0;   /* open the pools' min shares */
     while (!atomic_load_explicit(&srv->shutdown, RELAXED)) {
@@ -288,6 +300,7 @@ static void *run(void *arg)
         MHD_run(l->mhd);
         while (l->nflush)
             dbconn_flush(l->to_flush[--l->nflush]);
+        inline_commit(l);
     }
     wind_down(l);
     return NULL;

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libpq-fe.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -219,6 +220,10 @@ static void raise_fd_limit(int want)
 int main(int argc, const char *const *argv)
 {
     apr_pool_t *pool;
+    /* Requests allocate and free the same sizes over and over (libmicro-
+     * httpd's responses): keep the heap instead of trimming it and growing
+     * it back (an mprotect per few requests in the loops' arenas). */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     apr_app_initialize(&argc, &argv, NULL);
     atexit(apr_terminate);
     apr_pool_create(&pool, NULL);

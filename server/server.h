@@ -276,9 +276,10 @@ struct lb {
     struct lookup_list pipe_waiting;
     /* per request */
     struct conn_list perreq;
-    /* in-process: one idle connection is all a loop ever needs */
+    /* in-process: one idle connection is all a loop ever needs; its lookups
+     * of one loop iteration share one read transaction (see lookup.c) */
     struct inline_conn *inline_idle;
-    bool inline_busy;
+    bool inline_txn;
     struct lb_stats st;
 };
 
@@ -288,6 +289,9 @@ void lb_down(struct lb *lb, const struct zb_err *err);
 
 /* lookup.c: an in-process connection closed (loop end). */
 void inline_close(struct lb *lb, struct inline_conn *ic);
+/* The end of a loop iteration: the read transactions its in-process
+ * lookups shared are committed. */
+void inline_commit(struct loop *l);
 
 /* ---- the HTTP side ---- */
 
@@ -337,6 +341,8 @@ struct loop {
     struct lb lb[ZB_MAX_BACKENDS]; /* srv->nbackends of them */
     struct dbconn *to_flush[64];   /* pipelined connections with unflushed sends */
     int nflush;
+    struct lb *to_commit[ZB_MAX_BACKENDS];   /* in-process read transactions open */
+    int ncommit;
     struct client_list awaiting;   /* clients waiting for a request header, oldest first */
     struct req_list keys_waiting;  /* /random requests waiting for a key set */
     struct req *free_reqs;
