@@ -87,6 +87,26 @@ uint64_t dbconn_deadline(const struct dbconn *dc)
     return APR_RING_FIRST(&dc->sent)->since_ns + (uint64_t)bc->query_timeout_ms * 1000000u;
 }
 
+bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
+{
+    const struct backend_conf *bc = &dc->lb->sb->conf;
+    uint64_t d = dbconn_deadline(dc);
+    if (!d || d > now) {
+        if (d && (!*next || d < *next))
+            *next = d;
+        return false;
+    }
+    struct zb_err err;
+    if (dc->state != DC_READY)
+        zb_fail(&err, ZB_ERR_TIMEOUT, "%s: cannot connect: no answer within %d s", bc->name,
+                bc->connect_timeout_s);
+    else
+        zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %d ms", bc->name,
+                bc->query_timeout_ms);
+    dbconn_fail(dc, &err);
+    return true;
+}
+
 static void forget(struct dbconn *dc)
 {
     struct loop *l = dc->lb->loop;

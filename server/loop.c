@@ -188,19 +188,14 @@ static uint64_t check_deadlines(struct loop *l)
             continue;
         SOONER(pool_deadlines(lb, l->now));
         SOONER(pipe_deadlines(lb, l->now));
+        uint64_t dnext = 0;
         struct dbconn *dc = APR_RING_FIRST(&lb->perreq), *nx;
         for (; dc != APR_RING_SENTINEL(&lb->perreq, dbconn, link); dc = nx) {
             nx = APR_RING_NEXT(dc, link);
-            uint64_t d = dbconn_deadline(dc);
-            if (d && d <= l->now) {
-                struct zb_err err;
-                zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %s", lb->sb->conf.name,
-                        dc->state == DC_READY ? "query_timeout_ms" : "connect_timeout_s");
-                dbconn_fail(dc, &err);
+            if (dbconn_expired(dc, l->now, &dnext))
                 return l->now;   /* the list changed: look again at once */
-            }
-            SOONER(d);
         }
+        SOONER(dnext);
     }
     SOONER(http_header_deadlines(l, l->now));
     return next;

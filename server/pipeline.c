@@ -101,23 +101,9 @@ uint64_t pipe_deadlines(struct lb *lb, uint64_t now)
 {
     const struct backend_conf *bc = &lb->sb->conf;
     uint64_t next = 0;
-    for (int i = 0; i < lb->npipes; i++) {
-        struct dbconn *dc = lb->pipe[i];
-        uint64_t d = dbconn_deadline(dc);
-        if (d && d <= now) {
-            struct zb_err err;
-            if (dc->state != DC_READY)
-                zb_fail(&err, ZB_ERR_TIMEOUT, "%s: cannot connect: no answer within %d s",
-                        bc->name, bc->connect_timeout_s);
-            else
-                zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %d ms", bc->name,
-                        bc->query_timeout_ms);
-            dbconn_fail(dc, &err);
+    for (int i = 0; i < lb->npipes; i++)
+        if (dbconn_expired(lb->pipe[i], now, &next))
             return now;   /* look again at once */
-        }
-        if (d && (!next || d < next))
-            next = d;
-    }
     uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * 1000000u;
     while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);

@@ -301,20 +301,8 @@ uint64_t pool_deadlines(struct lb *lb, uint64_t now)
         struct dbconn *dc = APR_RING_FIRST(lists[i]), *nx;
         for (; dc != APR_RING_SENTINEL(lists[i], dbconn, link); dc = nx) {
             nx = APR_RING_NEXT(dc, link);
-            uint64_t d = dbconn_deadline(dc);
-            if (!d || d > now) {
-                SOONER(d);
-                continue;
-            }
-            struct zb_err err;
-            if (dc->state != DC_READY)
-                zb_fail(&err, ZB_ERR_TIMEOUT, "%s: cannot connect: no answer within %d s",
-                        bc->name, bc->connect_timeout_s);
-            else
-                zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %d ms", bc->name,
-                        bc->query_timeout_ms);
-            dbconn_fail(dc, &err);
-            return now;   /* the lists changed under us: look again at once */
+            if (dbconn_expired(dc, now, &next))
+                return now;   /* the lists changed under us: look again at once */
         }
     }
     /* Idle above the soft share for pool_ttl_s: closed, oldest first. */

@@ -203,6 +203,9 @@ void dbconn_ready(struct dbconn *dc, uint32_t events);
 /* Its deadline (connect_timeout_s, or query_timeout_ms for the oldest
  * statement sent): 0 if none. */
 uint64_t dbconn_deadline(const struct dbconn *dc);
+/* Past its deadline: given up (ZB_ERR_TIMEOUT), true; else false, and
+ * *next lowered to its deadline if it has one. */
+bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next);
 /* Gives dc up (timeout, shutdown): what was sent fails with err. */
 void dbconn_fail(struct dbconn *dc, const struct zb_err *err);
 /* Closes a connection with nothing sent (idle, surplus). */
