@@ -1,9 +1,12 @@
 /* The table of drivers, and what every driver shares. */
 #include "backend.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const struct backend_driver backend_sqlite;
 extern const struct backend_driver backend_pg;
@@ -15,11 +18,16 @@ static const struct backend_driver *const drivers[] = {
     &backend_mysql,
 };
 
-const char *const zb_columns[ZB_NCOLS] = {
-    "jis_code",   "old_code",  "zip_code",   "pref_kana",  "city_kana",
-    "town_kana",  "pref",      "city",       "town",       "multi_code",
-    "koaza",      "has_chome", "multi_town", "update_flag", "reason",
-};
+/* KEN_ALL's columns: nine text, then six integer flags. */
+#define POSTAL_COLUMNS(TEXT, FLAG)                                                              \
+    TEXT(jis_code) TEXT(old_code) TEXT(zip_code) TEXT(pref_kana) TEXT(city_kana)               \
+    TEXT(town_kana) TEXT(pref) TEXT(city) TEXT(town) FLAG(multi_code) FLAG(koaza)              \
+    FLAG(has_chome) FLAG(multi_town) FLAG(update_flag) FLAG(reason)
+#define NAME(n) #n,
+const char *const zb_columns[ZB_NCOLS] = { POSTAL_COLUMNS(NAME, NAME) };
+
+const char *const zb_sync_names[3] = { "full", "normal", "off" };
+#undef NAME
 
 bool zb_column_is_flag(int col) { return col >= 9; }
 
@@ -48,6 +56,15 @@ enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns)
     return zb_now_ns() - started_ns >= limit_ns ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
 }
 
+const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (bc->password_file && access(bc->password_file, R_OK) != 0)
+        snprintf(buf, len, " (password_file %s: %s; scripts/db start writes it)", bc->password_file,
+                 strerror(errno));
+    return buf;
+}
+
 int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err)
 {
     b->conf = bc;
@@ -69,28 +86,90 @@ void backend_close(struct backend *b)
     b->db = NULL;
 }
 
-int zb_lookup_sql(char *buf, size_t len, const char *table)
+#define TEXT(n) { #n, ZB_TEXT, true, "TEXT" },
+#define FLAG(n) { #n, ZB_INTEGER, true, "INTEGER" },
+static const struct zb_column postal_columns[ZB_NCOLS] = { POSTAL_COLUMNS(TEXT, FLAG) };
+#undef TEXT
+#undef FLAG
+
+struct zb_table zb_postal_table(const char *name)
 {
-    size_t n = (size_t)snprintf(buf, len, "SELECT ");
-    for (int i = 0; i < ZB_NCOLS && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", zb_columns[i]);
-    if (n < len)
-        n += (size_t)snprintf(buf + n, len - n, " FROM %s WHERE zip_code = ?", table);
+    return (struct zb_table){ .name = name, .ncols = ZB_NCOLS, .cols = postal_columns, .key = 2,
+                              .nindexes = 2, .indexes = { 2, 1 } };
+}
+
+/* snprintf into buf at *n, keeping *n at len or past it once it overflows. */
+static void put(char *buf, size_t len, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+    if (*n >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    *n += (size_t)vsnprintf(buf + *n, len - *n, fmt, ap);
+    va_end(ap);
+}
+
+static const char *sql_type(const struct zb_column *c)
+{
+    static const char *const names[] = { [ZB_TEXT] = "TEXT", [ZB_INTEGER] = "BIGINT",
+                                         [ZB_REAL] = "DOUBLE PRECISION" };
+    return c->sql_type ? c->sql_type : names[c->type];
+}
+
+int zb_select_sql(char *buf, size_t len, const struct zb_table *t)
+{
+    size_t n = 0;
+    put(buf, len, &n, "SELECT ");
+    for (int i = 0; i < t->ncols; i++)
+        put(buf, len, &n, "%s\"%s\"", i ? ", " : "", t->cols[i].name);
+    put(buf, len, &n, " FROM %s WHERE \"%s\" = ?", t->name, t->cols[t->key].name);
     return n < len ? 0 : -1;
 }
 
-size_t zb_tsv_row_max(const char *const *fields)
+int zb_lookup_sql(char *buf, size_t len, const char *table)
+{
+    struct zb_table t = zb_postal_table(table);
+    return zb_select_sql(buf, len, &t);
+}
+
+int zb_create_sql(char *buf, size_t len, const struct zb_table *t, const char *suffix)
+{
+    size_t n = 0;
+    put(buf, len, &n, "CREATE TABLE %s (", t->name);
+    for (int i = 0; i < t->ncols; i++)
+        put(buf, len, &n, "%s\"%s\" %s%s", i ? ", " : "", t->cols[i].name, sql_type(&t->cols[i]),
+            t->cols[i].not_null ? " NOT NULL" : "");
+    put(buf, len, &n, ")%s", suffix ? suffix : "");
+    return n < len ? 0 : -1;
+}
+
+int zb_insert_sql(char *buf, size_t len, const struct zb_table *t, int rows)
+{
+    size_t n = 0;
+    put(buf, len, &n, "INSERT INTO %s VALUES ", t->name);
+    for (int r = 0; r < rows; r++) {
+        put(buf, len, &n, "%s(?", r ? "," : "");
+        for (int i = 1; i < t->ncols; i++)
+            put(buf, len, &n, ",?");
+        put(buf, len, &n, ")");
+    }
+    return n < len ? 0 : -1;
+}
+
+size_t zb_tsv_row_max(int ncols, const char *const *fields)
 {
     size_t need = 1;
-    for (int i = 0; i < ZB_NCOLS; i++)
+    for (int i = 0; i < ncols; i++)
         need += (fields[i] ? 2 * strlen(fields[i]) : 2) + 1;
     return need;
 }
 
-size_t zb_tsv_row(char *out, const char *const *fields)
+size_t zb_tsv_row(char *out, int ncols, const char *const *fields)
 {
     char *o = out;
-    for (int i = 0; i < ZB_NCOLS; i++) {
+    for (int i = 0; i < ncols; i++) {
         if (i)
             *o++ = '\t';
         if (!fields[i]) {
@@ -112,39 +191,17 @@ size_t zb_tsv_row(char *out, const char *const *fields)
     return (size_t)(o - out);
 }
 
-int zb_create_sql(char *buf, size_t len, const char *table, const char *suffix)
-{
-    size_t n = (size_t)snprintf(buf, len, "CREATE TABLE %s (", table);
-    for (int i = 0; i < ZB_NCOLS && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s %s", i ? ", " : "", zb_columns[i],
-                              zb_column_is_flag(i) ? "INTEGER NOT NULL" : "TEXT NOT NULL");
-    if (n < len)
-        n += (size_t)snprintf(buf + n, len - n, ")%s", suffix ? suffix : "");
-    return n < len ? 0 : -1;
-}
-
-int zb_insert_sql(char *buf, size_t len, const char *table, int rows)
-{
-    size_t n = (size_t)snprintf(buf, len, "INSERT INTO %s VALUES ", table);
-    for (int r = 0; r < rows && n < len; r++) {
-        n += (size_t)snprintf(buf + n, len - n, "%s(?", r ? "," : "");
-        for (int i = 1; i < ZB_NCOLS && n < len; i++)
-            n += (size_t)snprintf(buf + n, len - n, ",?");
-        if (n < len)
-            n += (size_t)snprintf(buf + n, len - n, ")");
-    }
-    return n < len ? 0 : -1;
-}
-
 /* One prepared statement of `batch` rows, executed per batch; the last,
  * shorter batch gets a statement of its own. */
-long long zb_insert_batches(const struct backend_driver *drv, struct db *db, const char *table,
-                            int batch, rows_fn next, void *arg, struct zb_err *err)
+long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
+                            const struct zb_table *table, int batch, rows_fn next, void *arg,
+                            struct zb_err *err)
 {
-    size_t sqllen = 128 + (size_t)batch * (ZB_NCOLS * 2 + 4);
+    const int ncols = table->ncols;
+    size_t sqllen = 128 + strlen(table->name) + (size_t)batch * ((size_t)ncols * 2 + 4);
     char *sql = malloc(sqllen);
-    const char **params = calloc((size_t)batch * ZB_NCOLS, sizeof *params);
-    char **copies = calloc((size_t)batch * ZB_NCOLS, sizeof *copies);
+    const char **params = calloc((size_t)batch * (size_t)ncols, sizeof *params);
+    char **copies = calloc((size_t)batch * (size_t)ncols, sizeof *copies);
     struct stmt *full = NULL;
     long long rows = 0;
     int rc = 0, n = 0;
@@ -153,7 +210,7 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db, con
         goto out;
     }
     zb_insert_sql(sql, sqllen, table, batch);
-    if (drv->prepare(db, sql, batch * ZB_NCOLS, &full, err) < 0) {
+    if (drv->prepare(db, sql, batch * ncols, &full, err) < 0) {
         rc = -1;
         goto out;
     }
@@ -164,11 +221,11 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db, con
             break;
         if (rc == 1) {
             /* The reader reuses its buffers: a batch keeps its own copies. */
-            for (int i = 0; i < ZB_NCOLS; i++) {
-                char **c = &copies[n * ZB_NCOLS + i];
+            for (int i = 0; i < ncols; i++) {
+                char **c = &copies[n * ncols + i];
                 free(*c);
                 *c = fields[i] ? strdup(fields[i]) : NULL;
-                params[n * ZB_NCOLS + i] = *c;
+                params[n * ncols + i] = *c;
             }
             n++;
         }
@@ -176,7 +233,7 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db, con
             struct stmt *st = full;
             if (n < batch) {
                 zb_insert_sql(sql, sqllen, table, n);
-                if (drv->prepare(db, sql, n * ZB_NCOLS, &st, err) < 0) {
+                if (drv->prepare(db, sql, n * ncols, &st, err) < 0) {
                     rc = -1;
                     break;
                 }
@@ -199,7 +256,7 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db, con
 out:
     if (full)
         drv->finalize(full);
-    for (int i = 0; copies && i < batch * ZB_NCOLS; i++)
+    for (int i = 0; copies && i < batch * ncols; i++)
         free(copies[i]);
     free(copies);
     free(params);

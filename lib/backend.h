@@ -28,11 +28,36 @@ struct backend_async;
  * NULL). Return non-zero to stop early. */
 typedef int (*row_fn)(void *arg, int ncols, const char *const *vals, const size_t *lens);
 
-/* Source of rows for bulk_load: fills fields (15 KEN_ALL columns) and returns
- * 1, 0 at the end, -1 on error (err filled). */
+/* Source of rows for bulk_load: fills fields (one per column of the table,
+ * NULL for SQL NULL) and returns 1, 0 at the end, -1 on error (err filled). */
 typedef int (*rows_fn)(void *arg, const char *const **fields, struct zb_err *err);
 
+/* A table described: what the loader creates and fills, and the server
+ * looks up. The postal table is one (zb_postal_table); a [dataset] of the
+ * config makes others (lib/dataset.c). */
+enum zb_type { ZB_TEXT, ZB_INTEGER, ZB_REAL };
+
+#define ZB_MAX_COLUMNS 64   /* the drivers hand at most 64 values to a row_fn */
+
+struct zb_column {
+    const char *name;       /* letters, digits, _; quoted in SQL, so reserved words are fine */
+    enum zb_type type;      /* INTEGER: 64-bit; values are checked before they are sent */
+    bool not_null;
+    const char *sql_type;   /* CREATE TABLE's type; NULL: TEXT, BIGINT, DOUBLE PRECISION */
+};
+
+struct zb_table {
+    const char *name;       /* in the database (a plain SQL name) */
+    int ncols;
+    const struct zb_column *cols;
+    int key;                /* the column lookups go by */
+    int nindexes;
+    int indexes[4];         /* columns with an index of their own, key first */
+};
+
 enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
+/* "full", "normal", "off": the levels from ZB_SYNC_FULL on, as --sync names them. */
+extern const char *const zb_sync_names[3];
 
 struct backend_driver {
     const char *name;  /* "sqlite", "pg", "mysql": the config's `driver` */
@@ -67,7 +92,7 @@ struct backend_driver {
      * where the backend has one. Every value must be stored whole: a
      * warning (a value cut or changed) fails the load, and an error about
      * one row sets err->row to its place among the rows next gave. */
-    long long (*bulk_load)(struct db *db, const char *table, rows_fn next, void *arg,
+    long long (*bulk_load)(struct db *db, const struct zb_table *table, rows_fn next, void *arg,
                            struct zb_err *err);
 
     /* Applies a durability level (ZB_SYNC_DEFAULT changes nothing) and
@@ -146,6 +171,11 @@ void backend_driver_names(char *buf, size_t len);
  * answered: frozen), else ZB_ERR_CONN (refused or lost at once). */
 enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns);
 
+/* " (password_file PATH: why it cannot be read)" when bc names a password
+ * file that cannot be read, else "": for the message of a failed connect,
+ * which the client libraries word as "no password supplied". */
+const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, size_t len);
+
 /* A connection bundled with its driver, what loader and server hold. */
 struct backend {
     const struct backend_driver *drv;
@@ -156,31 +186,39 @@ struct backend {
 int  backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err);
 void backend_close(struct backend *b);
 
-/* The table's columns in KEN_ALL order, shared by loader, server and tests. */
+/* The postal table's columns in KEN_ALL order, as the server's /zip route
+ * writes them. */
 #define ZB_NCOLS 15
 extern const char *const zb_columns[ZB_NCOLS];
 /* Flags are INTEGER, the rest TEXT, as the original benchmark did. */
 bool zb_column_is_flag(int col);
+/* The postal table called `name`: KEN_ALL's 15 columns, looked up by
+ * zip_code, old_code indexed too. */
+struct zb_table zb_postal_table(const char *name);
 
-/* SQL for the lookup every server request runs: all columns by 7-digit code. */
+/* SQL text for a table; each returns -1 if buf is too small. */
+/* CREATE TABLE, with the driver's suffix (engine). */
+int zb_create_sql(char *buf, size_t len, const struct zb_table *t, const char *suffix);
+/* INSERT of `rows` rows of one placeholder per column. */
+int zb_insert_sql(char *buf, size_t len, const struct zb_table *t, int rows);
+/* Every column of the rows whose key is the one parameter. */
+int zb_select_sql(char *buf, size_t len, const struct zb_table *t);
+/* zb_select_sql of the postal table `table`: the lookup of the /zip route. */
 int zb_lookup_sql(char *buf, size_t len, const char *table);
-/* CREATE TABLE for the 15 columns, with the driver's suffix (engine). */
-int zb_create_sql(char *buf, size_t len, const char *table, const char *suffix);
-/* INSERT of `rows` rows of 15 placeholders each. */
-int zb_insert_sql(char *buf, size_t len, const char *table, int rows);
 
 /* Inserts the rows of next into table through one prepared INSERT of
  * `batch` rows, run per batch (the last, shorter batch gets a statement of
  * its own): the loader's prepared mode, and MariaDB's bulk path where LOAD
  * DATA LOCAL is refused. Returns the rows inserted, or -1 (err->row, when
  * set, counts from the first row of next, as bulk_load's). */
-long long zb_insert_batches(const struct backend_driver *drv, struct db *db, const char *table,
-                            int batch, rows_fn next, void *arg, struct zb_err *err);
+long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
+                            const struct zb_table *table, int batch, rows_fn next, void *arg,
+                            struct zb_err *err);
 
-/* One row in the tab-separated text format both COPY FROM STDIN and
- * LOAD DATA read: \N for NULL, backslash escapes, ending in a newline.
- * zb_tsv_row_max() bytes are enough for zb_tsv_row() to write. */
-size_t zb_tsv_row_max(const char *const *fields);
-size_t zb_tsv_row(char *out, const char *const *fields);
+/* One row of ncols fields in the tab-separated text format both COPY FROM
+ * STDIN and LOAD DATA read: \N for NULL, backslash escapes, ending in a
+ * newline. zb_tsv_row_max() bytes are enough for zb_tsv_row() to write. */
+size_t zb_tsv_row_max(int ncols, const char *const *fields);
+size_t zb_tsv_row(char *out, int ncols, const char *const *fields);
 
 #endif

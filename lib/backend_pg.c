@@ -33,6 +33,7 @@ struct db {
     int sent;            /* statements sent whose answer is not yet delivered */
     int unsynced;        /* pipeline: statements sent since the last Sync */
     bool pipelined;
+    const struct backend_conf *conf; /* what it was opened with (outlives it) */
     char where[PATH_MAX + 32]; /* "HOST port N", for messages */
 };
 
@@ -84,6 +85,7 @@ static void pg_params(const struct backend_conf *bc, struct pg_params *p, char *
     KV("dbname", bc->database ? bc->database : "zipbench");
     KV("user", bc->user ? bc->user : "zipbench");
     KV("password", bc->password);
+    KV("passfile", bc->password_file);
     KV("connect_timeout", p->timeout);
     KV("application_name", "zipbench");
 #undef KV
@@ -124,8 +126,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         char msg[400];
         first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         /* Refused at once, or accepted and then never answered (frozen). */
+        char why[600];
         zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
-                "pg: cannot connect to %s: %s", db->where, msg);
+                "pg: cannot connect to %s: %s%s", db->where, msg,
+                zb_password_file_problem(bc, why, sizeof why));
         PQfinish(db->conn);
         free(db);
         return -1;
@@ -335,11 +339,11 @@ static void pg_finalize(struct stmt *st)
     free(st);
 }
 
-static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
-                              struct zb_err *err)
+static long long pg_bulk_load(struct db *db, const struct zb_table *table, rows_fn next,
+                              void *arg, struct zb_err *err)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "COPY %s FROM STDIN", table);
+    snprintf(sql, sizeof sql, "COPY %s FROM STDIN", table->name);
     PGresult *r = PQexec(db->conn, sql);
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         PQclear(r);
@@ -353,7 +357,7 @@ static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, vo
     int rc = 0;
     const char *const *fields;
     while (buf && (rc = next(arg, &fields, err)) == 1) {
-        size_t need = zb_tsv_row_max(fields);
+        size_t need = zb_tsv_row_max(table->ncols, fields);
         if (used + need + 1 > cap) {
             if (used && PQputCopyData(db->conn, buf, (int)used) != 1) {
                 rc = -1;
@@ -368,7 +372,7 @@ static long long pg_bulk_load(struct db *db, const char *table, rows_fn next, vo
                 cap = need + 1;
             }
         }
-        used += zb_tsv_row(buf + used, fields);
+        used += zb_tsv_row(buf + used, table->ncols, fields);
         rows++;
     }
     if (!buf)
@@ -473,6 +477,7 @@ static int pg_connect_start(const struct backend_conf *bc, struct db **out, stru
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     *out = db;
     pg_params(bc, &p, db->where, sizeof db->where);
+    db->conf = bc;
     db->timeout_ms = bc->query_timeout_ms;
     db->conn = PQconnectStartParams(p.keys, p.vals, 0);
     if (!db->conn)
@@ -500,7 +505,9 @@ static int pg_connect_step(struct db *db, struct zb_err *err)
         char msg[400];
         first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         db->given_up = true;
-        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s: %s", db->where, msg);
+        char why[600];
+        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s: %s%s", db->where, msg,
+                       zb_password_file_problem(db->conf, why, sizeof why));
     }
     }
 }

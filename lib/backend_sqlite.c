@@ -197,14 +197,14 @@ static int sqlite_query(struct db *db, const char *sql, int nparams, const char 
     return rc;
 }
 
-static long long sqlite_bulk_load(struct db *db, const char *table, rows_fn next, void *arg,
-                                  struct zb_err *err)
+static long long sqlite_bulk_load(struct db *db, const struct zb_table *table, rows_fn next,
+                                  void *arg, struct zb_err *err)
 {
     char sql[512];
     struct stmt *st;
     if (zb_insert_sql(sql, sizeof sql, table, 1) < 0)
         return zb_fail(err, ZB_ERR_INPUT, "table name too long");
-    if (sqlite_prepare(db, sql, ZB_NCOLS, &st, err) < 0)
+    if (sqlite_prepare(db, sql, table->ncols, &st, err) < 0)
         return -1;
     long long rows = 0;
     const char *const *fields;

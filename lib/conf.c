@@ -2,6 +2,7 @@
  * reader so every error can name its line, which inih alone reports only
  * for the first failure and without the key. */
 #include "conf.h"
+#include "dataset.h"
 
 #include "backend.h"
 
@@ -47,6 +48,25 @@ static void backend_defaults(struct backend_conf *b)
     b->pipeline_connections = 1;
 }
 
+static void dataset_defaults(struct dataset_conf *d, const char *name)
+{
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->format = "csv";
+    d->header = true;
+    d->sample_rows = 1000;
+    d->table = name;
+}
+
+/* The default dataset, there even with no [dataset postal] section. */
+static void postal_defaults(struct dataset_conf *d)
+{
+    dataset_defaults(d, DATASET_DEFAULT);
+    d->file = "build/ken_all.csv";
+    d->format = "kenall";
+    d->table = NULL;  /* the backends' own */
+}
+
 void conf_defaults(struct zb_conf *conf)
 {
     memset(conf, 0, sizeof *conf);
@@ -59,6 +79,8 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
     conf->server.default_backend = "sqlite";
+    conf->ndatasets = 1;
+    postal_defaults(&conf->dataset[0]);
 }
 
 static int parse_int(const char *v, int lo, int hi, int *out)
@@ -119,7 +141,7 @@ static const struct field server_fields[] = {
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
     S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
+    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
@@ -129,10 +151,70 @@ static const struct field backend_fields[] = {
 #undef S
 #undef I
 #undef B
+#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0, NULL }
+#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0, NULL }
+#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0, NULL }
+static const struct field dataset_fields[] = {
+    S(file), S(format), S(encoding), B(raw), B(header), S(delimiter), S(quote), S(null), N(table),
+    N(key), S(columns), { "sample_rows", F_INT, offsetof(struct dataset_conf, sample_rows), 1,
+                          100000000, NULL },
+};
+#undef S
+#undef B
+#undef N
+
+/* ${NAME} and ${NAME:-DEFAULT} in value, from the environment (an unset
+ * or empty NAME takes DEFAULT): how the ports that scripts/db takes from
+ * ZB_PG_PORT and ZB_MY_PORT reach every program through one config. */
+static int expand_env(const char *value, char *out, size_t len, const char *where, const char *key,
+                      struct zb_err *err)
+{
+    size_t n = 0;
+    for (const char *v = value; *v;) {
+        const char *piece = v, *end;
+        size_t plen = 1;
+        if (v[0] == '$' && v[1] == '{') {
+            char name[128];
+            size_t nlen = strspn(v + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+            const char *after = v + 2 + nlen;
+            bool has_default = after[0] == ':' && after[1] == '-';
+            end = strchr(after, '}');
+            if (!nlen || nlen >= sizeof name || isdigit((unsigned char)v[2]) || !end ||
+                (!has_default && end != after))
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not ${NAME} or ${NAME:-DEFAULT}",
+                               where, key, value);
+            snprintf(name, sizeof name, "%.*s", (int)nlen, v + 2);
+            const char *env = getenv(name);
+            if (env && *env) {
+                piece = env;
+                plen = strlen(env);
+            } else if (has_default) {
+                piece = after + 2;
+                plen = (size_t)(end - piece);
+            } else {
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: environment variable %s is not set",
+                               where, key, name);
+            }
+            v = end + 1;
+        } else {
+            v++;
+        }
+        if (n + plen >= len)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: %s: the value is longer than %zu bytes", where,
+                           key, len - 1);
+        memcpy(out + n, piece, plen);
+        n += plen;
+    }
+    out[n] = 0;
+    return 0;
+}
 
 static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
-                     const char *key, const char *value, const char *where, struct zb_err *err)
+                     const char *key, const char *raw, const char *where, struct zb_err *err)
 {
+    char value[4096];
+    if (expand_env(raw, value, sizeof value, where, key, err) < 0)
+        return -1;
     for (size_t i = 0; i < nf; i++) {
         if (strcmp(f[i].key, key))
             continue;
@@ -273,14 +355,60 @@ static struct backend_conf *add_backend(struct zb_conf *conf, const char *name, 
 static int driver_error(const char *where, const struct backend_conf *b, const char *value,
                         struct zb_err *err);
 
+static struct dataset_conf *find_dataset(struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (!strcmp(conf->dataset[i].name, name))
+            return &conf->dataset[i];
+    return NULL;
+}
+
+/* A [dataset NAME] section: the built-in postal one is replaced by the
+ * file's own. */
+static struct dataset_conf *add_dataset(struct zb_conf *conf, const char *name, int line,
+                                        const char *where, struct zb_err *err)
+{
+    struct dataset_conf *d = find_dataset(conf, name);
+    if (!is_identifier(name)) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: dataset name '%s' must be letters, digits, _", where, name);
+        return NULL;
+    }
+    if (!d && conf->ndatasets == ZB_MAX_DATASETS) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: more than %d datasets", where, ZB_MAX_DATASETS);
+        return NULL;
+    }
+    if (!d)
+        d = &conf->dataset[conf->ndatasets++];
+    if (!strcmp(name, DATASET_DEFAULT))
+        postal_defaults(d);
+    else
+        dataset_defaults(d, keep(conf, name));
+    d->line = line;
+    return d;
+}
+
+static int set_dataset_field(struct zb_conf *conf, struct dataset_conf *d, const char *key,
+                             const char *value, const char *where, struct zb_err *err)
+{
+    if (dataset_check_value(key, value, where, err) < 0)
+        return -1;
+    return set_field(conf, d, dataset_fields, NFIELDS(dataset_fields), key, value, where, err);
+}
+
 int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
              struct zb_err *err)
 {
     char where[160];
     snprintf(where, sizeof where, "[%s]", section ? section : "server");
     if (!section || !strcmp(section, "server"))
-        return set_field(conf, &conf->server, server_fields,
-                         sizeof server_fields / sizeof server_fields[0], key, value, where, err);
+        return set_field(conf, &conf->server, server_fields, NFIELDS(server_fields), key, value,
+                         where, err);
+    if (!strncmp(section, "dataset ", 8)) {
+        struct dataset_conf *d = find_dataset(conf, section + 8);
+        if (!d)
+            return zb_fail(err, ZB_ERR_INPUT, "unknown dataset '%s'", section + 8);
+        return set_dataset_field(conf, d, key, value, where, err);
+    }
     struct backend_conf *b = find_backend(conf, section);
     if (!b)
         return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
@@ -298,7 +426,17 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
     char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
     if (!dot || !eq || eq < dot)
         return zb_fail(err, ZB_ERR_INPUT, "'%s' is not BACKEND.KEY=VALUE", arg);
-    *dot = *eq = 0;
+    *eq = 0;
+    if (!strncmp(buf, "dataset.", 8)) {  /* dataset.NAME.KEY=VALUE */
+        char *name = buf + 8, *key = strchr(name, '.');
+        if (!key)
+            return zb_fail(err, ZB_ERR_INPUT, "'%s' is not dataset.NAME.KEY=VALUE", arg);
+        *key = 0;
+        char section[160];
+        snprintf(section, sizeof section, "dataset %.140s", name);
+        return conf_set(conf, section, key + 1, eq + 1, err);
+    }
+    *dot = 0;
     return conf_set(conf, buf, dot + 1, eq + 1, err);
 }
 
@@ -307,10 +445,12 @@ struct parse_state {
     FILE *f;
     int line;
     struct backend_conf *current;  /* the [backend NAME] being read */
+    struct dataset_conf *dataset;  /* the [dataset NAME] being read */
+    char last_key[64];             /* of the entry before, for `columns` continued */
     char section[128];
     struct zb_err *err;
     bool failed;
-    char headers[ZB_MAX_BACKENDS + 2][128];
+    char headers[ZB_MAX_BACKENDS + ZB_MAX_DATASETS + 2][128];
     int nheaders;
     int pool_line[ZB_MAX_BACKENDS];  /* per backend: the line of its last pool_* key */
 };
@@ -378,9 +518,11 @@ static int on_entry(void *user, const char *section, const char *name, const cha
         return 1;  /* report only the first error, keep inih quiet */
     char where[300];
     snprintf(where, sizeof where, "%s:%d", ps->conf->file, ps->line);
+    bool continued = false;
     if (strcmp(section, ps->section)) {
         snprintf(ps->section, sizeof ps->section, "%s", section);
         ps->current = NULL;
+        ps->dataset = NULL;
         if (!strncmp(section, "backend ", 8)) {
             const char *name = section + 8;
             while (*name == ' ')
@@ -389,12 +531,35 @@ static int on_entry(void *user, const char *section, const char *name, const cha
                 ps->failed = true;
                 return 1;
             }
+        } else if (!strncmp(section, "dataset ", 8)) {
+            const char *name = section + 8;
+            while (*name == ' ')
+                name++;
+            if (!(ps->dataset = add_dataset(ps->conf, name, ps->line, where, ps->err))) {
+                ps->failed = true;
+                return 1;
+            }
         } else if (strcmp(section, "server")) {
-            zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME)",
-                    where, section);
+            zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME, "
+                    "dataset NAME)", where, section);
             ps->failed = true;
             return 1;
         }
+    } else {
+        continued = !strcmp(ps->last_key, name);
+    }
+    snprintf(ps->last_key, sizeof ps->last_key, "%s", name);
+    if (ps->dataset) {
+        /* A long `columns` goes on over indented lines, which inih hands
+         * over as the same key again. */
+        char joined[8192];
+        if (continued && !strcmp(name, "columns") && ps->dataset->columns) {
+            snprintf(joined, sizeof joined, "%s, %s", ps->dataset->columns, value);
+            value = joined;
+        }
+        if (set_dataset_field(ps->conf, ps->dataset, name, value, where, ps->err) < 0)
+            ps->failed = true;
+        return 1;
     }
     int rc;
     if (!ps->current)
@@ -424,8 +589,31 @@ static int driver_error(const char *where, const struct backend_conf *b, const c
                    value, names);
 }
 
+static int validate_dataset(const struct zb_conf *conf, const struct dataset_conf *d,
+                            struct zb_err *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d: [dataset %s]", conf->file, d->line, d->name);
+    if (!d->file)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: missing key 'file'", where);
+    if (!strcmp(d->format, "kenall")) {
+        if (d->columns || d->key || d->null || d->delimiter || d->quote || !d->header)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: format kenall has a fixed layout: columns, "
+                           "key, null, delimiter, quote and header are for format csv", where);
+    } else if (d->raw) {
+        return zb_fail(err, ZB_ERR_INPUT, "%s: raw is for format kenall", where);
+    }
+    if (!strcmp(d->name, DATASET_DEFAULT) && d->table)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: table: the %s dataset's tables are the backends' "
+                       "own `table`", where, DATASET_DEFAULT);
+    return 0;
+}
+
 static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (validate_dataset(conf, &conf->dataset[i], err) < 0)
+            return -1;
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
         if (!b->driver) {
@@ -477,6 +665,14 @@ const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *
     return NULL;
 }
 
+const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name)
+{
+    for (int i = 0; i < conf->ndatasets; i++)
+        if (!strcmp(conf->dataset[i].name, name))
+            return &conf->dataset[i];
+    return NULL;
+}
+
 void conf_free(struct zb_conf *conf)
 {
     char **strings = conf->strings;
@@ -491,4 +687,47 @@ void conf_unbounded_queries(struct zb_conf *conf)
 {
     for (int i = 0; i < conf->nbackends; i++)
         conf->backend[i].query_timeout_ms = 0;
+}
+
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err)
+{
+    for (int i = 0; i < nsets; i++) {
+        struct zb_err e = { 0 };
+        if (conf_set_arg(conf, sets[i], &e) < 0)
+            return zb_fail(err, e.kind, "--set %s: %s", sets[i], e.msg);
+    }
+    return 0;
+}
+
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err)
+{
+    if (conf_load(conf, path, err) < 0)
+        return -1;
+    return conf_apply_sets(conf, sets, nsets, err);
+}
+
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err)
+{
+    int n = 0;
+    if (!list || !strcmp(list, "all")) {
+        for (int i = 0; i < conf->nbackends; i++)
+            out[n++] = &conf->backend[i];
+        return n;
+    }
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return zb_fail(err, ZB_ERR_INPUT, "backend list too long");
+    for (char *save, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const struct backend_conf *bc = conf_backend(conf, name);
+        if (!bc)
+            return zb_fail(err, ZB_ERR_INPUT, "no backend '%s' in %s", name, conf->file);
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            dup |= out[j] == bc;
+        if (!dup)
+            out[n++] = bc;
+    }
+    return n;
 }

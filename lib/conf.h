@@ -1,5 +1,6 @@
-/* The config file: one [server] section and one [backend NAME] section per
- * backend, read with inih. Every error names the file, the line and the key. */
+/* The config file: one [server] section, one [backend NAME] section per
+ * backend and one [dataset NAME] per dataset, read with inih. Every error
+ * names the file, the line and the key. */
 #ifndef ZB_CONF_H
 #define ZB_CONF_H
 
@@ -27,6 +28,9 @@ struct backend_conf {
     const char *socket;    /* pg: socket directory; mysql: socket file */
     const char *user;
     const char *password;
+    const char *password_file; /* where the password is kept, in the client library's own
+                              * format: pg a libpq passfile (.pgpass lines), mysql an
+                              * option file ([client] password = ...) */
     const char *database;
     const char *table;     /* default "zipcode" */
     int pool_min;          /* connections kept open */
@@ -58,11 +62,34 @@ struct server_conf {
     const char *default_backend;
 };
 
+#define ZB_MAX_DATASETS 16
+
+/* One [dataset NAME] section: a file, how to read it, the table it becomes
+ * (lib/dataset.h tells the rules). Strings are owned by the conf. */
+struct dataset_conf {
+    const char *name;
+    const char *file;      /* the data, relative to where zipbench runs */
+    const char *format;    /* "kenall" or "csv" */
+    const char *encoding;  /* auto (default), utf-8, sjis, or any iconv name */
+    bool raw;              /* kenall: one row per line, split records not merged */
+    bool header;           /* csv: the first record names the columns (default yes) */
+    const char *delimiter; /* csv: one character, or "tab" (default ",") */
+    const char *quote;     /* csv: "\"" (default) or "none": quotes are text */
+    const char *null;      /* csv: text that also means NULL (an empty unquoted field does) */
+    const char *table;     /* not postal: tables are TABLE_BACKEND (default: the name) */
+    const char *key;       /* csv: the column lookups go by (default: the first) */
+    const char *columns;   /* csv: "name [type] [not null], ..."; types integer, real, text */
+    int sample_rows;       /* csv: rows read to infer types (default 1000) */
+    int line;              /* where its section starts (0: built in) */
+};
+
 struct zb_conf {
     const char *file;
     struct server_conf server;
     int nbackends;
     struct backend_conf backend[ZB_MAX_BACKENDS];
+    int ndatasets;
+    struct dataset_conf dataset[ZB_MAX_DATASETS];  /* "postal" is always there */
     /* internal: string storage */
     char **strings;
     int nstrings, capstrings;
@@ -80,16 +107,36 @@ void conf_unbounded_queries(struct zb_conf *conf);
 void conf_defaults(struct zb_conf *conf);
 
 /* "section.key=value" or "backend.NAME.key=value" style override from the
- * command line: conf_set(conf, "pg", "port", "5433"). section NULL = [server].
- * Returns -1 with err on an unknown section or key or a bad value. */
+ * command line: conf_set(conf, "pg", "port", "5433"). section NULL = [server];
+ * "dataset NAME" a dataset. Returns -1 with err on an unknown section or key
+ * or a bad value. */
 int conf_set(struct zb_conf *conf, const char *section, const char *key,
              const char *value, struct zb_err *err);
 
 /* The same from one command-line argument "BACKEND.KEY=VALUE" (or
- * "server.KEY=VALUE"): what every program's --set takes. */
+ * "server.KEY=VALUE", "dataset.NAME.KEY=VALUE"): what every program's --set
+ * takes. */
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
+const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
+
+/* What every program does with --conf FILE and its --set B.KEY=VALUE
+ * arguments: conf_load, then each --set in order. Returns 0, or -1 with err
+ * naming the file and line or the --set argument at fault; conf_free
+ * either way. */
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err);
+/* The --set part alone, for a program that adjusts the config between the
+ * file and the command line (sqlbench's scratch databases). */
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err);
+
+/* The backends a --backends LIST names (comma-separated, each once, in the
+ * order given; NULL or "all": every backend of the config) into out, which
+ * holds ZB_MAX_BACKENDS. Returns how many, or -1 with err naming an unknown
+ * one. */
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err);
 
 /* The value of one of bc's driver keys, or NULL if not given. */
 const char *conf_option(const struct backend_conf *bc, const char *key);

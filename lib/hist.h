@@ -34,6 +34,8 @@ struct hist {
 
 void hist_init(struct hist *h);
 void hist_record(struct hist *h, uint64_t ns);
+/* n values of ns at once (a histogram read back from a log). */
+void hist_record_n(struct hist *h, uint64_t ns, uint64_t n);
 /* Same as hist_record, safe against other hist_record_atomic callers. */
 void hist_record_atomic(struct hist *h, uint64_t ns);
 /* Same as hist_record, for a histogram with one writer whose readers are
@@ -45,6 +47,10 @@ void hist_merge(struct hist *into, const struct hist *from);
 /* The same while another thread records into from (hist_record_own or
  * _atomic): a snapshot good to within the values recorded meanwhile. */
 void hist_merge_live(struct hist *into, const struct hist *from);
+
+/* The lowest value that bucket i (0 .. HIST_BUCKETS-1) holds: how another
+ * histogram layout (HdrHistogram's, in loadgen's logs) finds its buckets. */
+uint64_t hist_bucket_low(unsigned i);
 
 /* Statistics; all return 0 on an empty histogram. */
 uint64_t hist_count(const struct hist *h);

@@ -30,7 +30,7 @@ int load_mode_parse(const char *s, enum load_mode *m)
 
 /* The row source every mode reads through: counts and draws progress. */
 struct source {
-    struct kenall_reader *r;
+    struct dataset_reader *r;
     struct progress bar;
     long long rows, limit;
 };
@@ -40,23 +40,24 @@ static int next_row(void *arg, const char *const **fields, struct zb_err *err)
     struct source *s = arg;
     if (s->limit && s->rows == s->limit)
         return 0;
-    int rc = kenall_next(s->r, fields, err);
+    int rc = dataset_next(s->r, fields, err);
     if (rc == 1 && (++s->rows & 1023) == 0)
-        progress_update(&s->bar, kenall_offset(s->r), kenall_size(s->r), s->rows);
+        progress_update(&s->bar, dataset_offset(s->r), dataset_size(s->r), s->rows);
     return rc;
 }
 
 /* One statement per row: parsed every time, as a PHP page would send it. */
-static long long load_each(struct backend *b, const char *table, struct source *src,
+static long long load_each(struct backend *b, const struct zb_table *table, struct source *src,
                            struct zb_err *err)
 {
-    char sql[512];
-    zb_insert_sql(sql, sizeof sql, table, 1);
+    char sql[2048];
+    if (zb_insert_sql(sql, sizeof sql, table, 1) < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: INSERT too long", table->name);
     const char *const *fields;
     long long rows = 0;
     int rc;
     while ((rc = next_row(src, &fields, err)) == 1) {
-        if (b->drv->query(b->db, sql, ZB_NCOLS, fields, NULL, NULL, NULL, err) < 0) {
+        if (b->drv->query(b->db, sql, table->ncols, fields, NULL, NULL, NULL, err) < 0) {
             if (err->kind == ZB_ERR_SQL)  /* the row just read; a lost server is not its fault */
                 err->row = src->rows;
             return -1;
@@ -74,26 +75,51 @@ static void name_bad_row(const struct load_opts *o, const struct source *src, st
 {
     if (err->row <= 0)
         return;
+    const char *file = o->data->conf->file;
     long line = 0;
     if (err->row == src->rows) {
-        line = kenall_row_line(src->r);
-    } else if (strcmp(o->dataset, "-")) {
+        line = dataset_row_line(src->r);
+    } else if (strcmp(file, "-")) {
         struct zb_err ignored = { 0 };
-        struct kenall_reader *r = kenall_open(o->dataset, &o->read, &ignored);
+        struct dataset_reader *r = dataset_open(o->data, &ignored);
         const char *const *fields;
         long long n = 0;
-        while (r && n < err->row && kenall_next(r, &fields, &ignored) == 1)
+        while (r && n < err->row && dataset_next(r, &fields, &ignored) == 1)
             n++;
         if (n == err->row)
-            line = kenall_row_line(r);
-        kenall_close(r);
+            line = dataset_row_line(r);
+        dataset_close(r);
     }
     char msg[sizeof err->msg];
     memcpy(msg, err->msg, sizeof msg);
     if (line > 0)
-        snprintf(err->msg, sizeof err->msg, "%s:%ld: %.400s", o->dataset, line, msg);
+        snprintf(err->msg, sizeof err->msg, "%s:%ld: %.400s", file, line, msg);
     else
-        snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", o->dataset, err->row, msg);
+        snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", file, err->row, msg);
+}
+
+/* After a bad row the loader reads on, so one run names every bad row of
+ * the file: the first fails the load, the others are listed after it. */
+static void list_more_bad_rows(struct source *src, const char *file, struct load_result *res)
+{
+    enum { SHOWN = 20 };
+    struct zb_err e = { 0 };
+    const char *const *fields;
+    long more = 0;
+    size_t n = 0;
+    int rc;
+    while ((rc = dataset_next(src->r, &fields, &e)) != 0) {
+        if (rc > 0)
+            continue;
+        if (e.kind != ZB_ERR_INPUT)
+            break;  /* cannot read on */
+        if (more++ < SHOWN && n < sizeof res->more_bad_rows)
+            n += (size_t)snprintf(res->more_bad_rows + n, sizeof res->more_bad_rows - n,
+                                  "also %.300s\n", e.msg);
+    }
+    if (more > SHOWN && n < sizeof res->more_bad_rows)
+        snprintf(res->more_bad_rows + n, sizeof res->more_bad_rows - n,
+                 "and %ld more bad rows in %s\n", more - SHOWN, file);
 }
 
 static int count_cb(void *arg, int n, const char *const *v, const size_t *l)
@@ -115,16 +141,16 @@ static long long table_rows(struct backend *b, const char *table)
     return n;
 }
 
-static int create_indexes(struct backend *b, const char *table, const char *tag,
+static int create_indexes(struct backend *b, const struct zb_table *table, const char *tag,
                           struct zb_err *err)
 {
     /* Index names are unique per load: in PostgreSQL and SQLite they are
      * schema-wide and the previous table's indexes still hold theirs. */
-    static const char *const cols[] = { "zip_code", "old_code" };
-    for (int i = 0; i < 2; i++) {
-        char sql[256];
-        snprintf(sql, sizeof sql, "CREATE INDEX %s_%s_%s ON %s (%s)", table, cols[i], tag, table,
-                 cols[i]);
+    for (int i = 0; i < table->nindexes; i++) {
+        char sql[512];
+        const char *col = table->cols[table->indexes[i]].name;
+        snprintf(sql, sizeof sql, "CREATE INDEX %s_%d_%s ON %s (\"%s\")", table->name, i, tag,
+                 table->name, col);
         if (b->drv->exec(b->db, sql, err) < 0)
             return -1;
     }
@@ -135,23 +161,36 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
              struct zb_err *err)
 {
     memset(res, 0, sizeof *res);
+    const char *file = o->data->conf->file;
+    char name[128], load_name[160], sql[8192], tag[32];
+    struct zb_table table = dataset_table(o->data, bc, name, sizeof name);
+    struct zb_table load = table;  /* the same columns, in <table>_load */
+    snprintf(load_name, sizeof load_name, "%s_load", name);
+    load.name = load_name;
+    snprintf(res->table, sizeof res->table, "%s", name);
+    /* A statement takes at most 32,766 parameters (SQLite's limit, the lowest). */
+    if (o->mode == MODE_PREPARED && (long)o->batch * table.ncols > 32766)
+        return zb_fail(err, ZB_ERR_INPUT, "--batch %d: %d rows of %d columns are %ld parameters, "
+                       "more than the 32766 a statement may take", o->batch, o->batch, table.ncols,
+                       (long)o->batch * table.ncols);
     struct backend b;
     if (backend_open(&b, bc, err) < 0)
         return -1;
     struct source src = { .limit = o->limit };
     int rc = -1;
-    char table[128], sql[1024], tag[32];
-    snprintf(table, sizeof table, "%s_load", bc->table);
     snprintf(tag, sizeof tag, "%lx%x", (unsigned long)time(NULL), (unsigned)getpid() & 0xfff);
     snprintf(res->version, sizeof res->version, "%s", b.drv->version(b.db));
     if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
         goto out;
-    if (!(src.r = kenall_open(o->dataset, &o->read, err)))
+    if (!(src.r = dataset_open(o->data, err)))
         goto out;
-    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", table);
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
     if (b.drv->exec(b.db, sql, err) < 0)
         goto out;
-    zb_create_sql(sql, sizeof sql, table, b.drv->create_suffix(b.db));
+    if (zb_create_sql(sql, sizeof sql, &load, b.drv->create_suffix(b.db)) < 0) {
+        zb_fail(err, ZB_ERR_INPUT, "%s: CREATE TABLE too long", load.name);
+        goto out;
+    }
     if (b.drv->exec(b.db, sql, err) < 0)
         goto out;
 
@@ -159,7 +198,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     snprintf(label, sizeof label, "%s %s", bc->name, load_mode_name(o->mode));
     progress_start(&src.bar, label, o->quiet);
     double t0 = zb_now_s();
-    if (!o->index_after && create_indexes(&b, table, tag, err) < 0)
+    if (!o->index_after && create_indexes(&b, &load, tag, err) < 0)
         goto out;
     bool txn = o->mode != MODE_AUTOCOMMIT;
     if (txn && b.drv->exec(b.db, "BEGIN", err) < 0)
@@ -167,11 +206,13 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     long long loaded;
     switch (o->mode) {
     case MODE_AUTOCOMMIT:
-    case MODE_TRANSACTION: loaded = load_each(&b, table, &src, err); break;
-    case MODE_PREPARED: loaded = zb_insert_batches(b.drv, b.db, table, o->batch, next_row, &src, err); break;
-    default: loaded = b.drv->bulk_load(b.db, table, next_row, &src, err); break;
+    case MODE_TRANSACTION: loaded = load_each(&b, &load, &src, err); break;
+    case MODE_PREPARED: loaded = zb_insert_batches(b.drv, b.db, &load, o->batch, next_row, &src, err); break;
+    default: loaded = b.drv->bulk_load(b.db, &load, next_row, &src, err); break;
     }
     if (loaded < 0) {
+        if (err->kind == ZB_ERR_INPUT && !err->row)
+            list_more_bad_rows(&src, file, res);
         name_bad_row(o, &src, err);
         if (txn && b.drv->alive(b.db))
             b.drv->exec(b.db, "ROLLBACK", NULL);
@@ -181,50 +222,50 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
         goto out;
     if (src.rows == 0) {
         zb_fail(err, ZB_ERR_INPUT, "%s: no rows to load; %s left as it was (an empty load never "
-                "replaces a table)", o->dataset, bc->table);
+                "replaces a table)", file, name);
         goto out;
     }
     res->seconds = zb_now_s() - t0;
     progress_end(&src.bar);
     if (o->index_after) {
         double t1 = zb_now_s();
-        if (create_indexes(&b, table, tag, err) < 0)
+        if (create_indexes(&b, &load, tag, err) < 0)
             goto out;
         res->index_seconds = zb_now_s() - t1;
     }
 
     /* The table must hold every row the file has, or it is not swapped in. */
     long long in_table = -1;
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", load.name);
     if (b.drv->query(b.db, sql, 0, NULL, count_cb, &in_table, NULL, err) < 0)
         goto out;
     if (in_table != src.rows || loaded != src.rows) {
         zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not swapped in",
-                bc->name, in_table, o->dataset, src.rows);
+                bc->name, in_table, file, src.rows);
         goto out;
     }
     /* Nor does it replace a bigger table unless asked: a file cut short at
      * a line end reads as a good, smaller one. A --limit sample is asked. */
-    res->replaced_rows = table_rows(&b, bc->table);
+    res->replaced_rows = table_rows(&b, name);
     if (res->replaced_rows > src.rows && !o->allow_shrink && !o->limit) {
         zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s left as "
-                "it was (--allow-shrink replaces it all the same)", o->dataset, src.rows,
-                res->replaced_rows, bc->table, bc->table);
+                "it was (--allow-shrink replaces it all the same)", file, src.rows,
+                res->replaced_rows, name, name);
         goto out;
     }
-    if (b.drv->swap_table(b.db, table, bc->table, err) < 0)
+    if (b.drv->swap_table(b.db, load.name, name, err) < 0)
         goto out;
     res->rows = src.rows;
-    res->lines = kenall_lines(src.r);
-    res->table_bytes = b.drv->table_bytes(b.db, bc->table);
+    res->lines = dataset_lines(src.r);
+    res->table_bytes = b.drv->table_bytes(b.db, name);
     rc = 0;
 out:
     progress_end(&src.bar);
     if (rc < 0 && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
-        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", table);
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
         b.drv->exec(b.db, sql, NULL);
     }
-    kenall_close(src.r);
+    dataset_close(src.r);
     backend_close(&b);
     return rc;
 }

@@ -5,13 +5,12 @@
 #include <stdbool.h>
 
 #include "backend.h"
-#include "kenall.h"
+#include "dataset.h"
 
 enum load_mode { MODE_AUTOCOMMIT, MODE_TRANSACTION, MODE_PREPARED, MODE_BULK };
 
 struct load_opts {
-    const char *dataset;
-    struct kenall_opts read;
+    const struct dataset *data;   /* described, its file named by data->conf->file */
     enum load_mode mode;
     enum zb_sync sync;
     int batch;          /* rows per statement in prepared mode */
@@ -30,6 +29,8 @@ struct load_result {
     long long replaced_rows; /* rows of the table replaced, -1 if there was none */
     char sync[128];
     char version[64];
+    char table[128];          /* the table loaded */
+    char more_bad_rows[8192]; /* after a failed read: the file's other bad rows, a line each */
 };
 
 const char *load_mode_name(enum load_mode m);

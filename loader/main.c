@@ -1,6 +1,8 @@
-/* loader: bulk-loads a KEN_ALL-layout CSV into each configured backend,
- * in one of four modes, and reports rows, seconds and rows/s. */
-#include <apr_general.h>
+/* loader: bulk-loads a dataset (the KEN_ALL postal list, or any CSV) into
+ * each configured backend, in one of four modes, and reports rows, seconds
+ * and rows/s. */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +13,22 @@
 #include "load.h"
 
 static const char usage[] =
-    "Usage: loader [OPTIONS] --dataset FILE\n"
+    "Usage: loader [OPTIONS] [--dataset NAME|FILE]\n"
     "\n"
-    "Loads a postal-code file in Japan Post's KEN_ALL.CSV layout into each chosen\n"
-    "backend and reports how long it took. The table is (re)created: rows go into\n"
-    "a fresh <table>_load, which replaces <table> only once its row count matches\n"
-    "the file, so a failed or interrupted load never leaves a table that looks\n"
-    "complete. A file with no rows never replaces a table, and one with fewer\n"
-    "rows than the table holds only with --allow-shrink or --limit.\n"
+    "Loads a dataset into each chosen backend and reports how long it took. A\n"
+    "dataset is a [dataset NAME] of the config: a file in Japan Post's KEN_ALL.CSV\n"
+    "layout (format kenall) or any CSV (format csv: RFC 4180, with header,\n"
+    "delimiter, quote and encoding options, its columns' types given or inferred\n"
+    "from a sample). The table is (re)created: rows go into a fresh <table>_load,\n"
+    "which replaces <table> only once its row count matches the file, so a failed\n"
+    "or interrupted load never leaves a table that looks complete. A file with no\n"
+    "rows never replaces a table, and one with fewer rows than the table holds\n"
+    "only with --allow-shrink or --limit.\n"
     "\n"
     "Options:\n"
-    "  -f, --dataset FILE   the CSV (Shift_JIS or UTF-8, detected); default\n"
-    "                       build/ken_all.csv\n"
+    "  -f, --dataset NAME|FILE  a [dataset NAME] of the config, or a file read as the\n"
+    "                       postal dataset (KEN_ALL layout); default: the postal\n"
+    "                       dataset, build/ken_all.csv\n"
     "  -b, --backend NAMES  comma-separated backend names from the config, or 'all'\n"
     "                       (default: all)\n"
     "  -m, --mode MODE      autocommit   one INSERT per row, each its own transaction\n"
@@ -43,22 +49,29 @@ static const char usage[] =
     "                       InnoDB innodb_flush_log_at_trx_commit 1/2/0; restored\n"
     "                       afterwards); default: leave the server as it is. The\n"
     "                       setting in force is always shown in the report.\n"
-    "      --raw            one row per line, as Japan Post splits long town names\n"
-    "                       (default: split records are merged)\n"
-    "      --encoding ENC   auto, utf-8 or sjis (default auto: UTF-8 when the first\n"
-    "                       64 KiB hold more UTF-8 characters than bytes that are\n"
-    "                       not, else Shift_JIS; an error says which was chosen\n"
-    "                       and why)\n"
+    "      --raw            kenall: one row per line, as Japan Post splits long town\n"
+    "                       names (default: split records are merged)\n"
+    "      --encoding ENC   auto, utf-8, sjis or any encoding iconv knows (default:\n"
+    "                       the dataset's; auto is UTF-8 when the first 64 KiB hold\n"
+    "                       more UTF-8 characters than bytes that are not, else\n"
+    "                       Shift_JIS; an error says which was chosen and why)\n"
     "      --limit N        load only the first N rows (to time slow modes on a\n"
     "                       sample; the row check then expects N, and the sample\n"
     "                       may replace a bigger table)\n"
     "      --allow-shrink   replace a table even if the file has fewer rows than\n"
     "                       it holds (default: an error, the table is kept)\n"
+    "      --describe       print the dataset's columns, types (and which were\n"
+    "                       inferred), key and tables, and load nothing\n"
     "  -c, --conf FILE      config file (default conf/zipbench.conf)\n"
-    "      --set B.KEY=VAL  override a config key of backend B, e.g. pg.port=5433\n"
+    "      --set S.KEY=VAL  override a config key: of backend S (pg.port=5433), or\n"
+    "                       of a dataset (dataset.NAME.file=other.csv)\n"
     "      --json           one JSON object per run on stdout instead of the table\n"
-    "  -q, --quiet          no progress bar\n"
+    "  -q, --quiet          no progress bar, no note of inferred types\n"
     "  -h, --help           this text\n"
+    "\n"
+    "Every bad row fails the load with the file, line and column and what is\n"
+    "wrong (a value that is not of its column's type, a missing key, a value the\n"
+    "database would have cut); nothing is skipped.\n"
     "\n"
     "Exit status: 0 when every load succeeded and matched the file's row count,\n"
     "1 when a load failed or was refused (the message names the file and line of\n"
@@ -94,8 +107,16 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         printf(",\"version\":");
         zb_json_string(r->version);
         printf(",\"dataset\":");
-        zb_json_string(o->dataset);
-        printf("}\n");
+        zb_json_string(o->data->conf->name);
+        printf(",\"file\":");
+        zb_json_string(o->data->conf->file);
+        printf(",\"table\":");
+        zb_json_string(r->table);
+        char columns[4096];
+        dataset_columns_text(o->data, false, columns, sizeof columns);
+        printf(",\"columns\":");
+        zb_json_string(columns);
+        printf(",\"types_inferred_from_rows\":%ld}\n", o->data->sampled);
     } else {
         printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s\n", bc->name,
                conf_option(bc, "engine") ? conf_option(bc, "engine") : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
@@ -104,34 +125,34 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
     fflush(stdout);
 }
 
-int main(int argc, const char *const *argv)
+int main(int argc, char **argv)
 {
-    apr_pool_t *pool;
-    apr_app_initialize(&argc, &argv, NULL);
-    atexit(apr_terminate);
-    apr_pool_create(&pool, NULL);
-    static const apr_getopt_option_t opts[] = {
-        { "dataset", 'f', 1, "" }, { "backend", 'b', 1, "" }, { "mode", 'm', 1, "" },
-        { "batch", 'B', 1, "" },   { "no-index", 'I', 0, "" }, { "sync", 'S', 1, "" },
-        { "raw", 'R', 0, "" },     { "encoding", 'E', 1, "" }, { "conf", 'c', 1, "" },
-        { "set", 's', 1, "" },     { "json", 'j', 0, "" },     { "quiet", 'q', 0, "" },
-        { "limit", 'L', 1, "" },   { "allow-shrink", 'A', 0, "" }, { "help", 'h', 0, "" },
-        { NULL, 0, 0, NULL },
+    enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE };
+    static const struct option longopts[] = {
+        { "dataset", required_argument, NULL, 'f' },  { "backend", required_argument, NULL, 'b' },
+        { "mode", required_argument, NULL, 'm' },     { "batch", required_argument, NULL, 'B' },
+        { "no-index", no_argument, NULL, O_NO_INDEX }, { "sync", required_argument, NULL, O_SYNC },
+        { "raw", no_argument, NULL, O_RAW },          { "encoding", required_argument, NULL, O_ENCODING },
+        { "conf", required_argument, NULL, 'c' },     { "set", required_argument, NULL, O_SET },
+        { "json", no_argument, NULL, O_JSON },        { "quiet", no_argument, NULL, 'q' },
+        { "limit", required_argument, NULL, O_LIMIT }, { "allow-shrink", no_argument, NULL, O_SHRINK },
+        { "describe", no_argument, NULL, O_DESCRIBE }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
-    struct load_opts o = { .dataset = "build/ken_all.csv", .mode = MODE_BULK, .batch = 100 };
+    struct load_opts o = { .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
+    const char *dataset = DATASET_DEFAULT, *encoding = NULL;
+    bool raw = false, describe = false;
     const char *sets[32];
     int nsets = 0;
     bool json = false;
-    apr_getopt_t *g;
-    apr_getopt_init(&g, pool, argc, argv);
     int ch;
-    const char *arg;
-    apr_status_t st;
     long n;
-    while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
+    while ((ch = getopt_long(argc, argv, "f:b:m:B:c:qh", longopts, NULL)) != -1) {
+        const char *arg = optarg;
         switch (ch) {
-        case 'f': o.dataset = arg; break;
+        case 'f': dataset = arg; break;
+        case O_DESCRIBE: describe = true; break;
         case 'b': backends = arg; break;
         case 'm':
             if (load_mode_parse(arg, &o.mode) < 0) {
@@ -145,85 +166,101 @@ int main(int argc, const char *const *argv)
                 return cli_usage_error("loader");
             o.batch = (int)n;
             break;
-        case 'I': o.index_after = true; break;
-        case 'A': o.allow_shrink = true; break;
-        case 'L':
+        case O_NO_INDEX: o.index_after = true; break;
+        case O_SHRINK: o.allow_shrink = true; break;
+        case O_LIMIT:
             if (cli_long("loader", "--limit", arg, 1, 1L << 40, &n) < 0)
                 return cli_usage_error("loader");
             o.limit = n;
             break;
-        case 'S':
-            if (!strcmp(arg, "full")) o.sync = ZB_SYNC_FULL;
-            else if (!strcmp(arg, "normal")) o.sync = ZB_SYNC_NORMAL;
-            else if (!strcmp(arg, "off")) o.sync = ZB_SYNC_OFF;
-            else {
-                fprintf(stderr, "loader: --sync: '%s' is not full, normal or off\n", arg);
+        case O_SYNC: {
+            int level = cli_choice("loader", "--sync", arg, zb_sync_names, 3);
+            if (level < 0)
                 return cli_usage_error("loader");
-            }
+            o.sync = (enum zb_sync)(ZB_SYNC_FULL + level);
             break;
-        case 'R': o.read.raw = true; break;
-        case 'E':
-            if (!strcmp(arg, "auto")) o.read.encoding = KENALL_AUTO;
-            else if (!strcasecmp(arg, "utf-8") || !strcasecmp(arg, "utf8")) o.read.encoding = KENALL_UTF8;
-            else if (!strcasecmp(arg, "sjis") || !strcasecmp(arg, "shift_jis")) o.read.encoding = KENALL_SJIS;
-            else {
-                fprintf(stderr, "loader: --encoding: '%s' is not auto, utf-8 or sjis\n", arg);
-                return cli_usage_error("loader");
-            }
-            break;
+        }
+        case O_RAW: raw = true; break;
+        case O_ENCODING: encoding = arg; break;
         case 'c': conf_path = arg; break;
-        case 's':
+        case O_SET:
             if (nsets == 32) {
                 fprintf(stderr, "loader: too many --set\n");
                 return ZB_EXIT_USAGE;
             }
             sets[nsets++] = arg;
             break;
-        case 'j': json = true; break;
+        case O_JSON: json = true; break;
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        default: return cli_usage_error("loader");   /* getopt_long said what was wrong */
         }
     }
-    if (st != APR_EOF)
-        return cli_usage_error("loader");
-    if (g->ind < argc) {
-        fprintf(stderr, "loader: unexpected argument '%s'\n", argv[g->ind]);
+    if (optind < argc) {
+        fprintf(stderr, "loader: unexpected argument '%s'\n", argv[optind]);
         return cli_usage_error("loader");
     }
 
     struct zb_conf conf;
     struct zb_err err = { 0 };
-    if (conf_load(&conf, conf_path, &err) < 0) {
+    if (conf_open(&conf, conf_path, sets, nsets, &err) < 0) {
         fprintf(stderr, "loader: %s\n", err.msg);
         conf_free(&conf);
         return ZB_EXIT_USAGE;
     }
-    for (int i = 0; i < nsets; i++)
-        if (conf_set_arg(&conf, sets[i], &err) < 0) {
-            fprintf(stderr, "loader: --set %s: %s\n", sets[i], err.msg);
-            conf_free(&conf);
-            return ZB_EXIT_USAGE;
-        }
     conf_unbounded_queries(&conf);
+
+    /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
+    const struct dataset_conf *named = conf_dataset(&conf, dataset);
+    struct dataset_conf dc = named ? *named : *conf_dataset(&conf, DATASET_DEFAULT);
+    if (!named)
+        dc.file = dataset;
+    if (raw && strcmp(dc.format, "kenall")) {
+        fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc.name);
+        conf_free(&conf);
+        return cli_usage_error("loader");
+    }
+    dc.raw |= raw;
+    if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        conf_free(&conf);
+        return cli_usage_error("loader");
+    }
+    if (encoding)
+        dc.encoding = encoding;
+    static struct dataset data;
+    if (dataset_describe(&data, &dc, &err) < 0) {
+        fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
+        conf_free(&conf);
+        return ZB_EXIT_FAIL;
+    }
+    o.data = &data;
+    char columns[4096];
+    dataset_columns_text(&data, true, columns, sizeof columns);
+    if (data.sampled && !o.quiet && !describe)
+        fprintf(stderr, "loader: dataset %s: types inferred from the first %ld rows of %s: %s\n",
+                dc.name, data.sampled, dc.file, columns);
 
     /* Resolve the names first, so a typo fails before any load starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
-    int nchosen = 0;
-    if (!strcmp(backends, "all")) {
-        for (int i = 0; i < conf.nbackends; i++)
-            chosen[nchosen++] = &conf.backend[i];
-    } else {
-        char list[512];
-        snprintf(list, sizeof list, "%s", backends);
-        for (char *save, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            const struct backend_conf *bc = conf_backend(&conf, name);
-            if (!bc || nchosen == ZB_MAX_BACKENDS) {
-                fprintf(stderr, "loader: no backend '%s' in %s\n", name, conf_path);
-                conf_free(&conf);
-                return ZB_EXIT_USAGE;
-            }
-            chosen[nchosen++] = bc;
+    int nchosen = conf_select(&conf, backends, chosen, &err);
+    if (nchosen < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        conf_free(&conf);
+        return ZB_EXIT_USAGE;
+    }
+    if (describe) {
+        printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc.name,
+               dc.file, dc.format, columns, data.col[data.key].name);
+        if (data.sampled)
+            printf("sample   types inferred from the first %ld rows\n", data.sampled);
+        for (int i = 0; i < nchosen; i++) {
+            char name[128];
+            dataset_table(&data, chosen[i], name, sizeof name);
+            printf("table    %s on %s\n", name, chosen[i]->name);
         }
+        conf_free(&conf);
+        return ZB_EXIT_OK;
     }
     if (!json)
         printf("%-8s %-7s %-11s %8s %9s %10s %8s %9s  %s\n", "backend", "engine", "mode", "rows",
@@ -234,6 +271,8 @@ int main(int argc, const char *const *argv)
         memset(&err, 0, sizeof err);
         if (load_run(chosen[i], &o, &res, &err) < 0) {
             fprintf(stderr, "loader: %s: %s\n", chosen[i]->name, err.msg);
+            for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
+                fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
             failed = 1;
             continue;
         }

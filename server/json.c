@@ -31,33 +31,12 @@ void jb_put(struct jbuf *b, const char *s, size_t len)
     }
 }
 
-/* A JSON string: quotes, backslash and control characters escaped; the
- * bytes are UTF-8 as stored (the loader only stores UTF-8). */
+/* A JSON string (lib/util's one writer); the bytes are UTF-8 as stored
+ * (the loader only stores UTF-8). */
 void jb_str(struct jbuf *b, const char *s, size_t len)
 {
-    if (!jb_reserve(b, len * 6 + 2))
-        return;
-    char *o = b->p + b->n;
-    *o++ = '"';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') {
-            *o++ = (char)ch;
-            continue;
-        }
-        *o++ = '\\';
-        switch (ch) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            o += sprintf(o, "u%04x", ch);
-        }
-    }
-    *o++ = '"';
-    b->n = (size_t)(o - b->p);
+    if (jb_reserve(b, ZB_JSON_QUOTED_MAX(len)))
+        b->n += zb_json_quote(b->p + b->n, s, len);
 }
 
 void jb_cstr(struct jbuf *b, const char *s) { jb_str(b, s, strlen(s)); }

@@ -292,12 +292,13 @@ int main(int argc, const char *const *argv)
         conf_free(&conf);
         return ZB_EXIT_FAIL;
     }
+    /* A bad file is a failure to start (exit 1), a bad --set or
+     * --backends a usage error (exit 2): conf_open's two halves. */
     int rc = ZB_EXIT_USAGE;
-    for (int i = 0; i < nsets; i++)
-        if (conf_set_arg(&conf, sets[i], &err) < 0) {
-            fprintf(stderr, "server: --set %s: %s\n", sets[i], err.msg);
-            goto out_conf;
-        }
+    if (conf_apply_sets(&conf, sets, nsets, &err) < 0) {
+        fprintf(stderr, "server: %s\n", err.msg);
+        goto out_conf;
+    }
     static const struct { const char *flag, *key; } flagkeys[] = {
         { "--port", "port" }, { "--bind", "bind" }, { "--threads", "threads" } };
     const char *flagvals[] = { port, bind_addr, threads };
@@ -309,26 +310,10 @@ int main(int argc, const char *const *argv)
 
     /* The backends to serve, named ones checked before anything starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
-    int nchosen = 0;
-    if (!backends || !strcmp(backends, "all")) {
-        for (int i = 0; i < conf.nbackends; i++)
-            chosen[nchosen++] = &conf.backend[i];
-    } else {
-        char list[1024];
-        snprintf(list, sizeof list, "%s", backends);
-        for (char *save, *name = strtok_r(list, ",", &save); name;
-             name = strtok_r(NULL, ",", &save)) {
-            const struct backend_conf *bc = conf_backend(&conf, name);
-            if (!bc) {
-                fprintf(stderr, "server: --backends: no backend '%s' in %s\n", name, conf_file);
-                goto out_conf;
-            }
-            bool dup = false;
-            for (int j = 0; j < nchosen; j++)
-                dup |= chosen[j] == bc;
-            if (!dup)
-                chosen[nchosen++] = bc;
-        }
+    int nchosen = conf_select(&conf, backends, chosen, &err);
+    if (nchosen < 0) {
+        fprintf(stderr, "server: --backends: %s\n", err.msg);
+        goto out_conf;
     }
     rc = ZB_EXIT_FAIL;
     if (nchosen == 0) {

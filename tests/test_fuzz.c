@@ -38,7 +38,16 @@ static int replay(const char *dir, int (*target)(const uint8_t *, size_t))
 START_TEST(kenall_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/kenall", fuzz_kenall), 0); }
 END_TEST
 
+START_TEST(csv_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/csv", fuzz_csv), 0); }
+END_TEST
+
 START_TEST(http_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/http", fuzz_http), 0); }
+END_TEST
+
+START_TEST(resp_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/resp", fuzz_resp), 0); }
+END_TEST
+
+START_TEST(hdrlog_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/hdrlog", fuzz_hdrlog), 0); }
 END_TEST
 
 Suite *suite_fuzz(void)
@@ -46,7 +55,10 @@ Suite *suite_fuzz(void)
     Suite *s = suite_create("fuzz");
     TCase *t = tcase_create("corpus");
     tcase_add_test(t, kenall_corpus);
+    tcase_add_test(t, csv_corpus);
     tcase_add_test(t, http_corpus);
+    tcase_add_test(t, resp_corpus);
+    tcase_add_test(t, hdrlog_corpus);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return s;

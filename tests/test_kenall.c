@@ -123,10 +123,10 @@ START_TEST(errors_name_file_and_line)
     expect_error("cols.csv", LINE("1000001", "A", "B") "\r\n\"13101\",\"100\",\"1000002\"\r\n",
                  ":2: 3 columns, expected 15", NULL);
     expect_error("trunc.csv", LINE("1000001", "A", "B") "\r\n\"13101\",\"100  \",\"10000",
-                 ":2: truncated last line", NULL);
-    expect_error("code.csv", LINE("100001", "A", "B") "\r\n", ":1: column 3 (postal code)", NULL);
+                 ":2:3: truncated last line (no line end): quote not closed", NULL);
+    expect_error("code.csv", LINE("100001", "A", "B") "\r\n", ":1:3: postal code '100001' is not 7 digits", NULL);
     expect_error("flag.csv", "\"13101\",\"100  \",\"1000001\",\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",0,0,x,0,0,0\r\n",
-                 ":1: column 12 (flag)", NULL);
+                 ":1:12: flag 'x' is not a digit", NULL);
     expect_error("open.csv", LINE("1000001", "A", "長い町（１") "\r\n", ":1: split record is never closed", NULL);
     expect_error("mixed.csv", LINE("1000001", "A", "長い町（１") "\r\n" LINE("1000002", "B", "２）") "\r\n",
                  ":1: split record is not closed before line 2", NULL);

@@ -50,10 +50,11 @@ static void make_db(const struct backend_conf *sbc)
     if (backend_open(&b, &bc, &err) < 0)
         fail("open", err.msg);
     char sql[2048];
-    zb_create_sql(sql, sizeof sql, bc.table, b.drv->create_suffix(b.db));
+    struct zb_table table = zb_postal_table(bc.table);
+    zb_create_sql(sql, sizeof sql, &table, b.drv->create_suffix(b.db));
     if (b.drv->exec(b.db, sql, &err) < 0)
         fail("create", err.msg);
-    zb_insert_sql(sql, sizeof sql, bc.table, 1);
+    zb_insert_sql(sql, sizeof sql, &table, 1);
     static const char *const codes[] = { "1000001", "0600000" };
     for (int r = 0; r < 2; r++) {
         const char *v[ZB_NCOLS];

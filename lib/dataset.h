@@ -1,0 +1,66 @@
+/* A dataset: a file, how to read it, and the table it becomes.
+ *
+ * Each [dataset NAME] of the config names a file and its format: "kenall"
+ * (Japan Post's postal-code layout, lib/kenall.c) or "csv" (RFC 4180,
+ * lib/csv.c, with header, delimiter, quote and encoding options). A csv
+ * dataset's columns are given in the config (`columns = id integer, name
+ * text, ...`), or named by its header; a column given without a type gets
+ * one inferred from the first sample_rows rows, and the loader shows what
+ * it inferred. The dataset called "postal" is the default: its tables are
+ * the backends' own `table`; any other dataset's table on backend B is
+ * TABLE_B, since backends may share one database (innodb and myisam do).
+ *
+ * Rows come out checked against the types: a value that is not an integer
+ * (or real) in such a column, a NULL in a NOT NULL column (the key is one),
+ * or a row with too few or too many fields is an error naming
+ * file:line:column and the column's name. An empty unquoted field, or the
+ * dataset's `null` text, is SQL NULL; "" (quoted) is an empty string. */
+#ifndef ZB_DATASET_H
+#define ZB_DATASET_H
+
+#include <stdbool.h>
+
+#include "backend.h"
+#include "conf.h"
+
+#define DATASET_DEFAULT "postal"
+
+struct dataset {
+    const struct dataset_conf *conf;
+    int ncols;
+    struct zb_column col[ZB_MAX_COLUMNS];
+    bool inferred[ZB_MAX_COLUMNS];  /* its type was guessed from the sample */
+    int key;                        /* the column lookups go by */
+    long sampled;                   /* rows the inference read (0: none needed) */
+    char names[ZB_MAX_COLUMNS][64];
+};
+
+/* Describes dc: reads the header and the sample where it must. Returns 0,
+ * or -1 with err ("file:line:column: ..." or "config: [dataset x]: ..."). */
+int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb_err *err);
+
+/* The dataset's table on backend bc: name written into name[len]. */
+struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
+                              size_t len);
+
+/* The columns as a `columns =` value that gives them all ("id integer,
+ * name text, ..."); inferred ones marked "(inferred)" when `mark`. */
+void dataset_columns_text(const struct dataset *d, bool mark, char *buf, size_t len);
+
+/* Rows of the dataset's file, checked against its columns. */
+struct dataset_reader;
+struct dataset_reader *dataset_open(const struct dataset *d, struct zb_err *err);
+/* 1 with d->ncols fields (NULL for SQL NULL; valid until the next call),
+ * 0 at the end, -1 on error. */
+int dataset_next(struct dataset_reader *r, const char *const **fields, struct zb_err *err);
+long dataset_row_line(const struct dataset_reader *r);  /* first line of the last row */
+long dataset_lines(const struct dataset_reader *r);
+long long dataset_offset(const struct dataset_reader *r);
+long long dataset_size(const struct dataset_reader *r);
+void dataset_close(struct dataset_reader *r);
+
+/* Checks one config value of a [dataset] section (conf.c calls it while
+ * it knows the line). Returns 0, or -1 with "where: key: problem". */
+int dataset_check_value(const char *key, const char *value, const char *where, struct zb_err *err);
+
+#endif
