@@ -8,15 +8,21 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct backend_driver backend_sqlite;
-extern const struct backend_driver backend_pg;
-extern const struct backend_driver backend_mysql;
+/* The drivers, the one list of them: each NAME is lib/backend_NAME.c,
+ * which defines `const struct backend_driver backend_NAME`. Adding a
+ * backend is its file and its line here. */
+#define DRIVERS(X) \
+    X(sqlite)      \
+    X(pg)          \
+    X(mysql)       \
+    /* end of the list */
 
-static const struct backend_driver *const drivers[] = {
-    &backend_sqlite,
-    &backend_pg,
-    &backend_mysql,
-};
+#define DECLARE(name) extern const struct backend_driver backend_##name;
+DRIVERS(DECLARE)
+#undef DECLARE
+#define ENTRY(name) &backend_##name,
+static const struct backend_driver *const drivers[] = { DRIVERS(ENTRY) };
+#undef ENTRY
 
 /* KEN_ALL's columns: nine text, then six integer flags. */
 #define POSTAL_COLUMNS(TEXT, FLAG)                                                              \
