@@ -101,21 +101,31 @@ static void first_line(char *out, size_t len, const char *msg)
 
 /* A connection that is up: NOTICEs ("table does not exist, skipping") are
  * not errors, keep them off the terminal. */
-static void pg_connected(struct db *db, const struct backend_conf *bc)
+static void pg_connected(struct db *db)
 {
     PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
-    db->timeout_ms = bc->query_timeout_ms;
     int v = PQserverVersion(db->conn);
     snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+}
+
+/* A connection not yet made, with its parameters; NULL when out of memory. */
+static struct db *pg_new(const struct backend_conf *bc, struct pg_params *p)
+{
+    struct db *db = calloc(1, sizeof *db);
+    if (db) {
+        pg_params(bc, p, db->where, sizeof db->where);
+        db->conf = bc;
+        db->timeout_ms = bc->query_timeout_ms;
+    }
+    return db;
 }
 
 static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     struct pg_params p;
-    struct db *db = calloc(1, sizeof *db);
+    struct db *db = pg_new(bc, &p);
     if (!db)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    pg_params(bc, &p, db->where, sizeof db->where);
     uint64_t t0 = zb_now_ns();
     db->conn = PQconnectdbParams(p.keys, p.vals, 0);
     if (!db->conn) {
@@ -134,7 +144,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         free(db);
         return -1;
     }
-    pg_connected(db, bc);
+    pg_connected(db);
     *out = db;
     return 0;
 }
@@ -472,13 +482,10 @@ static int pg_lost(struct db *db, struct zb_err *err, const char *what)
 static int pg_connect_start(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     struct pg_params p;
-    struct db *db = calloc(1, sizeof *db);
+    struct db *db = pg_new(bc, &p);
     if (!db)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     *out = db;
-    pg_params(bc, &p, db->where, sizeof db->where);
-    db->conf = bc;
-    db->timeout_ms = bc->query_timeout_ms;
     db->conn = PQconnectStartParams(p.keys, p.vals, 0);
     if (!db->conn)
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
@@ -497,9 +504,7 @@ static int pg_connect_step(struct db *db, struct zb_err *err)
     case PGRES_POLLING_OK:
         if (PQsetnonblocking(db->conn, 1) != 0)
             return pg_lost(db, err, "PQsetnonblocking");
-        PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
-        int v = PQserverVersion(db->conn);
-        snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+        pg_connected(db);
         return 0;
     default: {
         char msg[400];

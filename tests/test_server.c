@@ -100,6 +100,16 @@ static struct resp *get(const char *fmt, ...)
     return &R;
 }
 
+/* Asks for path every 100 ms until it answers 200, 10 s at most: the
+ * status it gave last (its answer in R). */
+static int until_ok(const char *path)
+{
+    int status = 0;
+    for (int i = 0; i < 100 && (status = get("%s", path)->status) != 200; i++)
+        usleep(100 * 1000);
+    return status;
+}
+
 /* Header value (case-insensitive name) into out, or NULL. */
 static const char *header(const struct resp *rs, const char *name, char *out, size_t len)
 {
@@ -204,25 +214,6 @@ static void unlock_pg_table(void)
 
 /* ---- the expected rows, read back from the file with lib/kenall ---- */
 
-static size_t json_str(char *out, const char *s)
-{
-    char *o = out;
-    *o++ = '"';
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            *o++ = '\\';
-            *o++ = (char)c;
-        } else if (c < 0x20) {
-            o += sprintf(o, "\\u%04x", c);
-        } else {
-            *o++ = (char)c;
-        }
-    }
-    *o++ = '"';
-    return (size_t)(o - out);
-}
-
 static void row_json(char *out, const char *const *f)
 {
     char *o = out;
@@ -232,7 +223,7 @@ static void row_json(char *out, const char *const *f)
         if (zb_column_is_flag(i))
             o += sprintf(o, "%d", atoi(f[i]));
         else
-            o += json_str(o, f[i]);
+            o += zb_json_quote(o, f[i], strlen(f[i]));
     }
     *o++ = '}';
     *o = 0;
@@ -743,12 +734,9 @@ START_TEST(postgres_outage_and_recovery)
 
     rc = run_cmd(out, sizeof out, "%s start pg", db_script());
     ck_assert_msg(rc == 0, "%s start pg: %d %s", db_script(), rc, out);
-    int status = 0;
-    for (int i = 0; i < 100 && status != 200; i++) {
-        status = get("/zip/pg/%s", codes[1])->status;
-        if (status != 200)
-            usleep(100 * 1000);
-    }
+    char path[64];
+    snprintf(path, sizeof path, "/zip/pg/%s", codes[1]);
+    int status = until_ok(path);
     ck_assert_msg(status == 200, "pg after restart: %d %s", status, R.body);
     for (int i = 0; i < 20; i++)
         ck_assert_int_eq(get("/zip/pg/%s", codes[i % NCHECK])->status, 200);
@@ -876,32 +864,34 @@ START_TEST(pool_exhausted_503_after_acquire_timeout)
 }
 END_TEST
 
-/* A request waits, suspended, for a lookup that a lock holds up; its
- * client goes away meanwhile. When the lookup is answered the request is
- * resumed and dropped: nothing leaks (make sanitize, valgrind), the pooled
- * connection goes back, and the server goes on. */
+/* A request waits, suspended, for a lookup that a lock holds up (pooled,
+ * pipelined and per-request); its client goes away meanwhile. When the
+ * lookup is answered the request is resumed and dropped: nothing leaks
+ * (make sanitize, valgrind), the pooled connection goes back, and the
+ * server goes on. */
 START_TEST(suspended_request_whose_client_leaves)
 {
     SETUP_OK();
     ck_assert_int_eq(get("/zip/pg/%s", codes[0])->status, 200);
     long long in_use0 = stat_now("pg", "in_use"), requests0 = stat_now("pg", "requests");
     lock_pg_table();
-    int fds[4];
-    for (int i = 0; i < 4; i++)
+    static const char *const how[3] = { "", "?strategy=pipelined", "?strategy=per-request" };
+    int fds[6];
+    for (int i = 0; i < 6; i++)
         fds[i] = send_only(PORT, "GET /zip/pg/%s%s HTTP/1.1\r\nHost: x\r\n\r\n", codes[i],
-                           i % 2 ? "?strategy=pipelined" : "");
+                           how[i % 3]);
     usleep(300 * 1000);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         close(fds[i]);   /* gone while their requests wait */
     usleep(200 * 1000);
     unlock_pg_table();
     /* The lookups finish; their answers have nowhere to go. */
     long long done = 0;
-    for (int i = 0; i < 100 && done < 4; i++) {
+    for (int i = 0; i < 100 && done < 6; i++) {
         usleep(20 * 1000);
         done = stat_now("pg", "requests") - requests0;
     }
-    ck_assert_msg(done >= 4, "%lld of 4 abandoned lookups counted", done);
+    ck_assert_msg(done >= 6, "%lld of 6 abandoned lookups counted", done);
     ck_assert_int_eq(stat_now("pg", "in_use"), in_use0);
     for (int i = 0; i < NCHECK; i++)
         ck_assert_int_eq(get("/zip/pg/%s", codes[i])->status, 200);
@@ -942,12 +932,9 @@ START_TEST(database_dies_with_lookups_in_its_pipeline)
     unlock_pg_table();
     ck_assert_msg(n503 == N, "%d of %d pipelined lookups answered 503: %.300s", n503, N, raw);
     ck_assert_msg(worst < 3, "the last 503 came %.1f s after the kill", worst);
-    int status = 0;
-    for (int i = 0; i < 100 && status != 200; i++) {
-        status = get("/zip/pg/%s?strategy=pipelined", codes[1])->status;
-        if (status != 200)
-            usleep(100 * 1000);
-    }
+    char path[64];
+    snprintf(path, sizeof path, "/zip/pg/%s?strategy=pipelined", codes[1]);
+    int status = until_ok(path);
     ck_assert_msg(status == 200, "pipelined after the kill: %d %s", status, R.body);
 }
 END_TEST
@@ -987,6 +974,151 @@ START_TEST(stop_with_requests_in_flight)
 }
 END_TEST
 
+/* The answer expected for code (one of codes[], or multi_code) on b. */
+static void expected(char *out, size_t len, const char *b, const char *code)
+{
+    int n = snprintf(out, len, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[", b, code);
+    for (int i = 0, first = 1; i < nrows; i++)
+        if (!strcmp(rows[i].code, code)) {
+            n += snprintf(out + n, len - (size_t)n, "%s%s", first ? "" : ",", rows[i].json);
+            first = 0;
+        }
+    snprintf(out + n, len - (size_t)n, "]}");
+}
+
+/* The strategies, side by side: each one a backend offers gives the same
+ * answers, one at a time and with many lookups in flight at once (which a
+ * pipeline answers in order, on one connection of each loop: every answer
+ * must go back to the request that asked); one it cannot take (pipelined
+ * on anything but pg) is 400, and so is an unknown one. */
+START_TEST(every_strategy_gives_the_same_rows)
+{
+    SETUP_OK();
+    static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
+    enum { N = 24 };
+    static char want_body[N][8192], raw[16384];
+    for (int b = 0; b < NB; b++)
+        for (int s = 0; s < 3; s++) {
+            struct resp *r = get("/zip/%s/%s?strategy=%s", backends[b], codes[0], strategies[s]);
+            if (s == 2 && strcmp(backends[b], "pg")) {
+                ck_assert_msg(r->status == 400 && strstr(r->body, "pipelined"), "%s pipelined: %d %s",
+                              backends[b], r->status, r->body);
+                continue;
+            }
+            for (int k = 0; k <= NCHECK; k++) {
+                const char *code = k < NCHECK ? codes[k] : multi_code;
+                r = get("/zip/%s/%s?strategy=%s", backends[b], code, strategies[s]);
+                expected(want_body[0], sizeof want_body[0], backends[b], code);
+                ck_assert_msg(r->status == 200 && !strcmp(r->body, want_body[0]),
+                              "%s %s %s: %d\n got  %s\n want %s", backends[b], strategies[s], code,
+                              r->status, r->body, want_body[0]);
+            }
+            int fds[N];
+            for (int i = 0; i < N; i++) {
+                const char *code = i % 5 == 4 ? multi_code : codes[(i * 3) % NCHECK];
+                expected(want_body[i], sizeof want_body[i], backends[b], code);
+                fds[i] = send_only(PORT, "GET /zip/%s/%s?strategy=%s HTTP/1.1\r\nHost: x\r\n"
+                                   "Connection: close\r\n\r\n", backends[b], code, strategies[s]);
+            }
+            for (int i = 0; i < N; i++) {
+                read_answer(fds[i], raw, sizeof raw, 10);
+                const char *body = strstr(raw, "\r\n\r\n");
+                ck_assert_msg(!strncmp(raw, "HTTP/1.1 200", 12) && body &&
+                              !strcmp(body + 4, want_body[i]),
+                              "%s %s, %d at once, request %d:\n got  %.600s\n want %.600s",
+                              backends[b], strategies[s], N, i, raw, want_body[i]);
+            }
+        }
+    ck_assert_int_eq(get("/zip/pg/%s?strategy=no-such", codes[0])->status, 400);
+    ck_assert_int_gt(stat_now("pg", "pipelined"), 0);
+    ck_assert_int_gt(stat_now("pg", "batches"), 0);
+}
+END_TEST
+
+/* A number of loop id's figures in a /stats body, or -1. */
+static long long loop_stat(const char *json, int id, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "{\"id\":%d,", id);
+    const char *p = strstr(json, "\"loops\":[");
+    p = p ? strstr(p, pat) : NULL;
+    if (!p)
+        return -1;
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(p, pat), *end = strchr(p, '}');
+    return k && k < end ? atoll(k + strlen(pat)) : -1;
+}
+
+/* One request on an open keep-alive connection, and its whole answer
+ * (framed by Content-Length) into out. */
+static void keepalive_get(int fd, const char *path, char *out, size_t len)
+{
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    struct timeval tv = { .tv_sec = 10 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, out + got, len - 1 - got);
+        ck_assert_msg(r > 0, "keep-alive %s: connection closed after %zu bytes", path, got);
+        got += (size_t)r;
+        out[got] = 0;
+        const char *end = strstr(out, "\r\n\r\n"), *cl = strcasestr(out, "\r\nContent-Length:");
+        if (end && cl && got >= (size_t)(end + 4 - out) + (size_t)atol(cl + 17))
+            return;
+        ck_assert_msg(got + 1 < len, "keep-alive %s: answer too long", path);
+    }
+}
+
+/* Connections are spread over the loops from the first burst on: ten
+ * opened at once on a server of two loops go five and five (give or take
+ * one, where two loops accept at the same instant), burst after burst.
+ * /stats comes over one keep-alive connection opened before, so the
+ * counts of connections accepted per loop move by the bursts alone. */
+START_TEST(connections_spread_over_the_loops)
+{
+    SETUP_OK();
+    char log[1200], raw[8192];
+    static char st[1 << 16];
+    snprintf(log, sizeof log, "%s/spread.log", dir);
+    pid_t pid = start_server(PORT2, log, "sqlite", "--threads 2");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)PORT2) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int stats_fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(stats_fd, (struct sockaddr *)&a, sizeof a), 0);
+    for (int burst = 0; burst < 5; burst++) {
+        keepalive_get(stats_fd, "/stats", st, sizeof st);
+        long long before[2] = { loop_stat(st, 0, "accepted"), loop_stat(st, 1, "accepted") };
+        int fds[10];
+        for (int i = 0; i < 10; i++) {
+            fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+            ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&a, sizeof a), 0);
+        }
+        usleep(200 * 1000);   /* all accepted before any closes */
+        for (int i = 0; i < 10; i++) {
+            char req[256];
+            int n = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\n"
+                             "Connection: close\r\n\r\n", codes[i % NCHECK]);
+            ck_assert_int_eq(write(fds[i], req, (size_t)n), n);
+        }
+        for (int i = 0; i < 10; i++) {
+            read_answer(fds[i], raw, sizeof raw, 10);
+            ck_assert_msg(!strncmp(raw, "HTTP/1.1 200", 12), "%.200s", raw);
+        }
+        keepalive_get(stats_fd, "/stats", st, sizeof st);
+        long long got[2] = { loop_stat(st, 0, "accepted") - before[0],
+                             loop_stat(st, 1, "accepted") - before[1] };
+        ck_assert_msg(got[0] + got[1] == 10 && got[0] >= 4 && got[1] >= 4,
+                      "burst %d: the loops got %lld and %lld of 10 connections: %s", burst, got[0],
+                      got[1], st);
+    }
+    close(stats_fd);
+    ck_assert_int_eq(term_server(pid), 0);
+}
+END_TEST
+
 /* --tls-cert/--tls-key: the same lookups over HTTPS (libmicrohttpd's
  * GnuTLS), a key that is not the certificate's refused at start. The
  * certificate is made here (openssl, scripts/setup); the client is
@@ -1019,6 +1151,19 @@ START_TEST(https)
         ck_assert_msg(strstr(out, "HTTP/1.1 200 OK\r\n") && strstr(out, expect),
                       "%s over HTTPS: %.300s", backends[b], out);
     }
+    /* loadgen over HTTPS, keep-alive and a new TLS connection per request,
+     * on lookups answered inline (sqlite) and suspended (pg). */
+    for (int b = 0; b < 2; b++)
+        for (int ka = 0; ka < 2; ka++) {
+            int rc = run_cmd(out, sizeof out, "%s %s -n %d -c 4 https://127.0.0.1:%d/zip/%s/%s",
+                             prog("loadgen"), ka ? "-k" : "", ka ? 400 : 40, PORT2, backends[b],
+                             codes[1]);
+            char complete[64];
+            snprintf(complete, sizeof complete, "Complete requests:      %d\n", ka ? 400 : 40);
+            ck_assert_msg(rc == 0 && strstr(out, complete) && strstr(out, "TLS") &&
+                          !strstr(out, "Non-2xx"), "loadgen %s%s over HTTPS: exit %d: %.2000s",
+                          backends[b], ka ? " -k" : "", rc, out);
+        }
     ck_assert_int_eq(term_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
     ck_assert_msg(strstr(out, " HTTPS, backends: sqlite pg"), "%s", out);
@@ -1043,6 +1188,8 @@ Suite *suite_server(void)
     tcase_add_test(t, health_and_stats);
     tcase_add_test(t, random_keys_and_misses);
     tcase_add_test(t, per_request_connections);
+    tcase_add_test(t, every_strategy_gives_the_same_rows);
+    tcase_add_test(t, connections_spread_over_the_loops);
     tcase_add_test(t, cli_exit_codes_and_clean_stop);
     tcase_add_test(t, https);
     tcase_add_test(t, pool_exhausted_503_after_acquire_timeout);
