@@ -1,5 +1,15 @@
 /* PostgreSQL through libpq. Values go as text parameters; the server infers
- * their types from the columns. Results come back in text format. */
+ * their types from the columns. Results come back in text format.
+ *
+ * The asynchronous side (the server's) uses libpq's non-blocking connect
+ * (PQconnectStartParams, PQconnectPoll) and queries (PQsendQueryPrepared,
+ * PQconsumeInput, PQisBusy, PQgetResult) on a non-blocking connection, and
+ * pipeline mode for the pipelined strategy. libpq 15's PQpipelineSync
+ * flushes as it sends the Sync (PQsendPipelineSync, which does not, is
+ * PostgreSQL 17), so a Sync per query would cost a send() each: flush()
+ * ends a batch instead, one Sync and one write for every query sent since
+ * the last. A statement that fails aborts the rest of its batch until that
+ * Sync; those come back as failed (PGRES_PIPELINE_ABORTED). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
@@ -7,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "backend.h"
 
@@ -16,6 +27,14 @@ struct db {
     int timeout_ms;      /* query_timeout_ms, 0: wait as long as it takes */
     bool given_up;       /* a query timed out: the protocol state is unknown */
     char version[64];
+    /* The asynchronous side's. */
+    struct stmt *async_stmt;   /* its one prepared statement, freed on close */
+    PGresult *last;      /* the statement being read: its result so far */
+    int sent;            /* statements sent whose answer is not yet delivered */
+    int unsynced;        /* pipeline: statements sent since the last Sync */
+    bool pipelined;
+    const struct backend_conf *conf; /* what it was opened with (outlives it) */
+    char where[PATH_MAX + 32]; /* "HOST port N", for messages */
 };
 
 struct stmt {
@@ -41,63 +60,99 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
-static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+/* The connection parameters of bc, for PQconnectdbParams and
+ * PQconnectStartParams alike. */
+struct pg_params {
+    const char *keys[10], *vals[10];
+    char port[16], timeout[16], socket_dir[PATH_MAX];
+};
+
+static void pg_params(const struct backend_conf *bc, struct pg_params *p, char *where,
+                      size_t wherelen)
 {
-    char port[16], timeout[16];
-    snprintf(port, sizeof port, "%d", bc->port > 0 ? bc->port : 5432);
-    snprintf(timeout, sizeof timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
+    snprintf(p->port, sizeof p->port, "%d", bc->port > 0 ? bc->port : 5432);
+    snprintf(p->timeout, sizeof p->timeout, "%d",
+             bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
     /* A socket directory wins over a TCP host, as libpq's own host= does. */
     const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
     /* libpq takes a socket directory only as an absolute path. */
-    char socket_dir[PATH_MAX];
-    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, socket_dir))
-        host = socket_dir;
-    const char *keys[9], *vals[9];
+    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, p->socket_dir))
+        host = p->socket_dir;
     int n = 0;
-#define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
+#define KV(k, v) do { const char *v_ = (v); if (v_) { p->keys[n] = (k); p->vals[n] = v_; n++; } } while (0)
     KV("host", host);
-    KV("port", port);
+    KV("port", p->port);
     KV("dbname", bc->database ? bc->database : "zipbench");
     KV("user", bc->user ? bc->user : "zipbench");
     KV("password", bc->password);
     KV("passfile", bc->password_file);
-    KV("connect_timeout", timeout);
+    KV("connect_timeout", p->timeout);
     KV("application_name", "zipbench");
 #undef KV
-    keys[n] = vals[n] = NULL;
+    p->keys[n] = p->vals[n] = NULL;
+    snprintf(where, wherelen, "%s port %s", host, p->port);
+}
+
+static void first_line(char *out, size_t len, const char *msg)
+{
+    snprintf(out, len, "%s", msg);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A connection that is up: NOTICEs ("table does not exist, skipping") are
+ * not errors, keep them off the terminal. */
+static void pg_connected(struct db *db)
+{
+    PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
+    int v = PQserverVersion(db->conn);
+    snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+}
+
+/* A connection not yet made, with its parameters; NULL when out of memory. */
+static struct db *pg_new(const struct backend_conf *bc, struct pg_params *p)
+{
+    struct db *db = calloc(1, sizeof *db);
+    if (db) {
+        pg_params(bc, p, db->where, sizeof db->where);
+        db->conf = bc;
+        db->timeout_ms = bc->query_timeout_ms;
+    }
+    return db;
+}
+
+static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct pg_params p;
+    struct db *db = pg_new(bc, &p);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
     uint64_t t0 = zb_now_ns();
-    PGconn *conn = PQconnectdbParams(keys, vals, 0);
-    if (!conn)
+    db->conn = PQconnectdbParams(p.keys, p.vals, 0);
+    if (!db->conn) {
+        free(db);
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
-    if (PQstatus(conn) != CONNECTION_OK) {
+    }
+    if (PQstatus(db->conn) != CONNECTION_OK) {
         char msg[400];
-        snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
-        msg[strcspn(msg, "\n")] = 0;
-        PQfinish(conn);
+        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         /* Refused at once, or accepted and then never answered (frozen). */
         char why[600];
-        return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(timeout) * 1000000000u),
-                       "pg: cannot connect to %s port %s: %s%s", host, port, msg,
-                       zb_password_file_problem(bc, why, sizeof why));
+        zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
+                "pg: cannot connect to %s: %s%s", db->where, msg,
+                zb_password_file_problem(bc, why, sizeof why));
+        PQfinish(db->conn);
+        free(db);
+        return -1;
     }
-    /* NOTICEs ("table does not exist, skipping") are not errors: keep
-     * them off the terminal. */
-    PQsetNoticeProcessor(conn, ignore_notice, NULL);
-    struct db *db = calloc(1, sizeof *db);
-    if (!db) {
-        PQfinish(conn);
-        return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    }
-    db->conn = conn;
-    db->timeout_ms = bc->query_timeout_ms;
-    int v = PQserverVersion(conn);
-    snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+    pg_connected(db);
     *out = db;
     return 0;
 }
 
 static void pg_close(struct db *db)
 {
+    PQclear(db->last);
+    free(db->async_stmt);
     PQfinish(db->conn);
     free(db);
 }
@@ -180,6 +235,23 @@ static char *pg_placeholders(const char *sql)
     return out;
 }
 
+/* What a failed statement's error means. A FATAL or PANIC error ends the
+ * session (the server was stopped, the backend terminated) even while
+ * libpq has not seen the socket close yet: the connection is lost. Lock
+ * conflicts are ZB_ERR_BUSY: the statement may simply be run again. */
+static enum zb_err_kind pg_error_kind(struct db *db, const PGresult *r)
+{
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (PQstatus(db->conn) != CONNECTION_OK || (sev && (!strcmp(sev, "FATAL") ||
+                                                        !strcmp(sev, "PANIC"))))
+        return ZB_ERR_CONN;
+    if (state && (!strcmp(state, "40P01") || !strcmp(state, "55P03") ||
+                  !strcmp(state, "40001")))
+        return ZB_ERR_BUSY;   /* deadlock, lock not available, serialization failure */
+    return ZB_ERR_SQL;
+}
+
 /* Feeds the rows of a result to fn; returns 0 or -1. */
 static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long *affected,
                      struct zb_err *err, const char *what)
@@ -189,8 +261,10 @@ static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long
         char msg[400];
         snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
         msg[strcspn(msg, "\n")] = 0;
+        enum zb_err_kind kind = pg_error_kind(db, r);
         PQclear(r);
-        enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
+        if (kind == ZB_ERR_CONN)
+            db->given_up = true;
         return zb_fail(err, kind, "pg: %s: %s", what, msg[0] ? msg : PQerrorMessage(db->conn));
     }
     if (fn) {
@@ -394,6 +468,197 @@ static int pg_swap_table(struct db *db, const char *from, const char *to, struct
     return 0;
 }
 
+/* ---- asynchronous ---- */
+
+/* The connection went away (or was never there): everything sent is lost. */
+static int pg_lost(struct db *db, struct zb_err *err, const char *what)
+{
+    char msg[400];
+    first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+    db->given_up = true;
+    return zb_fail(err, ZB_ERR_CONN, "pg: %s: %s", what, msg[0] ? msg : "connection lost");
+}
+
+static int pg_connect_start(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct pg_params p;
+    struct db *db = pg_new(bc, &p);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    *out = db;
+    db->conn = PQconnectStartParams(p.keys, p.vals, 0);
+    if (!db->conn)
+        return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
+    if (PQstatus(db->conn) == CONNECTION_BAD)
+        return pg_lost(db, err, "cannot connect");
+    return ZB_WANT_WRITE;   /* as if PQconnectPoll had said PGRES_POLLING_WRITING */
+}
+
+static int pg_connect_step(struct db *db, struct zb_err *err)
+{
+    switch (PQconnectPoll(db->conn)) {
+    case PGRES_POLLING_READING:
+        return ZB_WANT_READ;
+    case PGRES_POLLING_WRITING:
+        return ZB_WANT_WRITE;
+    case PGRES_POLLING_OK:
+        if (PQsetnonblocking(db->conn, 1) != 0)
+            return pg_lost(db, err, "PQsetnonblocking");
+        pg_connected(db);
+        return 0;
+    default: {
+        char msg[400];
+        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+        db->given_up = true;
+        char why[600];
+        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s: %s%s", db->where, msg,
+                       zb_password_file_problem(db->conf, why, sizeof why));
+    }
+    }
+}
+
+static int pg_socket(struct db *db) { return PQsocket(db->conn); }
+
+/* What to wait for after sending: the answer, and the socket's room for
+ * what libpq could not write yet. */
+static int pg_wants(struct db *db, struct zb_err *err, const char *what)
+{
+    int pending = PQflush(db->conn);
+    if (pending < 0)
+        return pg_lost(db, err, what);
+    return ZB_WANT_READ | (pending ? ZB_WANT_WRITE : 0);
+}
+
+static int pg_sent(struct db *db, int ok, struct zb_err *err, const char *what)
+{
+    if (!ok)
+        return pg_lost(db, err, what);
+    db->sent++;
+    if (db->pipelined) {
+        db->unsynced++;
+        return ZB_WANT_READ;   /* written by flush() */
+    }
+    return pg_wants(db, err, what);
+}
+
+static int pg_async_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                            struct zb_err *err)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    char *q = pg_placeholders(sql);
+    if (!st || !q || db->async_stmt) {
+        free(st);
+        free(q);
+        return zb_fail(err, ZB_ERR_SYS, db->async_stmt ? "pg: one prepared statement only"
+                                                       : "out of memory");
+    }
+    st->db = db;
+    st->nparams = nparams;
+    snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
+    db->async_stmt = st;
+    *out = st;
+    int ok = PQsendPrepare(db->conn, st->name, q, nparams, NULL);
+    free(q);
+    return pg_sent(db, ok, err, "PREPARE");
+}
+
+static int pg_send(struct db *db, struct stmt *st, const char *sql, int nparams,
+                   const char *const *params, struct zb_err *err)
+{
+    if (st)
+        return pg_sent(db, PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL,
+                                               NULL, 0), err, st->name);
+    char *q = pg_placeholders(sql);
+    if (!q)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    int ok = PQsendQueryParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+    free(q);
+    return pg_sent(db, ok, err, "query");
+}
+
+static int pg_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *err)
+{
+    int wants = pg_wants(db, err, "send");
+    if (wants < 0)
+        return -1;
+    /* Read only when what libpq holds does not finish the next result
+     * (a pipeline's answers often come in one read), at most once a call:
+     * no read that would only say EAGAIN. */
+    bool consumed = false;
+    for (;;) {
+        if (db->sent == 0 || PQisBusy(db->conn)) {
+            if (consumed)
+                return wants;
+            if (!PQconsumeInput(db->conn))
+                return pg_lost(db, err, "receive");
+            consumed = true;
+            if (db->sent == 0)
+                return wants;   /* an idle connection: still there */
+            continue;
+        }
+        PGresult *r = PQgetResult(db->conn);
+        if (r && PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+            PQclear(r);            /* the end of a batch: no statement of ours */
+            continue;
+        }
+        if (r) {                   /* keep the last, as PQexec does */
+            PQclear(db->last);
+            db->last = r;
+            continue;
+        }
+        /* NULL: the statement is over. */
+        r = db->last;
+        db->last = NULL;
+        db->sent--;
+        if (!r)
+            return pg_lost(db, err, "no result");
+        if (PQresultStatus(r) == PGRES_PIPELINE_ABORTED) {
+            PQclear(r);
+            return zb_fail(err, ZB_ERR_SQL, "pg: not run: an earlier statement of its "
+                           "pipeline batch failed");
+        }
+        return pg_result(db, r, fn, arg, NULL, err, "lookup");
+    }
+}
+
+static int pg_pipeline(struct db *db, struct zb_err *err)
+{
+    if (!PQenterPipelineMode(db->conn))
+        return pg_lost(db, err, "PQenterPipelineMode");
+    db->pipelined = true;
+    return 0;
+}
+
+static int pg_flush(struct db *db, struct zb_err *err)
+{
+    if (db->pipelined && db->unsynced) {
+        db->unsynced = 0;
+        if (!PQpipelineSync(db->conn))
+            return pg_lost(db, err, "Sync");
+    }
+    return pg_wants(db, err, "send");
+}
+
+static void pg_abort(struct db *db)
+{
+    db->given_up = true;
+    int fd = PQsocket(db->conn);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+}
+
+static const struct backend_async pg_async = {
+    .connect_start = pg_connect_start,
+    .connect_step = pg_connect_step,
+    .socket = pg_socket,
+    .prepare = pg_async_prepare,
+    .send = pg_send,
+    .result = pg_async_result,
+    .pipeline = pg_pipeline,
+    .flush = pg_flush,
+    .abort = pg_abort,
+};
+
 const struct backend_driver backend_pg = {
     .name = "pg",
     .open = pg_open,
@@ -410,4 +675,5 @@ const struct backend_driver backend_pg = {
     .version = pg_version,
     .create_suffix = pg_create_suffix,
     .swap_table = pg_swap_table,
+    .async = &pg_async,
 };

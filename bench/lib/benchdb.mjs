@@ -62,12 +62,14 @@ export async function loadBenchTables(ctx, name, backends) {
 
 // Starts build/bin/server on the set NAME and waits until /health says
 // every backend is up; stopped at cleanup at the latest.
-export async function startServer(ctx, name, port, backends, { log, extra = [] } = {}) {
+export async function startServer(ctx, name, port, backends, { log, extra = [], tls = null } = {}) {
   log ??= path.join(ctx.work, `server-${name}.log`);
+  const tlsArgs = tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : [];
   const srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(port),
-                                             '--backends', backends.join(','), ...benchSets(ctx, name), ...extra],
+                                             '--backends', backends.join(','), ...benchSets(ctx, name),
+                                             ...tlsArgs, ...extra],
                          { log });
-  if (!(await waitFor(port, '/health', { alive: srv.alive })) || !srv.alive()) {
+  if (!(await waitFor(port, '/health', { alive: srv.alive, tls: !!tls })) || !srv.alive()) {
     await srv.stop();
     throw new Error(`the server did not start: see ${log}`);
   }
