@@ -115,7 +115,11 @@ static void setup(void)
     port = ntohs(a.sin_port);
     const struct backend_conf *chosen[] = { &conf.backend[0] };
     char names[256];
-    if (server_start(&srv, &conf, chosen, 1, fd, apool, names, sizeof names, &err) < 0)
+    static struct dataset postal;
+    static const struct dataset *data[] = { &postal };
+    if (dataset_describe(&postal, conf_dataset(&conf, DATASET_DEFAULT), &err) < 0)
+        fail("dataset", err.msg);
+    if (server_start(&srv, &conf, data, 1, chosen, 1, fd, apool, names, sizeof names, &err) < 0)
         fail("server_start", err.msg);
     if (strstr(names, "(down)"))
         fail("server_start", names);
