@@ -47,13 +47,13 @@ static const char *const words_csv =
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", test_dir("dataset"));
-    snprintf(conf, sizeof conf, "%s/dataset.conf", dir);
-    snprintf(cities, sizeof cities, "%s/cities.txt", dir);
-    snprintf(postal, sizeof postal, "%s/postal.csv", dir);
-    snprintf(keys, sizeof keys, "%s/cities.keys", dir);
-    snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     char words[1100], out[4096];
-    snprintf(words, sizeof words, "%s/words.csv", dir);
+    struct { char *path; const char *name; } files[] = {
+        { conf, "dataset.conf" }, { cities, "cities.txt" }, { postal, "postal.csv" },
+        { keys, "cities.keys" },  { logfile, "server.log" }, { words, "words.csv" },
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        snprintf(files[i].path, 1100, "%s/%s", dir, files[i].name);
     write_file(words, words_csv);
     /* The tests' config, with a text-keyed dataset of its own. */
     if (run_cmd(out, sizeof out, "cp '%s' '%s' && printf '\\n[dataset words]\\nfile = %s\\n"
