@@ -117,7 +117,7 @@ int keys_write(const struct dataset *d, long long limit, const char *path, long 
     struct key_list k = { 0 };
     const char *const *fields;
     long long rows = 0;
-    int rc;
+    int rc = 0;
     while ((!limit || rows < limit) && (rc = dataset_next(r, &fields, err)) == 1) {
         rows++;
         const char *key = fields[d->key];   /* never NULL: the key column is NOT NULL */
