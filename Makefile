@@ -69,9 +69,12 @@ $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*
 # pinned versions. They live in build/ whatever BUILD is, so sanitizer
 # builds share one copy.
 DATA     := build
-dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt
+dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt $(DATA)/cities.keys
 $(DATA)/ken_all.csv $(DATA)/cities1000.txt &: datasets/fetch datasets/convert.mjs
 	datasets/fetch $(DATA)
+# The cities' keys for loadgen --keys (ken_all.keys comes with ken_all.csv).
+$(DATA)/cities.keys: $(DATA)/cities1000.txt | $(BIN)/loader
+	$(BIN)/loader --quiet --dataset cities --set dataset.cities.file=$< --write-keys $@
 
 # The reference HdrHistogram decoder (npm's hdr-histogram-js, pinned with
 # integrity hashes by tests/hdrlog/package-lock.json), which test_loadgen

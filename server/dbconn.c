@@ -35,7 +35,7 @@ static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
     int fd = async_of(dc)->socket(dc->db);
     uint32_t events = (wants & ZB_WANT_READ ? EPOLLIN : 0) | (wants & ZB_WANT_WRITE ? EPOLLOUT : 0);
     if (fd < 0)
-        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lb->sb->conf.name);
+        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lb->sb->label);
     if (fd == dc->fd && events == dc->events)
         return 0;
     if (fd != dc->fd && dc->fd >= 0)
