@@ -26,6 +26,11 @@
 #ifndef ZB_SERVER_H
 #define ZB_SERVER_H
 
+/* Before any APR header: with offsetof defined, APR_OFFSETOF (the ring
+ * macros') is offsetof, not arithmetic on a null pointer, which clang
+ * warns of and UBSan reports. */
+#include <stddef.h>
+
 #include <apr_pools.h>
 #include <apr_ring.h>
 #include <pthread.h>
