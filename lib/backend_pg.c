@@ -1,28 +1,102 @@
 /* PostgreSQL through libpq. Values go as text parameters; the server infers
- * their types from the columns. Results come back in text format. */
+ * their types from the columns. Results come back in text format.
+ *
+ * Several hosts (host = primary,replica,...; one port for all): libpq tries
+ * them in order. A writer (the loader: not read_only) takes the one that
+ * accepts writes (target_session_attrs=read-write). Read-only connections
+ * (the server's) take the hosts in turn, each connection starting at the
+ * next one and falling back to the others when it refuses, so lookups
+ * spread over a primary and its replicas and go on when one is down. A
+ * connection that had to fall back is alive() for FALLBACK_NS only, then
+ * replaced by its owner, so a host that comes back gets its share again.
+ *
+ * prepare = no: prepare() keeps the statement text and run() sends it as
+ * an unnamed statement (parse, bind, execute in one round trip), for a
+ * pooler that hands each transaction to whichever server connection is
+ * free, where a named statement of an earlier one does not exist
+ * (pgbouncer's transaction pooling). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 
+#define FALLBACK_NS (1000u * 1000u * 1000u)
+
 struct db {
     PGconn *conn;
     int next_stmt;       /* names s1, s2, ... per connection */
     int timeout_ms;      /* query_timeout_ms, 0: wait as long as it takes */
     bool given_up;       /* a query timed out: the protocol state is unknown */
+    bool named;          /* prepare = yes: server-side named statements */
+    uint64_t fallback_until_ns; /* connected to another host than its turn's: alive until then */
     char version[64];
 };
 
 struct stmt {
     struct db *db;
     char name[16];
+    char *sql;           /* unnamed (prepare = no): the text, sent at each run */
     int nparams;
 };
+
+/* libpq's connection parameters for a backend: what the blocking connect
+ * here and an asynchronous one (PQconnectStartParams) both take. */
+struct pg_params {
+    const char *keys[12], *vals[12];
+    char port[16], timeout[16];
+    char hosts[2 * PATH_MAX]; /* the host list, starting at this connection's turn */
+    char first[256];         /* the host of its turn */
+    char socket_dir[PATH_MAX];
+};
+
+/* Which host the next read-only connection tries first. */
+static _Atomic unsigned next_turn;
+
+static void pg_params(const struct backend_conf *bc, struct pg_params *p)
+{
+    int n = 0;
+    snprintf(p->port, sizeof p->port, "%d", bc->port > 0 ? bc->port : 5432);
+    snprintf(p->timeout, sizeof p->timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
+    /* A socket directory wins over a TCP host, as libpq's own host= does. */
+    const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
+    /* libpq takes a socket directory only as an absolute path. */
+    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, p->socket_dir))
+        host = p->socket_dir;
+    int nhosts = 1;
+    for (const char *c = host; *c; c++)
+        nhosts += *c == ',';
+    /* Read-only: rotate the list to start at this connection's turn. */
+    int turn = bc->read_only && nhosts > 1
+                   ? (int)(atomic_fetch_add_explicit(&next_turn, 1, memory_order_relaxed) %
+                           (unsigned)nhosts)
+                   : 0;
+    const char *start = host;
+    for (int i = 0; i < turn; i++)
+        start = strchr(start, ',') + 1;
+    snprintf(p->first, sizeof p->first, "%.*s", (int)strcspn(start, ","), start);
+    if (turn)
+        snprintf(p->hosts, sizeof p->hosts, "%s,%.*s", start, (int)(start - host - 1), host);
+    else
+        snprintf(p->hosts, sizeof p->hosts, "%s", host);
+#define KV(k, v) do { const char *v_ = (v); if (v_) { p->keys[n] = (k); p->vals[n] = v_; n++; } } while (0)
+    KV("host", p->hosts);
+    KV("port", p->port);
+    KV("dbname", bc->database ? bc->database : "zipbench");
+    KV("user", bc->user ? bc->user : "zipbench");
+    KV("password", bc->password);
+    KV("connect_timeout", p->timeout);
+    KV("application_name", bc->application_name ? bc->application_name : "zipbench");
+    if (nhosts > 1)
+        KV("target_session_attrs", bc->read_only ? "any" : "read-write");
+#undef KV
+    p->keys[n] = p->vals[n] = NULL;
+}
 
 /* A failed call on a connection that is no longer CONNECTION_OK means the
  * server went away: report it as such so the pool drops the connection. */
@@ -43,29 +117,10 @@ static void ignore_notice(void *arg, const char *message)
 
 static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
-    char port[16], timeout[16];
-    snprintf(port, sizeof port, "%d", bc->port > 0 ? bc->port : 5432);
-    snprintf(timeout, sizeof timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
-    /* A socket directory wins over a TCP host, as libpq's own host= does. */
-    const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
-    /* libpq takes a socket directory only as an absolute path. */
-    char socket_dir[PATH_MAX];
-    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, socket_dir))
-        host = socket_dir;
-    const char *keys[8], *vals[8];
-    int n = 0;
-#define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
-    KV("host", host);
-    KV("port", port);
-    KV("dbname", bc->database ? bc->database : "zipbench");
-    KV("user", bc->user ? bc->user : "zipbench");
-    KV("password", bc->password);
-    KV("connect_timeout", timeout);
-    KV("application_name", "zipbench");
-#undef KV
-    keys[n] = vals[n] = NULL;
+    struct pg_params p;
+    pg_params(bc, &p);
     uint64_t t0 = zb_now_ns();
-    PGconn *conn = PQconnectdbParams(keys, vals, 0);
+    PGconn *conn = PQconnectdbParams(p.keys, p.vals, 0);
     if (!conn)
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
     if (PQstatus(conn) != CONNECTION_OK) {
@@ -74,8 +129,8 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         msg[strcspn(msg, "\n")] = 0;
         PQfinish(conn);
         /* Refused at once, or accepted and then never answered (frozen). */
-        return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(timeout) * 1000000000u),
-                       "pg: cannot connect to %s port %s: %s", host, port, msg);
+        return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
+                       "pg: cannot connect to %s port %s: %s", p.hosts, p.port, msg);
     }
     /* NOTICEs ("table does not exist, skipping") are not errors: keep
      * them off the terminal. */
@@ -87,6 +142,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     }
     db->conn = conn;
     db->timeout_ms = bc->query_timeout_ms;
+    db->named = bc->prepare;
+    const char *at = PQhost(conn);
+    if (at && strcmp(at, p.first))
+        db->fallback_until_ns = zb_now_ns() + FALLBACK_NS;
     int v = PQserverVersion(conn);
     snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
     *out = db;
@@ -101,7 +160,8 @@ static void pg_close(struct db *db)
 
 static bool pg_alive(struct db *db)
 {
-    return !db->given_up && PQstatus(db->conn) == CONNECTION_OK;
+    return !db->given_up && PQstatus(db->conn) == CONNECTION_OK &&
+           (!db->fallback_until_ns || zb_now_ns() < db->fallback_until_ns);
 }
 
 /* The result of the query just sent, waited for at most db->timeout_ms
@@ -237,6 +297,12 @@ static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     }
     st->db = db;
     st->nparams = nparams;
+    if (!db->named) {
+        st->sql = q;
+        snprintf(st->name, sizeof st->name, "unnamed");
+        *out = st;
+        return 0;
+    }
     snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
     PGresult *r = PQprepare(db->conn, st->name, q, nparams, NULL);
     free(q);
@@ -254,7 +320,8 @@ static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *a
                   long long *affected, struct zb_err *err)
 {
     struct db *db = st->db;
-    if (!PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))
+    if (!(st->sql ? PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0)
+                  : PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0)))
         return pg_fail(db, err, st->name);
     PGresult *r = pg_await(db, err, st->name);
     return r ? pg_result(db, r, fn, arg, affected, err, st->name) : -1;
@@ -264,7 +331,9 @@ static void pg_finalize(struct stmt *st)
 {
     if (!st)
         return;
-    if (pg_alive(st->db)) {                /* a given-up one would block here */
+    if (st->sql) {
+        free(st->sql);
+    } else if (pg_alive(st->db)) {         /* a given-up one would block here */
         char sql[32];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
         PQclear(PQexec(st->db->conn, sql));

@@ -43,6 +43,7 @@ static void backend_defaults(struct backend_conf *b)
     b->acquire_timeout_ms = 2000;
     b->connect_timeout_s = 2;
     b->persistent = true;
+    b->prepare = true;
 }
 
 static void dataset_defaults(struct dataset_conf *d, const char *name)
@@ -137,7 +138,7 @@ static const struct field backend_fields[] = {
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
-    B(persistent), B(read_only),
+    B(persistent), B(read_only), B(prepare), S(application_name), B(named_only),
 };
 #undef S
 #undef I
@@ -477,6 +478,13 @@ static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *e
         if (b->engine && strcasecmp(b->engine, "InnoDB") && strcasecmp(b->engine, "MyISAM"))
             return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
                            "MyISAM", conf->file, b->name, b->engine);
+        if (strcmp(b->driver, "pg") && b->host && strchr(b->host, ','))
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: host: '%s': several hosts are "
+                           "for the pg driver only", conf->file, b->name, b->host);
+        if (strcmp(b->driver, "pg") && (!b->prepare || b->application_name))
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: %s is a pg key (driver is %s)",
+                           conf->file, b->name, b->prepare ? "application_name" : "prepare",
+                           b->driver);
         if (b->pool_hard_max < b->pool_min || b->pool_hard_max < b->pool_soft_max)
             return zb_fail(err, ZB_ERR_INPUT, "%s:%d: [backend %s]: pool_hard_max (%d) is below "
                            "pool_min (%d) or pool_soft_max (%d)", conf->file, pool_line[i],
@@ -523,6 +531,15 @@ const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *
         if (!strcmp(conf->dataset[i].name, name))
             return &conf->dataset[i];
     return NULL;
+}
+
+int conf_all_backends(const struct zb_conf *conf, const struct backend_conf **out)
+{
+    int n = 0;
+    for (int i = 0; i < conf->nbackends; i++)
+        if (!conf->backend[i].named_only)
+            out[n++] = &conf->backend[i];
+    return n;
 }
 
 void conf_free(struct zb_conf *conf)

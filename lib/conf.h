@@ -16,7 +16,8 @@ struct backend_conf {
     const char *driver;    /* "sqlite", "pg" or "mysql" */
     const char *engine;    /* mysql only: "InnoDB" or "MyISAM" */
     const char *path;      /* sqlite: database file or ":memory:" */
-    const char *host;      /* pg/mysql: TCP host (loopback) */
+    const char *host;      /* pg/mysql: TCP host; pg: "a,b,...", several (see
+                            * backend_pg.c: a primary and its replicas) */
     int port;
     const char *socket;    /* pg: socket directory; mysql: socket file */
     const char *user;
@@ -32,6 +33,13 @@ struct backend_conf {
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
     bool persistent;       /* false: connect per request */
     bool read_only;        /* the server opens connections read-only */
+    bool prepare;          /* pg: false = unnamed statements only, for a pooler
+                            * that moves sessions between server connections
+                            * (pgbouncer's transaction pooling) */
+    const char *application_name; /* pg: what the server sees (pgpool-II routes by it) */
+    bool named_only;       /* left out of "all" (server, loader, sqlbench): a
+                            * second way to the data of another backend, such
+                            * as a pooler in front of pg, used when named */
 };
 
 struct server_conf {
@@ -102,6 +110,10 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
+
+/* The backends "all" means: every section except those with named_only.
+ * Fills out (ZB_MAX_BACKENDS) and returns how many. */
+int conf_all_backends(const struct zb_conf *conf, const struct backend_conf **out);
 
 void conf_free(struct zb_conf *conf);
 

@@ -227,8 +227,7 @@ int main(int argc, const char *const *argv)
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
     int nchosen = 0;
     if (!backends || !strcmp(backends, "all")) {
-        for (int i = 0; i < conf.nbackends; i++)
-            chosen[nchosen++] = &conf.backend[i];
+        nchosen = conf_all_backends(&conf, chosen);
     } else {
         char list[1024];
         snprintf(list, sizeof list, "%s", backends);

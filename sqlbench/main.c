@@ -314,8 +314,10 @@ int main(int argc, const char *const *argv)
     struct sb_target targets[ZB_MAX_BACKENDS];
     int nt = 0;
     if (!strcmp(backends, "all")) {
-        for (int i = 0; i < conf.nbackends; i++)
-            targets[nt++].bc = &conf.backend[i];
+        const struct backend_conf *all[ZB_MAX_BACKENDS];
+        nt = conf_all_backends(&conf, all);
+        for (int i = 0; i < nt; i++)
+            targets[i].bc = all[i];
     } else {
         char list[512];
         snprintf(list, sizeof list, "%s", backends);

@@ -31,7 +31,13 @@ START_TEST(shipped_config_loads)
     struct zb_conf c;
     struct zb_err err = { 0 };
     ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(c.nbackends, 4);
+    ck_assert_int_eq(c.nbackends, 6);
+    /* The poolers' sections reach pg's data: not part of "all". */
+    const struct backend_conf *all[ZB_MAX_BACKENDS];
+    ck_assert_int_eq(conf_all_backends(&c, all), 4);
+    ck_assert(conf_backend(&c, "pg_bouncer")->named_only && !conf_backend(&c, "pg_bouncer")->prepare);
+    ck_assert_str_eq(conf_backend(&c, "pg_pool")->application_name, "zipbench-primary");
+    ck_assert(conf_backend(&c, "pg")->prepare && !conf_backend(&c, "pg")->named_only);
     const struct backend_conf *pg = conf_backend(&c, "pg");
     ck_assert_str_eq(pg->driver, "pg");
     ck_assert_int_eq(pg->port, 55432);
@@ -70,6 +76,8 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
     expect_error("[backend x]\ndriver = pg\npool_min = 40\n\npool_hard_max = 20\n",
                  ":5: [backend x]: pool_hard_max (20) is below pool_min (40) or pool_soft_max (8)");
+    expect_error("[backend x]\ndriver = mysql\nhost = a,b\n", ": [backend x]: host: 'a,b': several hosts are for the pg driver only");
+    expect_error("[backend x]\ndriver = sqlite\nprepare = no\n", ": [backend x]: prepare is a pg key (driver is sqlite)");
     struct zb_conf c;
     struct zb_err err = { 0 };
     ck_assert_int_eq(conf_load(&c, "/nonexistent/z.conf", &err), -1);
