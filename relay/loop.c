@@ -159,6 +159,12 @@ static void arm_timer(struct loop *L)
     timerfd_settime(L->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+static void count_sent(struct loop *L, const struct dir *d, size_t n)
+{
+    atomic_fetch_add_explicit(d->from == 0 ? &L->a->counts->bytes_up : &L->a->counts->bytes_down,
+                              (uint64_t)n, memory_order_relaxed);
+}
+
 /* Writes d's ready chunks in order until done or the socket is full.
  * -1: the link failed (closed by the caller). */
 static int flush_dir(struct loop *L, struct dir *d)
@@ -179,9 +185,7 @@ static int flush_dir(struct loop *L, struct dir *d)
                 return -1;
             c->off += (size_t)w;
             d->queued -= (size_t)w;
-            atomic_fetch_add_explicit(d->from == 0 ? &L->a->counts->bytes_up
-                                                   : &L->a->counts->bytes_down,
-                                      (uint64_t)w, memory_order_relaxed);
+            count_sent(L, d, (size_t)w);
             if (c->off < c->len) {
                 d->blocked = true;
                 return update_events(L, l, d->to);
@@ -202,14 +206,16 @@ static int flush_dir(struct loop *L, struct dir *d)
     return 0;
 }
 
-static void append_ready(struct dir *d, struct chunk *c)
+/* Appends c to the queue head..tail (a direction's ready chunks, or the
+ * chunks in flight). */
+static void append(struct chunk **head, struct chunk **tail, struct chunk *c)
 {
     c->next = NULL;
-    if (d->tail)
-        d->tail->next = c;
+    if (*tail)
+        (*tail)->next = c;
     else
-        d->head = c;
-    d->tail = c;
+        *head = c;
+    *tail = c;
 }
 
 /* n bytes of L->buf (n 0: the end marker) read from d's source. Without
@@ -224,9 +230,7 @@ static int enqueue(struct loop *L, struct dir *d, size_t n)
             return -1;
         if (w > 0) {
             off = (size_t)w;
-            atomic_fetch_add_explicit(d->from == 0 ? &L->a->counts->bytes_up
-                                                   : &L->a->counts->bytes_down,
-                                      (uint64_t)w, memory_order_relaxed);
+            count_sent(L, d, off);
         }
         if (off == n)
             return 0;
@@ -241,16 +245,11 @@ static int enqueue(struct loop *L, struct dir *d, size_t n)
     c->end = n == 0;
     d->queued += c->len;
     if (!L->a->half_ns) {
-        append_ready(d, c);
+        append(&d->head, &d->tail, c);
         return flush_dir(L, d);
     }
     c->due_ns = zb_now_ns() + L->a->half_ns;
-    c->next = NULL;
-    if (L->flight_tail)
-        L->flight_tail->next = c;
-    else
-        L->flight_head = c;
-    L->flight_tail = c;
+    append(&L->flight_head, &L->flight_tail, c);
     d->link->in_flight++;
     arm_timer(L);
     return 0;
@@ -393,7 +392,7 @@ static void on_timer(struct loop *L)
             continue;
         }
         struct dir *d = c->dir;
-        append_ready(d, c);
+        append(&d->head, &d->tail, c);
         if (!d->blocked && flush_dir(L, d) < 0)
             close_link(L, l);
     }

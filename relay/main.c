@@ -1,7 +1,6 @@
 /* build/bin/relay: flags, listeners, threads; the loop is in loop.c. */
-#include <apr_general.h>
-#include <apr_getopt.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -112,42 +111,34 @@ static int listen_on(const struct relay_route *r)
     return fd;
 }
 
-int main(int argc, const char *const *argv)
+int main(int argc, char **argv)
 {
-    apr_pool_t *pool;
-    apr_app_initialize(&argc, &argv, NULL);
-    atexit(apr_terminate);
-    apr_pool_create(&pool, NULL);
-    static const apr_getopt_option_t opts[] = {
-        { "rtt", 'r', 1, "" }, { "threads", 't', 1, "" }, { "help", 'h', 0, "" },
-        { "version", 'V', 0, "" }, { NULL, 0, 0, NULL },
+    static const struct option opts[] = {
+        { "rtt", required_argument, NULL, 'r' }, { "threads", required_argument, NULL, 't' },
+        { "help", no_argument, NULL, 'h' },      { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
     };
     double rtt_ms = 0;
     long threads = 1;
-    apr_getopt_t *g;
-    apr_getopt_init(&g, pool, argc, argv);
     int ch;
-    const char *arg;
-    apr_status_t st;
-    while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
+    while ((ch = getopt_long(argc, argv, "r:t:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'r':
-            if (cli_double("relay", "--rtt", arg, 0, 60000, &rtt_ms) < 0)
+            if (cli_double("relay", "--rtt", optarg, 0, 60000, &rtt_ms) < 0)
                 return ZB_EXIT_USAGE;
             break;
         case 't':
-            if (cli_long("relay", "--threads", arg, 1, MAX_THREADS, &threads) < 0)
+            if (cli_long("relay", "--threads", optarg, 1, MAX_THREADS, &threads) < 0)
                 return ZB_EXIT_USAGE;
             break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
         case 'V': puts("zipbench relay 0.1"); return ZB_EXIT_OK;
+        default: return cli_usage_error("relay");
         }
     }
-    if (st != APR_EOF)
-        return cli_usage_error("relay");
     static struct relay_route routes[RELAY_MAX_ROUTES];
     int nroutes = 0;
-    for (int i = g->ind; i < argc; i++) {
+    for (int i = optind; i < argc; i++) {
         if (nroutes == RELAY_MAX_ROUTES) {
             fprintf(stderr, "relay: more than %d routes\n", RELAY_MAX_ROUTES);
             return ZB_EXIT_USAGE;
@@ -174,12 +165,7 @@ int main(int argc, const char *const *argv)
             if ((fds[t][r] = listen_on(&routes[r])) < 0)
                 return ZB_EXIT_FAIL;
 
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs = cli_stop_signals();
     uint64_t half_ns = (uint64_t)(rtt_ms * 1e6 / 2 + 0.5);
     for (int t = 0; t < threads; t++) {
         args[t] = (struct relay_loop_args){ routes, nroutes, fds[t], half_ns, 2 * half_ns,

@@ -293,12 +293,7 @@ int main(int argc, const char *const *argv)
 
     /* Signals: blocked in every thread (MHD's inherit the mask), taken by
      * sigwait below. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs = cli_stop_signals();
 
     struct MHD_Daemon *d = http_start(fd, &err);
     if (!d) {

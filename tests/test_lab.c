@@ -38,16 +38,9 @@ static int nnets;
 static int links_before = -1;     /* links in the tests' own namespace before up */
 static char out[1 << 16];
 
-static int lab(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int lab(const char *fmt, ...)
-{
-    char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return run_cmd(out, sizeof out, "scripts/lab %s", args);
-}
+/* scripts/lab ARGS (a format and its values): its exit status, its output
+ * in out. */
+#define lab(...) run_cmd(out, sizeof out, "scripts/lab " __VA_ARGS__)
 
 /* The links of the namespace the tests run in. */
 static int count_links(void)
