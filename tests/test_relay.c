@@ -1,5 +1,6 @@
 /* build/bin/relay on loopback: a delay line between the test and an echo
- * server of its own (a thread). What goes in comes out whole and in order,
+ * server of its own (a child process: the runner forks each test, and a
+ * thread of the runner would be a stray one in each child). What goes in comes out whole and in order,
  * both ways, late by the RTT asked for; a side that closes is closed on
  * the other side after its data; a target that refuses closes the client;
  * bad arguments and a port in use are errors. Delays are checked from
@@ -27,7 +28,7 @@
 #define RTT_MS 10
 
 static int echo_fd = -1;
-static pid_t relay_pid;
+static pid_t relay_pid, echo_pid;
 static char logfile[1100];
 
 /* Echoes one connection until the client ends it, then ends its own side. */
@@ -90,9 +91,13 @@ static void setup(void)
         echo_fd = -1;
         return;
     }
-    pthread_t t;
-    pthread_create(&t, NULL, echo_server, NULL);
-    pthread_detach(t);
+    echo_pid = fork();
+    if (echo_pid == 0) {
+        signal(SIGTERM, SIG_DFL);   /* not the runner's handler, which stops its whole group */
+        echo_server(NULL);
+        _exit(0);
+    }
+    close(echo_fd);
     relay_pid = fork();
     if (relay_pid == 0) {
         char cmd[2048];
@@ -118,11 +123,13 @@ static void teardown(void)
         kill(relay_pid, SIGTERM);
         waitpid(relay_pid, NULL, 0);
     }
-    if (echo_fd >= 0)
-        shutdown(echo_fd, SHUT_RDWR);
+    if (echo_pid > 0) {
+        kill(echo_pid, SIGTERM);
+        waitpid(echo_pid, NULL, 0);
+    }
 }
 
-#define SETUP_OK() ck_assert_msg(echo_fd >= 0 && relay_pid > 0, "echo port %d or relay not up", ECHO_PORT)
+#define SETUP_OK() ck_assert_msg(echo_pid > 0 && relay_pid > 0, "echo port %d or relay not up", ECHO_PORT)
 
 static size_t read_all(int fd, char *buf, size_t want)
 {
