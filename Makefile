@@ -7,7 +7,7 @@
 BUILD    ?= build
 OPT      ?= -O2
 CC       ?= cc
-PKGS     := libmicrohttpd sqlite3 libpq libmariadb apr-1 apr-util-1 inih check
+PKGS     := libmicrohttpd sqlite3 libpq libmariadb apr-1 apr-util-1 inih check openssl zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   ?=
@@ -54,12 +54,15 @@ $(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
 	   echo "SUITE($$n)"; done; } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
-$(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver
+$(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 
-# The server's HTTP side without its main(), for tests/fuzz/fuzz_http.c.
+# The server's HTTP side without its main(), for tests/fuzz/fuzz_http.c;
+# loadgen's parsers (response, HdrHistogram log, URL) for the unit tests
+# and tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
 SERVER_LIB_OBJ = $(BUILD)/obj/server/http.o $(BUILD)/obj/server/pool.o
+LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url)
 
-$(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LIBZB)
+$(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -71,10 +74,23 @@ dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt
 $(DATA)/ken_all.csv $(DATA)/cities1000.txt &: datasets/fetch datasets/convert.mjs
 	datasets/fetch $(DATA)
 
-# make test: build, start the real servers (idempotent), run every suite.
-test: all $(BIN)/zbtest dataset
-	scripts/db start
-	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest $(TESTS)
+# The reference HdrHistogram decoder (npm's hdr-histogram-js, pinned with
+# integrity hashes by tests/hdrlog/package-lock.json), which test_loadgen
+# reads loadgen's --hdr-log with. Fetched here, outside the tests, as the
+# dataset is; a second run needs no network.
+HDRJS := $(DATA)/npm/hdrlog
+hdrjs: $(HDRJS)/node_modules/hdr-histogram-js/package.json
+$(HDRJS)/node_modules/hdr-histogram-js/package.json: tests/hdrlog/package.json tests/hdrlog/package-lock.json
+	@mkdir -p $(HDRJS)
+	cp tests/hdrlog/package.json tests/hdrlog/package-lock.json $(HDRJS)/
+	cd $(HDRJS) && npm ci --silent --no-audit --no-fund
+	@touch $@
+
+# make test: build, start the real servers, run every suite, then stop what
+# the run started (scripts/with-servers: a database that was already
+# running stays up; nginx, Apache and the tests' own servers are stopped).
+test: all $(BIN)/zbtest dataset hdrjs
+	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_HDRJS=$(HDRJS) scripts/with-servers $(BIN)/zbtest $(TESTS)
 
 # Same programs and tests under AddressSanitizer and UBSan.
 sanitize:
@@ -86,14 +102,14 @@ sanitize:
 # valgrind error makes a program exit 99 and so fails its test.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 VALGRIND_SUITES ?= kenall conf loader
-valgrind: all $(BIN)/zbtest dataset
-	scripts/db start
-	CK_FORK=no ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_WRAP="$(VALGRIND)" \
-	  $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
+valgrind: all $(BIN)/zbtest dataset hdrjs
+	CK_FORK=no ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_HDRJS=$(HDRJS) ZB_WRAP="$(VALGRIND)" \
+	  scripts/with-servers $(VALGRIND) $(BIN)/zbtest $(VALGRIND_SUITES)
 
 # libFuzzer on each tests/fuzz/fuzz_NAME.c for FUZZ_SECONDS, starting from
 # tests/fuzz/corpus/NAME; crashing inputs land in build/fuzz/crashes (copy
 # them into the corpus once fixed: the test suite replays it). A target
+# that includes loadgen.h is linked with loadgen's parsers; one
 # that includes server.h is also linked with server/http.c and pool.c
 # (not main.c: the target defines srv and starts the daemon itself). Those
 # run with -detect_leaks=0: libFuzzer's check between inputs would take the
@@ -105,12 +121,15 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) BUILD=build/fuzz CC=clang OPT="$(FUZZ_FLAGS)" build/fuzz/libzb.a \
-	  build/fuzz/obj/server/http.o build/fuzz/obj/server/pool.o
+	  build/fuzz/obj/server/http.o build/fuzz/obj/server/pool.o \
+	  $(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)
 	@mkdir -p build/fuzz/bin build/fuzz/crashes
 	@for t in $(FUZZ_TARGETS); do \
 	  extra=; args=; grep -q '"server.h"' tests/fuzz/fuzz_$$t.c && \
 	    extra="build/fuzz/obj/server/http.o build/fuzz/obj/server/pool.o" args=-detect_leaks=0; \
-	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_LIBFUZZER -Ilib -Itests -Iserver $(PKG_CFLAGS) -O1 -g \
+	  grep -q '"loadgen.h"' tests/fuzz/fuzz_$$t.c && \
+	    extra="$(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)"; \
+	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_LIBFUZZER -Ilib -Itests -Iserver -Iloadgen $(PKG_CFLAGS) -O1 -g \
 	    -fsanitize=fuzzer,address,undefined -o build/fuzz/bin/fuzz_$$t tests/fuzz/fuzz_$$t.c \
 	    $$extra build/fuzz/libzb.a $(LDLIBS) || exit 1; \
 	  mkdir -p build/fuzz/corpus/$$t; \
@@ -129,5 +148,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize valgrind fuzz bench clean dataset run
+.PHONY: all test sanitize valgrind fuzz bench clean dataset run hdrjs
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -8,16 +8,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { run, runCleanups } from './lib/run.mjs';
-import { databases } from './lib/services.mjs';
+import { databases, dbPids } from './lib/services.mjs';
 import { machineLine, versions } from './lib/machine.mjs';
 import { cellLegend } from './lib/cells.mjs';
-import { nproc } from './lib/proc.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['load', 'server', 'php', 'sql', 'loadgen', 'bulk', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -65,7 +64,9 @@ Options:
       --max-runs N     cap on runs of a cell (default 15; 1 with --quick)
       --target PCT     stop repeating a cell once the 95% confidence interval
                        of its median lies within +-PCT% of it (default 5)
-      --budget S       cap on seconds of runs per experiment (default 900)
+      --budget S       cap on seconds of runs per experiment, shared among its
+                       parts (default 900; 60 with --quick); a cell the cap
+                       stops before its interval is narrow enough is marked
       --list           print the parts and exit
   -h, --help           this text
 
@@ -120,7 +121,7 @@ const ctx = {
     target: num('target', 0.1, 100, 5) / 100,
     budgetS: num('budget', 1, 86400, quick ? 60 : 900),
   },
-  busyLoad: 2 * nproc(),
+  busyOther: 0.25,
   warnings: [],
   logFile: null,
   log(msg) {
@@ -135,6 +136,14 @@ const ctx = {
   command(part) {
     return `scripts/bench${quick ? ' --quick' : ''} --only ${part}`;
   },
+};
+// The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
+// the driver and what it runs, the databases, the project's nginx and Apache.
+ctx.ownRoots = () => {
+  const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim()) || 0; } catch { return 0; } };
+  const b = path.resolve(build);
+  return [process.pid, ...(ctx.dbPidList || []), pidOf(path.join(b, 'nginx/nginx.pid')),
+          pidOf(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid'))].filter(Boolean);
 };
 ctx.dataset = path.join(ctx.data, 'ken_all.csv');
 ctx.keys = path.join(ctx.data, 'ken_all.keys');
@@ -160,10 +169,7 @@ async function main() {
   const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });
   if (mk.code !== 0) throw new Error(`make failed: ${mk.stderr.trim().split('\n').slice(-5).join('\n')}`);
   await databases(ctx);
-  // The served table holds the whole list before and after: experiments
-  // may replace it with samples.
-  const reload = () => run(ctx.bin('loader'), ['-q', '--mode', 'bulk', '--dataset', ctx.dataset, '--conf', ctx.conf]);
-  await reload();
+  ctx.dbPidList = Object.values(await dbPids(ctx));
 
   let failed = 0;
   for (const part of PARTS) {
@@ -176,7 +182,9 @@ async function main() {
     const file = path.join(out, `RESULTS-${part}.md`);
     try {
       const md = await mod.run(ctx);
-      fs.writeFileSync(file, md.trimEnd() + '\n');
+      const secs = Math.round((Date.now() - t0) / 1000);
+      fs.writeFileSync(file, `${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
+                             `${quick ? ' (--quick: one short run per cell)' : ''}.\n`);
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
     } catch (e) {
       failed = 1;
@@ -186,14 +194,21 @@ async function main() {
     }
   }
   ctx.logFile = null;
-  await reload();
+  // The load experiment leaves samples in the served tables: the whole
+  // list goes back, as the other experiments and users expect.
+  if (!only || only.includes('load'))
+    await run(ctx.bin('loader'), ['-q', '--mode', 'bulk', '--dataset', ctx.dataset, '--conf', ctx.conf]);
   assemble();
   return failed;
 }
 
+function utcNow() {
+  return new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+}
+
 function assemble() {
   const v = versions();
-  const when = new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+  const when = utcNow();
   const lines = ['# zipbench results', ''];
   if (only)
     lines.push(`Assembled by \`scripts/bench${quick ? ' --quick' : ''} --only ${only.join(',')}\` on ${when}:`,

@@ -1,10 +1,12 @@
 /* The table of drivers, and what every driver shares. */
 #include "backend.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const struct backend_driver backend_sqlite;
 extern const struct backend_driver backend_pg;
@@ -23,6 +25,8 @@ static const struct backend_driver *const drivers[] = {
     FLAG(has_chome) FLAG(multi_town) FLAG(update_flag) FLAG(reason)
 #define NAME(n) #n,
 const char *const zb_columns[ZB_NCOLS] = { POSTAL_COLUMNS(NAME, NAME) };
+
+const char *const zb_sync_names[3] = { "full", "normal", "off" };
 #undef NAME
 
 bool zb_column_is_flag(int col) { return col >= 9; }
@@ -38,6 +42,15 @@ const struct backend_driver *backend_driver(const char *name)
 enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns)
 {
     return zb_now_ns() - started_ns >= limit_ns ? ZB_ERR_TIMEOUT : ZB_ERR_CONN;
+}
+
+const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (bc->password_file && access(bc->password_file, R_OK) != 0)
+        snprintf(buf, len, " (password_file %s: %s; scripts/db start writes it)", bc->password_file,
+                 strerror(errno));
+    return buf;
 }
 
 int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err)

@@ -52,6 +52,8 @@ struct zb_table {
 };
 
 enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
+/* "full", "normal", "off": the levels from ZB_SYNC_FULL on, as --sync names them. */
+extern const char *const zb_sync_names[3];
 
 struct backend_driver {
     const char *name;  /* "sqlite", "pg", "mysql" */
@@ -105,6 +107,11 @@ const struct backend_driver *backend_driver(const char *name);
  * started_ns lasted limit_ns or more (the database accepted and then never
  * answered: frozen), else ZB_ERR_CONN (refused or lost at once). */
 enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns);
+
+/* " (password_file PATH: why it cannot be read)" when bc names a password
+ * file that cannot be read, else "": for the message of a failed connect,
+ * which the client libraries word as "no password supplied". */
+const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, size_t len);
 
 /* A connection bundled with its driver, what loader and server hold. */
 struct backend {

@@ -48,7 +48,7 @@ struct stmt {
 /* libpq's connection parameters for a backend: what the blocking connect
  * here and an asynchronous one (PQconnectStartParams) both take. */
 struct pg_params {
-    const char *keys[12], *vals[12];
+    const char *keys[13], *vals[13];
     char port[16], timeout[16];
     char hosts[2 * PATH_MAX]; /* the host list, starting at this connection's turn */
     char first[256];         /* the host of its turn */
@@ -90,6 +90,7 @@ static void pg_params(const struct backend_conf *bc, struct pg_params *p)
     KV("dbname", bc->database ? bc->database : "zipbench");
     KV("user", bc->user ? bc->user : "zipbench");
     KV("password", bc->password);
+    KV("passfile", bc->password_file);
     KV("connect_timeout", p->timeout);
     KV("application_name", bc->application_name ? bc->application_name : "zipbench");
     if (nhosts > 1)
@@ -129,8 +130,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         msg[strcspn(msg, "\n")] = 0;
         PQfinish(conn);
         /* Refused at once, or accepted and then never answered (frozen). */
+        char why[600];
         return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
-                       "pg: cannot connect to %s port %s: %s", p.hosts, p.port, msg);
+                       "pg: cannot connect to %s port %s: %s%s", p.hosts, p.port, msg,
+                       zb_password_file_problem(bc, why, sizeof why));
     }
     /* NOTICEs ("table does not exist, skipping") are not errors: keep
      * them off the terminal. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_long(const char *prog, const char *flag, const char *arg, long lo, long hi, long *out)
 {
@@ -31,6 +32,17 @@ int cli_double(const char *prog, const char *flag, const char *arg, double lo, d
     }
     *out = v;
     return 0;
+}
+
+int cli_choice(const char *prog, const char *flag, const char *arg, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(arg, names[i]))
+            return i;
+    fprintf(stderr, "%s: %s: '%s' is not ", prog, flag, arg);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s%s", names[i], i == n - 1 ? "\n" : i == n - 2 ? " or " : ", ");
+    return -1;
 }
 
 int cli_usage_error(const char *prog)

@@ -16,6 +16,9 @@ enum { ZB_EXIT_OK = 0, ZB_EXIT_FAIL = 1, ZB_EXIT_USAGE = 2 };
 int cli_long(const char *prog, const char *flag, const char *arg, long lo, long hi, long *out);
 int cli_double(const char *prog, const char *flag, const char *arg, double lo, double hi,
                double *out);
+/* The index of arg among the n names, or -1 after printing
+ * "PROG: FLAG: 'ARG' is not a, b or c". */
+int cli_choice(const char *prog, const char *flag, const char *arg, const char *const *names, int n);
 
 /* apr_getopt_long's error for an unknown option or a missing argument is
  * printed by APR itself; this prints the hint that follows it and returns

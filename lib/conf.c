@@ -134,7 +134,7 @@ static const struct field server_fields[] = {
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
 static const struct field backend_fields[] = {
     S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
+    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
@@ -155,9 +155,58 @@ static const struct field dataset_fields[] = {
 #undef B
 #undef N
 
-static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
-                     const char *key, const char *value, const char *where, struct zb_err *err)
+/* ${NAME} and ${NAME:-DEFAULT} in value, from the environment (an unset
+ * or empty NAME takes DEFAULT): how the ports that scripts/db takes from
+ * ZB_PG_PORT and ZB_MY_PORT reach every program through one config. */
+static int expand_env(const char *value, char *out, size_t len, const char *where, const char *key,
+                      struct zb_err *err)
 {
+    size_t n = 0;
+    for (const char *v = value; *v;) {
+        const char *piece = v, *end;
+        size_t plen = 1;
+        if (v[0] == '$' && v[1] == '{') {
+            char name[128];
+            size_t nlen = strspn(v + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+            const char *after = v + 2 + nlen;
+            bool has_default = after[0] == ':' && after[1] == '-';
+            end = strchr(after, '}');
+            if (!nlen || nlen >= sizeof name || isdigit((unsigned char)v[2]) || !end ||
+                (!has_default && end != after))
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not ${NAME} or ${NAME:-DEFAULT}",
+                               where, key, value);
+            snprintf(name, sizeof name, "%.*s", (int)nlen, v + 2);
+            const char *env = getenv(name);
+            if (env && *env) {
+                piece = env;
+                plen = strlen(env);
+            } else if (has_default) {
+                piece = after + 2;
+                plen = (size_t)(end - piece);
+            } else {
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: environment variable %s is not set",
+                               where, key, name);
+            }
+            v = end + 1;
+        } else {
+            v++;
+        }
+        if (n + plen >= len)
+            return zb_fail(err, ZB_ERR_INPUT, "%s: %s: the value is longer than %zu bytes", where,
+                           key, len - 1);
+        memcpy(out + n, piece, plen);
+        n += plen;
+    }
+    out[n] = 0;
+    return 0;
+}
+
+static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
+                     const char *key, const char *raw, const char *where, struct zb_err *err)
+{
+    char value[4096];
+    if (expand_env(raw, value, sizeof value, where, key, err) < 0)
+        return -1;
     for (size_t i = 0; i < nf; i++) {
         if (strcmp(f[i].key, key))
             continue;
@@ -533,15 +582,6 @@ const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *
     return NULL;
 }
 
-int conf_all_backends(const struct zb_conf *conf, const struct backend_conf **out)
-{
-    int n = 0;
-    for (int i = 0; i < conf->nbackends; i++)
-        if (!conf->backend[i].named_only)
-            out[n++] = &conf->backend[i];
-    return n;
-}
-
 void conf_free(struct zb_conf *conf)
 {
     char **strings = conf->strings;
@@ -556,4 +596,48 @@ void conf_unbounded_queries(struct zb_conf *conf)
 {
     for (int i = 0; i < conf->nbackends; i++)
         conf->backend[i].query_timeout_ms = 0;
+}
+
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err)
+{
+    for (int i = 0; i < nsets; i++) {
+        struct zb_err e = { 0 };
+        if (conf_set_arg(conf, sets[i], &e) < 0)
+            return zb_fail(err, e.kind, "--set %s: %s", sets[i], e.msg);
+    }
+    return 0;
+}
+
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err)
+{
+    if (conf_load(conf, path, err) < 0)
+        return -1;
+    return conf_apply_sets(conf, sets, nsets, err);
+}
+
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err)
+{
+    int n = 0;
+    if (!list || !strcmp(list, "all")) {
+        for (int i = 0; i < conf->nbackends; i++)
+            if (!conf->backend[i].named_only)
+                out[n++] = &conf->backend[i];
+        return n;
+    }
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return zb_fail(err, ZB_ERR_INPUT, "backend list too long");
+    for (char *save, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const struct backend_conf *bc = conf_backend(conf, name);
+        if (!bc)
+            return zb_fail(err, ZB_ERR_INPUT, "no backend '%s' in %s", name, conf->file);
+        bool dup = false;
+        for (int j = 0; j < n; j++)
+            dup |= out[j] == bc;
+        if (!dup)
+            out[n++] = bc;
+    }
+    return n;
 }

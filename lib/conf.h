@@ -22,6 +22,9 @@ struct backend_conf {
     const char *socket;    /* pg: socket directory; mysql: socket file */
     const char *user;
     const char *password;
+    const char *password_file; /* where the password is kept, in the client library's own
+                              * format: pg a libpq passfile (.pgpass lines), mysql an
+                              * option file ([client] password = ...) */
     const char *database;
     const char *table;     /* default "zipcode" */
     int pool_min;          /* connections kept open */
@@ -111,9 +114,22 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
 
-/* The backends "all" means: every section except those with named_only.
- * Fills out (ZB_MAX_BACKENDS) and returns how many. */
-int conf_all_backends(const struct zb_conf *conf, const struct backend_conf **out);
+/* What every program does with --conf FILE and its --set B.KEY=VALUE
+ * arguments: conf_load, then each --set in order. Returns 0, or -1 with err
+ * naming the file and line or the --set argument at fault; conf_free
+ * either way. */
+int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, int nsets,
+              struct zb_err *err);
+/* The --set part alone, for a program that adjusts the config between the
+ * file and the command line (sqlbench's scratch databases). */
+int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err);
+
+/* The backends a --backends LIST names (comma-separated, each once, in the
+ * order given; NULL or "all": every backend of the config but those with
+ * named_only) into out, which holds ZB_MAX_BACKENDS. Returns how many, or
+ * -1 with err naming an unknown one. */
+int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
+                struct zb_err *err);
 
 void conf_free(struct zb_conf *conf);
 

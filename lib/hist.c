@@ -51,6 +51,25 @@ void hist_record(struct hist *h, uint64_t ns)
         h->max = ns;
 }
 
+void hist_record_n(struct hist *h, uint64_t ns, uint64_t n)
+{
+    if (!n)
+        return;
+    h->bucket[bucket_of(ns)] += n;
+    h->count += n;
+    h->sum += ns * n;
+    if (ns < h->min)
+        h->min = ns;
+    if (ns > h->max)
+        h->max = ns;
+}
+
+uint64_t hist_bucket_low(unsigned i)
+{
+    uint64_t w;
+    return bucket_low(i, &w);
+}
+
 /* The plain fields are used through _Atomic views: same size and alignment
  * on every target we build for, checked here, so one struct serves both. */
 static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&

@@ -32,10 +32,16 @@ struct hist {
 
 void hist_init(struct hist *h);
 void hist_record(struct hist *h, uint64_t ns);
+/* n values of ns at once (a histogram read back from a log). */
+void hist_record_n(struct hist *h, uint64_t ns, uint64_t n);
 /* Same as hist_record, safe against other hist_record_atomic callers. */
 void hist_record_atomic(struct hist *h, uint64_t ns);
 /* into += from; either may be empty. */
 void hist_merge(struct hist *into, const struct hist *from);
+
+/* The lowest value that bucket i (0 .. HIST_BUCKETS-1) holds: how another
+ * histogram layout (HdrHistogram's, in loadgen's logs) finds its buckets. */
+uint64_t hist_bucket_low(unsigned i);
 
 /* Statistics; all return 0 on an empty histogram. */
 uint64_t hist_count(const struct hist *h);

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,7 +28,14 @@ struct zb_err {
 int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Writes s as a JSON string (quoted, escaped) to stdout; NULL as "". */
+/* The one JSON string writer. zb_json_quote writes s[0..len) as a JSON
+ * string (quoted; '"', '\\' and control characters escaped; other bytes,
+ * UTF-8 as stored, as they are) into out, which must hold
+ * ZB_JSON_QUOTED_MAX(len) bytes, and returns the bytes written (no NUL). */
+#define ZB_JSON_QUOTED_MAX(len) ((len) * 6 + 2)
+size_t zb_json_quote(char *out, const char *s, size_t len);
+/* The same written to f (NULL as ""), and to stdout. */
+void zb_json_fputs(FILE *f, const char *s);
 void zb_json_string(const char *s);
 
 static inline uint64_t zb_now_ns(void)

@@ -1,7 +1,8 @@
 /* loader: bulk-loads a dataset (the KEN_ALL postal list, or any CSV) into
  * each configured backend, in one of four modes, and reports rows, seconds
  * and rows/s. */
-#include <apr_general.h>
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,19 +125,19 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
     fflush(stdout);
 }
 
-int main(int argc, const char *const *argv)
+int main(int argc, char **argv)
 {
-    apr_pool_t *pool;
-    apr_app_initialize(&argc, &argv, NULL);
-    atexit(apr_terminate);
-    apr_pool_create(&pool, NULL);
-    static const apr_getopt_option_t opts[] = {
-        { "dataset", 'f', 1, "" }, { "backend", 'b', 1, "" }, { "mode", 'm', 1, "" },
-        { "batch", 'B', 1, "" },   { "no-index", 'I', 0, "" }, { "sync", 'S', 1, "" },
-        { "raw", 'R', 0, "" },     { "encoding", 'E', 1, "" }, { "conf", 'c', 1, "" },
-        { "set", 's', 1, "" },     { "json", 'j', 0, "" },     { "quiet", 'q', 0, "" },
-        { "limit", 'L', 1, "" },   { "allow-shrink", 'A', 0, "" }, { "help", 'h', 0, "" },
-        { "describe", 'D', 0, "" }, { NULL, 0, 0, NULL },
+    enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE };
+    static const struct option longopts[] = {
+        { "dataset", required_argument, NULL, 'f' },  { "backend", required_argument, NULL, 'b' },
+        { "mode", required_argument, NULL, 'm' },     { "batch", required_argument, NULL, 'B' },
+        { "no-index", no_argument, NULL, O_NO_INDEX }, { "sync", required_argument, NULL, O_SYNC },
+        { "raw", no_argument, NULL, O_RAW },          { "encoding", required_argument, NULL, O_ENCODING },
+        { "conf", required_argument, NULL, 'c' },     { "set", required_argument, NULL, O_SET },
+        { "json", no_argument, NULL, O_JSON },        { "quiet", no_argument, NULL, 'q' },
+        { "limit", required_argument, NULL, O_LIMIT }, { "allow-shrink", no_argument, NULL, O_SHRINK },
+        { "describe", no_argument, NULL, O_DESCRIBE }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     struct load_opts o = { .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
@@ -145,16 +146,13 @@ int main(int argc, const char *const *argv)
     const char *sets[32];
     int nsets = 0;
     bool json = false;
-    apr_getopt_t *g;
-    apr_getopt_init(&g, pool, argc, argv);
     int ch;
-    const char *arg;
-    apr_status_t st;
     long n;
-    while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
+    while ((ch = getopt_long(argc, argv, "f:b:m:B:c:qh", longopts, NULL)) != -1) {
+        const char *arg = optarg;
         switch (ch) {
         case 'f': dataset = arg; break;
-        case 'D': describe = true; break;
+        case O_DESCRIBE: describe = true; break;
         case 'b': backends = arg; break;
         case 'm':
             if (load_mode_parse(arg, &o.mode) < 0) {
@@ -168,57 +166,48 @@ int main(int argc, const char *const *argv)
                 return cli_usage_error("loader");
             o.batch = (int)n;
             break;
-        case 'I': o.index_after = true; break;
-        case 'A': o.allow_shrink = true; break;
-        case 'L':
+        case O_NO_INDEX: o.index_after = true; break;
+        case O_SHRINK: o.allow_shrink = true; break;
+        case O_LIMIT:
             if (cli_long("loader", "--limit", arg, 1, 1L << 40, &n) < 0)
                 return cli_usage_error("loader");
             o.limit = n;
             break;
-        case 'S':
-            if (!strcmp(arg, "full")) o.sync = ZB_SYNC_FULL;
-            else if (!strcmp(arg, "normal")) o.sync = ZB_SYNC_NORMAL;
-            else if (!strcmp(arg, "off")) o.sync = ZB_SYNC_OFF;
-            else {
-                fprintf(stderr, "loader: --sync: '%s' is not full, normal or off\n", arg);
+        case O_SYNC: {
+            int level = cli_choice("loader", "--sync", arg, zb_sync_names, 3);
+            if (level < 0)
                 return cli_usage_error("loader");
-            }
+            o.sync = (enum zb_sync)(ZB_SYNC_FULL + level);
             break;
-        case 'R': raw = true; break;
-        case 'E': encoding = arg; break;
+        }
+        case O_RAW: raw = true; break;
+        case O_ENCODING: encoding = arg; break;
         case 'c': conf_path = arg; break;
-        case 's':
+        case O_SET:
             if (nsets == 32) {
                 fprintf(stderr, "loader: too many --set\n");
                 return ZB_EXIT_USAGE;
             }
             sets[nsets++] = arg;
             break;
-        case 'j': json = true; break;
+        case O_JSON: json = true; break;
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        default: return cli_usage_error("loader");   /* getopt_long said what was wrong */
         }
     }
-    if (st != APR_EOF)
-        return cli_usage_error("loader");
-    if (g->ind < argc) {
-        fprintf(stderr, "loader: unexpected argument '%s'\n", argv[g->ind]);
+    if (optind < argc) {
+        fprintf(stderr, "loader: unexpected argument '%s'\n", argv[optind]);
         return cli_usage_error("loader");
     }
 
     struct zb_conf conf;
     struct zb_err err = { 0 };
-    if (conf_load(&conf, conf_path, &err) < 0) {
+    if (conf_open(&conf, conf_path, sets, nsets, &err) < 0) {
         fprintf(stderr, "loader: %s\n", err.msg);
         conf_free(&conf);
         return ZB_EXIT_USAGE;
     }
-    for (int i = 0; i < nsets; i++)
-        if (conf_set_arg(&conf, sets[i], &err) < 0) {
-            fprintf(stderr, "loader: --set %s: %s\n", sets[i], err.msg);
-            conf_free(&conf);
-            return ZB_EXIT_USAGE;
-        }
     conf_unbounded_queries(&conf);
 
     /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
@@ -254,21 +243,11 @@ int main(int argc, const char *const *argv)
 
     /* Resolve the names first, so a typo fails before any load starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
-    int nchosen = 0;
-    if (!strcmp(backends, "all")) {
-        nchosen = conf_all_backends(&conf, chosen);
-    } else {
-        char list[512];
-        snprintf(list, sizeof list, "%s", backends);
-        for (char *save, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-            const struct backend_conf *bc = conf_backend(&conf, name);
-            if (!bc || nchosen == ZB_MAX_BACKENDS) {
-                fprintf(stderr, "loader: no backend '%s' in %s\n", name, conf_path);
-                conf_free(&conf);
-                return ZB_EXIT_USAGE;
-            }
-            chosen[nchosen++] = bc;
-        }
+    int nchosen = conf_select(&conf, backends, chosen, &err);
+    if (nchosen < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        conf_free(&conf);
+        return ZB_EXIT_USAGE;
     }
     if (describe) {
         printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc.name,

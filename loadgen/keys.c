@@ -1,6 +1,7 @@
 /* The key file and the request bytes. Requests are formatted once, split
  * at the {key} slot; each request is then two memcpy's and the key, into
  * the connection's own buffer, so the hot path allocates nothing. */
+#include <apr_base64.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -217,6 +218,22 @@ static int append(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
     }
 }
 
+/* "Name: Basic base64(user:password)", as ab's -A and -P. */
+static int append_basic(char **buf, size_t *len, size_t *cap, const char *name,
+                        const char *userpass)
+{
+    while (*userpass == ' ' || *userpass == '\t')
+        userpass++;
+    int n = (int)strlen(userpass);
+    char *enc = malloc((size_t)apr_base64_encode_len(n));
+    if (!enc)
+        return -1;
+    apr_base64_encode(enc, userpass, n);
+    int rc = append(buf, len, cap, "%s: Basic %s\r\n", name, enc);
+    free(enc);
+    return rc;
+}
+
 int request_build(struct request *r, const struct config *cfg, const struct target *t,
                   const struct keys *k, char *err, size_t errlen)
 {
@@ -238,24 +255,37 @@ int request_build(struct request *r, const struct config *cfg, const struct targ
     char *buf = malloc(cap);
     int bad = !buf;
     int pathpre = slot ? (int)(slot - t->path) : (int)strlen(t->path);
-    bad = bad || append(&buf, &len, &cap, "GET %.*s", pathpre, t->path) < 0;
+    bool v6 = strchr(t->host, ':') != NULL;
+    char port[8] = "";
+    if (t->port != (t->tls ? 443 : 80))
+        snprintf(port, sizeof port, ":%d", t->port);
+    /* Through a proxy (-X) the request line holds the absolute URL. */
+    if (cfg->proxy)
+        bad = bad || append(&buf, &len, &cap, "%s %s://%s%s%s%s%.*s", cfg->method,
+                            t->tls ? "https" : "http", v6 ? "[" : "", t->host, v6 ? "]" : "",
+                            port, pathpre, t->path) < 0;
+    else
+        bad = bad || append(&buf, &len, &cap, "%s %.*s", cfg->method, pathpre, t->path) < 0;
     size_t split = len;
     bad = bad || append(&buf, &len, &cap, "%s HTTP/1.1\r\n", slot ? slot + strlen(SLOT) : "") < 0;
-    int v6 = t->addr.ss_family == AF_INET6;
     if (!user_has(cfg, "Host"))
-    {
-        char port[8] = "";
-        if (t->port != 80)
-            snprintf(port, sizeof port, ":%d", t->port);
         bad = bad || append(&buf, &len, &cap, "Host: %s%s%s%s\r\n", v6 ? "[" : "", t->host,
                             v6 ? "]" : "", port) < 0;
-    }
     if (!user_has(cfg, "User-Agent"))
         bad = bad || append(&buf, &len, &cap, "User-Agent: loadgen/%s\r\n", LOADGEN_VERSION) < 0;
     if (!user_has(cfg, "Accept"))
         bad = bad || append(&buf, &len, &cap, "Accept: */*\r\n") < 0;
     if (!cfg->keepalive && !user_has(cfg, "Connection"))
         bad = bad || append(&buf, &len, &cap, "Connection: close\r\n") < 0;
+    if (cfg->cookie[0])
+        bad = bad || append(&buf, &len, &cap, "Cookie: %s\r\n", cfg->cookie) < 0;
+    if (cfg->auth)
+        bad = bad || append_basic(&buf, &len, &cap, "Authorization", cfg->auth) < 0;
+    if (cfg->proxy_auth)
+        bad = bad || append_basic(&buf, &len, &cap, "Proxy-Authorization", cfg->proxy_auth) < 0;
+    if (cfg->body_file)
+        bad = bad || append(&buf, &len, &cap, "Content-Length: %zu\r\nContent-Type: %s\r\n",
+                            cfg->body_len, cfg->content_type) < 0;
     for (int i = 0; i < cfg->nheaders; i++)
         bad = bad || append(&buf, &len, &cap, "%s\r\n", cfg->headers[i]) < 0;
     bad = bad || append(&buf, &len, &cap, "\r\n") < 0;
@@ -276,6 +306,8 @@ int request_build(struct request *r, const struct config *cfg, const struct targ
         r->post = buf + len;
         r->maxlen = len;
     }
+    r->body = cfg->body;
+    r->body_len = cfg->body_len;
     return 0;
 }
 

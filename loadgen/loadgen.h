@@ -10,44 +10,93 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include "hist.h"
 
-#define LOADGEN_VERSION "1.0"
+#define LOADGEN_VERSION "1.1"
 #define HEAD_MAX 8192          /* response head bigger than this: exception */
 #define MAX_HEADERS 64         /* -H lines */
+#define MAX_ADDRS 16           /* addresses of one name tried */
 
-/* ---- the command line, after checking ---- */
+/* ---- args.c: the command line, after checking ---- */
 struct config {
-    uint64_t requests;         /* -n; -t without -n makes it 50000000, as ab */
+    uint64_t requests;         /* -n; -t without -n makes it 50000000 */
     int concurrency;           /* -c */
     int threads;               /* --threads, default half the CPUs (>= 1), <= c */
-    double timelimit;          /* -t/-d seconds, 0 = none */
+    double timelimit;          /* -t/--duration seconds, 0 = none */
     double timeout;            /* -s seconds per request */
     double rate;               /* --rate total req/s, 0 = as fast as possible */
     double miss;               /* --miss share of requests with an absent key */
     uint64_t seed;             /* --seed */
     bool keepalive, quiet, json, progress;
-    const char *csv;           /* --csv FILE, "-" for stdout, NULL = none */
-    const char *keyfile;       /* --keys */
-    const char *url;
+    /* The request (ab's -m -i -p -u -T -C -A -P -X -H -B -b) */
+    const char *method;        /* GET, HEAD (-i), POST (-p), PUT (-u) or -m's */
+    bool head;                 /* HEAD: responses carry no body */
+    const char *body_file;     /* -p / -u */
+    char *body;                /* its bytes, sent after each request head */
+    size_t body_len;
+    const char *content_type;  /* -T, default text/plain */
+    char cookie[2048];         /* -C a=1 -C b=2: "a=1; b=2" */
+    const char *auth, *proxy_auth;   /* -A / -P user:password */
+    const char *proxy;         /* -X host:port */
+    const char *bind_addr;     /* -B local address */
+    int window;                /* -b socket buffer bytes, 0 = the kernel's */
     const char *headers[MAX_HEADERS];
     int nheaders;
+    /* ab's report (-v -d -S -l -e -g) */
+    int verbosity;             /* -v: 2 prints heads and non-2xx, 3 every status */
+    bool no_percentiles;       /* -d */
+    bool no_confidence;        /* -S */
+    bool variable_length;      /* -l: no Length errors */
+    const char *percentile_csv;/* -e FILE */
+    const char *gnuplot;       /* -g FILE */
+    /* TLS (ab's -Z -f -I -E; --verify --cacert --tls-resume) */
+    bool verify, tls_resume, no_sni;
+    const char *cacert, *ciphers, *tls_protocol, *client_cert;
+    /* loadgen's own outputs */
+    const char *csv;           /* --csv FILE, "-" for stdout, NULL = none */
+    const char *hdr_log;       /* --hdr-log FILE */
+    double interval;           /* --interval seconds of the time series, default 1 */
+    int64_t start_at_ms;       /* --start-at epoch ms, 0 = at once */
+    const char *keyfile;       /* --keys */
+    const char *url;
+    char cmdline[1024];        /* for the log's header */
 };
+
+/* Parses argv into cfg (defaults filled in); 0, or the exit status. */
+int args_parse(int argc, const char *const *argv, struct config *cfg);
+extern const char loadgen_usage[];
 
 /* ---- url.c: the target ---- */
 struct target {
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
+    bool tls;                  /* https:// */
     char host[256];            /* as written in the URL, brackets dropped */
     int port;
     char path[4096];           /* path and query, may hold one {key} */
+    char connect_host[256];    /* whom to connect to: host, or -X's proxy */
+    int connect_port;
+    struct sockaddr_storage addr[MAX_ADDRS];
+    socklen_t addrlen[MAX_ADDRS];
+    int naddrs;
+    int chosen;                /* the address in use */
+    struct sockaddr_storage local;   /* -B, if locallen */
+    socklen_t locallen;
 };
 
-/* Parses an http:// URL whose host is loopback; on error writes a message
- * to err and returns -1. */
+/* Splits an http:// or https:// URL; on error writes a message to err and
+ * returns -1. No name lookup yet. */
 int url_parse(const char *url, struct target *t, char *err, size_t errlen);
+/* Resolves connect_host with getaddrinfo and picks an address (target_pick);
+ * -1 with a message if the name does not resolve. */
+int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
+                   double timeout_s, char *err, size_t errlen);
+/* With several addresses, the first that accepts a connection within
+ * timeout_s (else the first) becomes t->chosen. */
+void target_pick(struct target *t, double timeout_s);
+/* "a.b.c.d:port" or "[v6]:port" of the address in use. */
+void target_addr_text(const struct target *t, char *out, size_t outlen);
 
 /* ---- keys.c: key file, misses, and the request bytes ---- */
 struct keys {
@@ -61,13 +110,16 @@ struct keys {
     char *text;                /* the file, keys point into it */
 };
 
-/* The request split at its {key} slot: pre + key + post. Without a slot,
- * pre is the whole request and post is empty. */
+/* The request head split at its {key} slot: pre + key + post, then the
+ * body (-p/-u), sent as a second part so no connection holds its copy.
+ * Without a slot, pre is the whole head and post is empty. */
 struct request {
     char *pre, *post;
     size_t prelen, postlen;
     bool has_slot;
-    size_t maxlen;             /* longest request with the longest key */
+    size_t maxlen;             /* longest head with the longest key */
+    const char *body;
+    size_t body_len;
 };
 
 int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char *err,
@@ -79,18 +131,19 @@ void request_free(struct request *r);
 
 /* The key of request number idx: a pure function of (seed, idx), so runs
  * with the same seed ask for the same keys whatever the threads and
- * connections. Writes the request into buf (r->maxlen bytes) and returns
+ * connections. Writes the head into buf (r->maxlen bytes) and returns
  * its length; or, without a slot, points *out at the fixed bytes. */
 size_t request_for(const struct request *r, const struct keys *k, uint64_t seed,
                    uint64_t miss_threshold, uint64_t idx, char *buf, const char **out);
 
-/* ---- conn.c: the HTTP/1.1 response parser ---- */
+/* ---- resp.c: the HTTP/1.1 response parser ---- */
 enum { R_MORE, R_DONE, R_ERROR };
 
 struct resp {
     uint8_t phase;
     uint8_t chunk;             /* chunked sub-state */
     uint16_t status;
+    bool head_request;         /* the request was HEAD: no body follows */
     bool close;                /* server will close: Connection: close, 1.0 */
     bool got_any;              /* any byte of this response seen */
     uint32_t hlen;             /* bytes held in head[] when a head is split */
@@ -102,22 +155,132 @@ struct resp {
     char head[HEAD_MAX];
 };
 
-void resp_reset(struct resp *r);
+void resp_reset(struct resp *r, bool head_request);
 /* Feeds n bytes. Returns R_MORE (all used), R_DONE (*used bytes were the end
  * of this response) or R_ERROR (malformed or head too big). */
 int resp_feed(struct resp *r, const char *p, size_t n, size_t *used);
 /* The server closed: R_DONE if the body ran to EOF, else R_ERROR. */
 int resp_eof(struct resp *r);
 
+/* ---- tls.c: OpenSSL, behind send/recv-shaped calls ---- */
+struct tls_ctx;                /* one per loop thread: SSL_CTX and its session */
+
+/* NULL and a message in err if the settings are unusable (a bad --cacert,
+ * -Z, -f or -E). sni: the name to send, or NULL; host: the URL's host,
+ * which --verify checks the certificate against. */
+struct tls_ctx *tls_ctx_new(const struct config *cfg, const char *sni, const char *host,
+                            char *err, size_t errlen);
+void tls_ctx_free(struct tls_ctx *t);
+/* A TLS client on connected (or connecting) fd; NULL when out of memory. */
+void *tls_open(struct tls_ctx *t, int fd);
+/* 1 done; 0 wait (errno EAGAIN; *want_out says for EPOLLOUT); -1 failed
+ * (errno set; the first failure's reason is kept for tls_first_error). */
+int tls_handshake(void *ssl, bool *want_out);
+/* As send/recv: bytes, or -1 with errno EAGAIN (then *want_out), EPIPE,
+ * ECONNRESET or EPROTO; recv returns 0 at the end of the stream. */
+ssize_t tls_send(void *ssl, const void *p, size_t n, bool *want_out);
+ssize_t tls_recv(void *ssl, void *p, size_t n, bool *want_out);
+bool tls_resumed(void *ssl);
+/* ab's lines: "TLSv1.3,TLS_AES_256_GCM_SHA384,2048,256" and the key
+ * exchange ("X25519 253 bits"). */
+void tls_describe(void *ssl, char *info, size_t infolen, char *tmpkey, size_t tmpkeylen);
+void tls_close(void *ssl);
+/* "OpenSSL 3.0.x ...", for -V. */
+const char *tls_library(void);
+/* Why the first handshake that failed did, or "". */
+const char *tls_first_error(void);
+
 /* ---- loop.c: one event loop per thread ---- */
 struct stats {
     uint64_t completed, non2xx, keepalive_reqs, connects, abandoned;
     uint64_t err_connect, err_recv, err_send, err_timeout, err_except, err_length;
-    uint64_t bytes_total, bytes_body;
+    uint64_t bytes_total, bytes_body, bytes_sent;
+    uint64_t handshakes, resumed;
     uint64_t last_done_ns;
+    /* latency: from the request's start, or its intended start under
+     * --rate; the rest are ab's Connection Times, from the real start */
+    struct hist lat, connect, processing, waiting, total;
+};
+
+/* stats.c */
+void stats_init(struct stats *s);
+void stats_add(struct stats *into, const struct stats *from);
+uint64_t stats_failed(const struct stats *s);
+
+/* -g: one row per request, as ab's gnuplot file */
+struct sample {
+    uint64_t start_ns;         /* CLOCK_REALTIME */
+    uint32_t connect_us, total_us, wait_us;
+};
+
+struct worker;
+
+/* ---- series.c: the per-interval time series and the --hdr-log ---- */
+struct interval {              /* one interval as one thread saw it */
+    uint64_t completed, failed;
     struct hist lat;
 };
 
+struct point {                 /* one interval of the time series */
+    double t, len;             /* start (s since the run's start) and length */
+    uint64_t completed, failed;
+    double p50_us, p99_us, max_us;
+};
+
+struct series {
+    pthread_mutex_t mu;
+    uint64_t start_ns, interval_ns;
+    uint64_t end_ns;               /* set before the final collect */
+    int nthreads;
+    _Atomic uint64_t *thread_at;   /* each thread's current interval */
+    struct interval **pending;     /* intervals not yet written, by index */
+    size_t npending;
+    uint64_t written;              /* intervals [0, written) are out */
+    struct point *points;
+    size_t npoints, cap;
+    FILE *hdr;                     /* --hdr-log, written as intervals end */
+};
+
+/* --- hdrlog.c: HdrHistogram's interval log ---- */
+/* V2 "compressed" encoding, base64: "HISTF...". Returns a malloc'd string. */
+char *hdr_encode(const struct hist *h);
+/* Decodes one; adds its counts into h. -1 and err on a malformed input. */
+int hdr_decode(const char *b64, size_t n, struct hist *h, char *err, size_t errlen);
+void hdrlog_header(FILE *f, double start_epoch_s, double interval_s, const char *cmdline);
+void hdrlog_line(FILE *f, const char *tag, double t, double len, const struct hist *h);
+
+/* What loadgen writes besides the histograms: '#' comments, which
+ * HdrHistogram's readers skip. "#[loadgen failed: T,LEN,N]" per interval
+ * with failures and one "#[loadgen summary: key=value ...]" at the end. */
+struct agent_interval {         /* one untagged line (or failures only) */
+    double len;
+    uint64_t completed, failed;
+    const char *hist;          /* its HISTF field, in the parsed text */
+    size_t hist_len;
+};
+
+struct agent_log {
+    double start_epoch_s;
+    double interval_s;
+    struct agent_interval *iv; /* by interval index from start */
+    size_t niv, cap;
+    struct stats st;           /* summary counts; histograms from the lines */
+    bool have_summary;
+    double seconds, cpu_user, cpu_sys, rate;
+    int concurrency, threads;
+    bool keepalive, tls, posted, variable_length;
+    int port;
+    uint64_t doc_length;
+    char server[256], host[256], path[1024], method[32], tls_info[128], tls_tmpkey[128],
+        tls_sni[256];
+};
+/* Parses a log held in text[0..n), which must outlive a (its intervals
+ * point into it); name is for messages (file:line). */
+int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a, char *err,
+                 size_t errlen);
+void agent_log_free(struct agent_log *a);
+
+/* ---- the run, as loop.c and main.c share it ---- */
 struct shared {
     const struct config *cfg;
     const struct target *tgt;
@@ -127,6 +290,9 @@ struct shared {
     uint64_t start_ns;
     uint64_t end_ns;           /* time limit, 0 = none */
     uint64_t interval_ns;      /* --rate: gap between one connection's sends */
+    int64_t realtime_offset_ns;/* CLOCK_REALTIME - CLOCK_MONOTONIC, for -g */
+    const char *sni;
+    struct series series;
     /* Threads set up, then wait twice: once so the clock starts only when
      * all are ready, again until start_ns is set. Without it a thread that
      * starts late on a busy box finds the requests all taken. */
@@ -139,6 +305,8 @@ struct shared {
     _Atomic int first_state;   /* 0 none, 1 being written, 2 ready */
     char server[256];
     uint64_t doc_length;
+    _Atomic int tls_state;     /* the same for the TLS lines */
+    char tls_info[128], tls_tmpkey[128];
 };
 
 struct worker {
@@ -147,23 +315,50 @@ struct worker {
     int first_conn, nconns;    /* global ordinals of this thread's conns */
     _Atomic uint64_t progress; /* completed + failed, for the progress line */
     struct stats st;
+    struct sample *samples;    /* -g */
+    size_t nsamples, samples_cap;
+    bool setup_failed;         /* no loop: out of memory or a TLS error */
+    char err[256];
 };
 
 void *worker_run(void *arg);
 
+/* series.c, for loop.c: fold the thread's interval into the series */
+void series_flush(struct series *s, int thread, uint64_t idx, struct interval *iv);
+void series_thread_at(struct series *s, int thread, uint64_t idx);
+
 /* ---- report.c ---- */
+/* What a report needs, from one run (main.c) or from merged logs (merge.c). */
 struct result {
-    const struct config *cfg;
-    const struct target *tgt;
-    const struct shared *sh;
-    struct stats st;           /* all threads merged */
-    double seconds;
+    const struct config *cfg;  /* the report's flags (-d -S -l -e -g, TLS) */
+    const char *url, *host, *path;
+    int port, concurrency, threads, agents;
+    bool keepalive, tls, posted;
+    double rate;
+    const char *server, *tls_info, *tls_tmpkey, *tls_sni;
+    uint64_t doc_length;
+    struct stats st;           /* all threads (or agents) merged */
+    double seconds, start_epoch_s;
     double cpu_user, cpu_sys;
+    const struct point *points;
+    size_t npoints;
 };
 
 void report_text(const struct result *r);
 void report_json(const struct result *r);
 int report_csv(const struct result *r, const char *path);
-uint64_t result_failed(const struct stats *s);
+int report_percentile_csv(const struct result *r, const char *path);
+int report_gnuplot(const struct sample *const *rows, const size_t *nrows, int nsets,
+                   const char *path);
+
+/* series.c, for main.c and merge.c */
+int series_init(struct series *s, uint64_t start_ns, uint64_t interval_ns, int nthreads);
+/* Writes out the intervals every thread has left (all, when final). */
+void series_collect(struct series *s, bool final);
+void series_free(struct series *s);
+void point_from(struct point *p, double t, double len, const struct interval *iv);
+
+/* ---- merge.c ---- */
+int merge_main(int argc, const char *const *argv);
 
 #endif

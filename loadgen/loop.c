@@ -5,14 +5,27 @@
  * epoll_wait, and no epoll_ctl at all. Edge- rather than level-triggered
  * spares epoll_wait a second poll of every socket it just reported (2-5%
  * of the client's CPU per keep-alive request here, within the noise in
- * req/s); in exchange a socket is read until a short read, and input
- * reported with an event is handled with that event, as it is not
- * reported again. */
+ * req/s); in exchange a socket is read until EAGAIN or EOF (a short read
+ * does not mean drained: a FIN that came with the data raises no second
+ * edge), and input reported with an event is handled with that event, as
+ * it is not reported again.
+ *
+ * A connection's states:
+ *   S_NEW        not started yet: connections start CONNECT_BATCH at a time
+ *   S_HANDSHAKE  TLS handshake under way (https only)
+ *   S_SEND       request (and -p/-u body) being written
+ *   S_RECV       waiting for, or reading, the response
+ *   S_WAIT       --rate: parked until its next request is due
+ *   S_DONE       no more requests for it
+ * Every request is timed as ab times it: start, connected (TLS: after
+ * the handshake), request written, first byte read, done. */
 #include <errno.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "loadgen.h"
@@ -22,8 +35,9 @@
 #define RBUF_SIZE (256 * 1024)
 #define SCAN_NS 10000000ull           /* timeouts and limits checked each 10 ms */
 #define GRACE_NS 1000000000ull        /* in flight at the time limit: 1 s more */
+#define CONNECT_BATCH 64              /* new connections per turn of the loop */
 
-enum { S_SEND, S_RECV, S_WAIT, S_DONE };
+enum { S_NEW, S_HANDSHAKE, S_SEND, S_RECV, S_WAIT, S_DONE };
 enum { F_CONNECT, F_SEND, F_RECV, F_TIMEOUT, F_EXCEPT };
 
 struct conn {
@@ -31,15 +45,18 @@ struct conn {
     uint8_t state;
     bool registered;           /* fd is in the epoll set */
     bool out_armed;            /* ... with EPOLLOUT */
-    bool connected;            /* a send succeeded on this fd */
+    bool connected;            /* a send succeeded (TLS: handshake done) */
     bool reused;               /* this fd carried a whole response before */
     bool retried;              /* this request was resent once already */
+    bool want_out;             /* TLS wants the socket writable */
+    void *ssl;                 /* https: the TLS client on fd */
     uint64_t idx;              /* request number */
     uint64_t t0;               /* latency starts here (intended time under --rate) */
+    uint64_t t_start, t_conn, t_sent, t_first;   /* ab's moments */
     uint64_t deadline;
     uint64_t next_at;          /* --rate: when the next request is due */
-    const char *wstart, *wp;   /* request bytes and what is left to send */
-    size_t wlen, wleft;
+    const char *wstart;        /* the request head */
+    size_t wlen, wdone;        /* its length; bytes of head + body sent */
     char *wbuf;
     char server[128];
     struct resp resp;
@@ -50,15 +67,38 @@ struct loop {
     struct shared *sh;
     const struct config *cfg;
     struct stats *st;
+    struct tls_ctx *tls;
     int ep;
     struct conn *conns;
     int n, active;
+    int unstarted;             /* conns[unstarted..n) have not begun yet */
     uint64_t done;             /* completed + failed, for progress */
+    uint64_t timeout_ns;
     char *rbuf;
+    bool no_pwait2;            /* epoll_pwait2 said ENOSYS: ms timeouts only */
+    struct interval iv;        /* this thread's share of the current interval */
+    uint64_t iv_idx, iv_end;
 };
+
+/* The time series: an event at now belongs to interval (now - start) /
+ * interval; leaving one hands this thread's share to the series. */
+static void iv_at(struct loop *L, uint64_t now)
+{
+    if (now < L->iv_end)
+        return;
+    struct series *s = &L->sh->series;
+    series_flush(s, L->w->id, L->iv_idx, &L->iv);
+    L->iv_idx = (now - s->start_ns) / s->interval_ns;
+    L->iv_end = s->start_ns + (L->iv_idx + 1) * s->interval_ns;
+    series_thread_at(s, L->w->id, L->iv_idx);
+}
 
 static void close_fd(struct conn *c)
 {
+    if (c->ssl) {
+        tls_close(c->ssl);
+        c->ssl = NULL;
+    }
     if (c->fd >= 0)
         close(c->fd);          /* leaves the epoll set by itself */
     c->fd = -1;
@@ -81,6 +121,9 @@ static void count_fail(struct loop *L, struct conn *c, int kind)
     case F_TIMEOUT: s->err_timeout++; break;
     default: s->err_except++; break;
     }
+    uint64_t now = zb_now_ns();
+    iv_at(L, now);
+    L->iv.failed++;
     close_fd(c);
     bump_progress(L);
 }
@@ -106,48 +149,119 @@ static int set_events(struct loop *L, struct conn *c, bool out)
 static int open_conn(struct loop *L, struct conn *c)
 {
     const struct target *t = L->sh->tgt;
-    c->fd = socket(t->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const struct config *cfg = L->cfg;
+    const struct sockaddr_storage *a = &t->addr[t->chosen];
+    c->fd = socket(a->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         return -1;
     /* Nagle only holds back data sent while earlier data is unacked. A
      * keep-alive connection gets TCP_NODELAY all the same; a one-request
      * connection sends one write into an empty pipe, where Nagle never
-     * waits, so it is spared the syscall (one in seven on that path). */
-    if (L->cfg->keepalive) {
+     * waits, so it is spared the syscall (one in seven on that path). A
+     * body (-p/-u) or TLS writes more than once: those get it too. */
+    if (cfg->keepalive || t->tls || cfg->body_file) {
         int one = 1;
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
+    if (cfg->window) {
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &cfg->window, sizeof cfg->window);
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &cfg->window, sizeof cfg->window);
+    }
+    if (t->locallen && bind(c->fd, (const struct sockaddr *)&t->local, t->locallen) < 0)
+        return -1;
     L->st->connects++;
     /* On loopback the handshake is usually done when connect returns
      * EINPROGRESS, so the request is sent at once without waiting for
      * EPOLLOUT; send says EAGAIN if it was not. */
-    if (connect(c->fd, (const struct sockaddr *)&t->addr, t->addrlen) < 0 &&
+    if (connect(c->fd, (const struct sockaddr *)a, t->addrlen[t->chosen]) < 0 &&
         errno != EINPROGRESS)
         return -1;
+    if (L->tls && !(c->ssl = tls_open(L->tls, c->fd))) {
+        errno = ENOMEM;
+        return -1;
+    }
     return 0;
 }
 
-/* Sends what is left of the request. 0: all sent or waiting for EPOLLOUT;
- * -1: failed, errno set. */
+/* One send of what is left: the head, then the shared body. */
+static ssize_t send_some(struct loop *L, struct conn *c)
+{
+    const struct request *rq = L->sh->req;
+    struct iovec iov[2];
+    int n = 0;
+    if (c->wdone < c->wlen)
+        iov[n++] = (struct iovec){ (char *)c->wstart + c->wdone, c->wlen - c->wdone };
+    size_t bdone = c->wdone > c->wlen ? c->wdone - c->wlen : 0;
+    if (rq->body_len > bdone)
+        iov[n++] = (struct iovec){ (char *)rq->body + bdone, rq->body_len - bdone };
+    if (c->ssl)
+        return tls_send(c->ssl, iov[0].iov_base, iov[0].iov_len, &c->want_out);
+    if (n == 1)
+        return send(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+    return sendmsg(c->fd, &m, MSG_NOSIGNAL);
+}
+
+/* Sends what is left of the request. 0: all sent or waiting for the
+ * socket; -1: failed, errno set. */
 static int send_more(struct loop *L, struct conn *c)
 {
-    while (c->wleft) {
-        ssize_t k = send(c->fd, c->wp, c->wleft, MSG_NOSIGNAL);
+    size_t total = c->wlen + L->sh->req->body_len;
+    c->want_out = true;
+    while (c->wdone < total) {
+        if (!c->connected)
+            c->t_conn = zb_now_ns();   /* ab: connected, writing starts */
+        ssize_t k = send_some(L, c);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN)
-                return set_events(L, c, true);
+                return c->registered && c->out_armed == c->want_out ? 0
+                                                                    : set_events(L, c, c->want_out);
             return -1;
         }
         c->connected = true;
-        c->wp += k;
-        c->wleft -= (size_t)k;
+        c->wdone += (size_t)k;
+        L->st->bytes_sent += (uint64_t)k;
     }
+    c->t_sent = zb_now_ns();
     c->state = S_RECV;
     if (!c->registered || c->out_armed)
         return set_events(L, c, false);
     return 0;
+}
+
+/* The first handshake of the run names protocol and cipher for the report. */
+static void note_tls(struct loop *L, struct conn *c)
+{
+    struct shared *sh = L->sh;
+    int zero = 0;
+    if (atomic_load_explicit(&sh->tls_state, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&sh->tls_state, &zero, 1)) {
+        tls_describe(c->ssl, sh->tls_info, sizeof sh->tls_info, sh->tls_tmpkey,
+                     sizeof sh->tls_tmpkey);
+        atomic_store(&sh->tls_state, 2);
+    }
+}
+
+/* Moves the TLS handshake on; once done, the request goes out. 0: under
+ * way or sent; -1: failed, errno set. */
+static int handshake(struct loop *L, struct conn *c)
+{
+    c->state = S_HANDSHAKE;
+    bool want_out = false;
+    int rc = tls_handshake(c->ssl, &want_out);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return c->registered && c->out_armed == want_out ? 0 : set_events(L, c, want_out);
+    L->st->handshakes++;
+    L->st->resumed += tls_resumed(c->ssl);
+    note_tls(L, c);
+    c->t_conn = zb_now_ns();
+    c->connected = true;
+    c->state = S_SEND;
+    return send_more(L, c);
 }
 
 /* A reused keep-alive connection the server had closed before it saw our
@@ -166,14 +280,15 @@ static int start_io(struct loop *L, struct conn *c)
             count_fail(L, c, F_CONNECT);
             return -1;
         }
-        if (send_more(L, c) == 0)
+        if (c->connected)
+            c->t_conn = c->t_start;    /* keep-alive: no connect time, as ab */
+        if ((c->ssl && !c->connected ? handshake(L, c) : send_more(L, c)) == 0)
             return 0;
         int e = errno;
         if (may_retry(c) && (e == EPIPE || e == ECONNRESET)) {
             c->retried = true;
             close_fd(c);
-            c->wp = c->wstart;
-            c->wleft = c->wlen;
+            c->wdone = 0;
             continue;
         }
         count_fail(L, c, c->connected ? F_SEND : F_CONNECT);
@@ -210,12 +325,14 @@ static void next_request(struct loop *L, struct conn *c, uint64_t now)
             c->next_at += sh->interval_ns;
         c->idx = idx;
         c->t0 = t0;
-        c->deadline = now + (uint64_t)(cfg->timeout * 1e9);
+        c->t_start = now;
+        c->t_first = 0;
+        c->deadline = now + L->timeout_ns;
         c->retried = false;
-        c->wlen = c->wleft = request_for(sh->req, sh->keys, cfg->seed, sh->miss_threshold, idx,
-                                         c->wbuf, &c->wstart);
-        c->wp = c->wstart;
-        resp_reset(&c->resp);
+        c->wlen = request_for(sh->req, sh->keys, cfg->seed, sh->miss_threshold, idx, c->wbuf,
+                              &c->wstart);
+        c->wdone = 0;
+        resp_reset(&c->resp, cfg->head);
         c->resp.server = NULL;
         if (atomic_load_explicit(&sh->first_state, memory_order_relaxed) == 0) {
             c->resp.server = c->server;
@@ -228,13 +345,51 @@ static void next_request(struct loop *L, struct conn *c, uint64_t now)
     }
 }
 
-static void complete(struct loop *L, struct conn *c, bool extra)
+static void log_status(const struct config *cfg, unsigned status)
 {
-    uint64_t now = zb_now_ns();
+    if (status < 200 || status >= 300)
+        printf("WARNING: Response code not 2xx (%u)\n", status);
+    else if (cfg->verbosity >= 3)
+        printf("LOG: Response code = %u\n", status);
+}
+
+static void record(struct loop *L, struct conn *c, uint64_t now)
+{
+    struct stats *s = L->st;
+    uint64_t first = c->t_first ? c->t_first : now;
+    hist_record(&s->lat, now - c->t0);
+    hist_record(&s->total, now - c->t_start);
+    hist_record(&s->connect, c->t_conn - c->t_start);
+    hist_record(&s->processing, now - c->t_conn);
+    hist_record(&s->waiting, first > c->t_sent ? first - c->t_sent : 0);
+    iv_at(L, now);
+    L->iv.completed++;
+    hist_record(&L->iv.lat, now - c->t0);
+    struct worker *w = L->w;
+    if (L->cfg->gnuplot) {
+        if (w->nsamples == w->samples_cap) {
+            size_t cap = w->samples_cap ? w->samples_cap * 2 : 4096;
+            struct sample *p = realloc(w->samples, cap * sizeof *p);
+            if (!p)
+                return;                /* -g loses rows, the report none */
+            w->samples = p;
+            w->samples_cap = cap;
+        }
+        w->samples[w->nsamples++] = (struct sample){
+            .start_ns = c->t_start + (uint64_t)L->sh->realtime_offset_ns,
+            .connect_us = (uint32_t)((c->t_conn - c->t_start) / 1000),
+            .total_us = (uint32_t)((now - c->t_start) / 1000),
+            .wait_us = (uint32_t)((first > c->t_sent ? first - c->t_sent : 0) / 1000),
+        };
+    }
+}
+
+static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
+{
     struct stats *s = L->st;
     struct resp *r = &c->resp;
     struct shared *sh = L->sh;
-    hist_record(&s->lat, now > c->t0 ? now - c->t0 : 0);
+    record(L, c, now);
     s->completed++;
     s->bytes_total += r->total;
     s->bytes_body += r->body;
@@ -242,6 +397,8 @@ static void complete(struct loop *L, struct conn *c, bool extra)
     bool ok = r->status >= 200 && r->status < 300;
     if (!ok)
         s->non2xx++;
+    if (L->cfg->verbosity >= 2)
+        log_status(L->cfg, r->status);
     int fs = atomic_load_explicit(&sh->first_state, memory_order_acquire);
     if (fs == 0) {
         int zero = 0;
@@ -250,7 +407,7 @@ static void complete(struct loop *L, struct conn *c, bool extra)
             sh->doc_length = r->body;
             atomic_store_explicit(&sh->first_state, 2, memory_order_release);
         }
-    } else if (fs == 2 && ok && r->body != sh->doc_length) {
+    } else if (fs == 2 && ok && r->body != sh->doc_length && !L->cfg->variable_length) {
         s->err_length++;       /* as ab: a body unlike the first one */
     }
     bump_progress(L);
@@ -269,15 +426,14 @@ static void on_eof(struct loop *L, struct conn *c, bool reset)
 {
     if (!reset && c->resp.got_any && resp_eof(&c->resp) == R_DONE) {
         close_fd(c);
-        complete(L, c, false);
+        complete(L, c, zb_now_ns(), false);
         return;
     }
     if (may_retry(c)) {
         c->retried = true;
         close_fd(c);
-        c->wp = c->wstart;
-        c->wleft = c->wlen;
-        resp_reset(&c->resp);
+        c->wdone = 0;
+        resp_reset(&c->resp, L->cfg->head);
         if (start_io(L, c) == 0)
             return;
     } else {
@@ -286,19 +442,32 @@ static void on_eof(struct loop *L, struct conn *c, bool reset)
     next_request(L, c, zb_now_ns());
 }
 
+static ssize_t recv_some(struct loop *L, struct conn *c)
+{
+    if (c->ssl)
+        return tls_recv(c->ssl, L->rbuf, RBUF_SIZE, &c->want_out);
+    return recv(c->fd, L->rbuf, RBUF_SIZE, 0);
+}
+
 static void on_readable(struct loop *L, struct conn *c)
 {
     for (;;) {
-        ssize_t k = recv(c->fd, L->rbuf, RBUF_SIZE, 0);
+        ssize_t k = recv_some(L, c);
         if (k > 0) {
             if (c->state == S_WAIT) {          /* bytes nobody asked for */
                 close_fd(c);
                 return;
             }
+            uint64_t now = zb_now_ns();
+            if (!c->t_first) {
+                c->t_first = now;
+                if (L->cfg->verbosity >= 2)
+                    printf("LOG: header received:\n%.*s\n", (int)k, L->rbuf);
+            }
             size_t used;
             int rc = resp_feed(&c->resp, L->rbuf, (size_t)k, &used);
             if (rc == R_DONE) {
-                complete(L, c, used < (size_t)k);
+                complete(L, c, now, used < (size_t)k);
                 return;
             }
             if (rc == R_ERROR) {
@@ -306,14 +475,15 @@ static void on_readable(struct loop *L, struct conn *c)
                 next_request(L, c, zb_now_ns());
                 return;
             }
-            if (k < RBUF_SIZE)
-                return;                        /* drained: more data is a new edge */
-            continue;
+            continue;                          /* until EAGAIN: a FIN may follow */
         }
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0 && errno == EAGAIN)
+        if (k < 0 && errno == EAGAIN) {
+            if (c->ssl && c->want_out != c->out_armed)
+                set_events(L, c, c->want_out);
             return;
+        }
         if (c->state == S_WAIT) {              /* an idle keep-alive closed by the server */
             close_fd(c);
             return;
@@ -323,13 +493,38 @@ static void on_readable(struct loop *L, struct conn *c)
     }
 }
 
+/* Whatever an event reports, the connection's state says what to do. */
+static void on_event(struct loop *L, struct conn *c, uint32_t events)
+{
+    if (c->state == S_HANDSHAKE || c->state == S_SEND) {
+        int rc = c->state == S_HANDSHAKE ? handshake(L, c) : send_more(L, c);
+        if (rc < 0) {
+            int e = errno;
+            if (may_retry(c) && (e == EPIPE || e == ECONNRESET)) {
+                on_eof(L, c, true);
+            } else {
+                count_fail(L, c, c->connected ? F_SEND : F_CONNECT);
+                next_request(L, c, zb_now_ns());
+            }
+            return;
+        }
+        /* Sent: a response (or close) that came with this edge is read
+         * now; still sending: the next edge carries it. */
+        if (c->state != S_RECV || !(events & (EPOLLIN | EPOLLERR | EPOLLHUP) || c->ssl))
+            return;
+    }
+    if (c->state == S_RECV || c->state == S_WAIT)
+        on_readable(L, c);
+}
+
 /* Timeouts, the time limit's grace and SIGINT, every SCAN_NS. */
 static void scan(struct loop *L, uint64_t now)
 {
     struct shared *sh = L->sh;
     bool abandon = atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
                    (sh->end_ns && now >= sh->end_ns + GRACE_NS);
-    for (int i = 0; i < L->n; i++) {
+    iv_at(L, now);                 /* an idle thread still closes its interval */
+    for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state == S_DONE)
             continue;
@@ -348,12 +543,23 @@ static void scan(struct loop *L, uint64_t now)
     }
 }
 
+/* Starts the next CONNECT_BATCH connections. Between two batches the loop
+ * reads what the first ones got back: with -c in the thousands, making
+ * every connect before the first epoll_wait left the answers unread (in
+ * CLOSE-WAIT) and timed every request from before the last connect. */
+static void start_batch(struct loop *L)
+{
+    uint64_t now = zb_now_ns();
+    for (int k = 0; k < CONNECT_BATCH && L->unstarted < L->n; k++)
+        next_request(L, &L->conns[L->unstarted++], now);
+}
+
 /* --rate: starts the parked connections that are due; returns the earliest
  * time still to wait for, or UINT64_MAX. */
 static uint64_t wake_due(struct loop *L, uint64_t now)
 {
     uint64_t next = UINT64_MAX;
-    for (int i = 0; i < L->n; i++) {
+    for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state != S_WAIT)
             continue;
@@ -371,78 +577,87 @@ static int wait_events(struct loop *L, struct epoll_event *ev, uint64_t now, uin
     if (wake < limit) {
         uint64_t d = wake > now ? wake - now : 0;
         struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
-        int n = epoll_pwait2(L->ep, ev, EV_BATCH, &ts, NULL);
-        if (n >= 0 || errno != ENOSYS)
-            return n;
+        if (!L->no_pwait2) {
+            int n = epoll_pwait2(L->ep, ev, EV_BATCH, &ts, NULL);
+            if (n >= 0 || errno != ENOSYS)
+                return n;
+            L->no_pwait2 = true;       /* kernel before 5.11, or valgrind */
+        }
         return epoll_wait(L->ep, ev, EV_BATCH, (int)((d + 999999) / 1000000));
     }
     return epoll_wait(L->ep, ev, EV_BATCH, (int)(SCAN_NS / 1000000));
+}
+
+static void loop_free(struct loop *L, char *wbufs, struct epoll_event *ev)
+{
+    for (int i = 0; L->conns && i < L->n; i++)
+        close_fd(&L->conns[i]);
+    if (L->ep >= 0)
+        close(L->ep);
+    tls_ctx_free(L->tls);
+    free(L->conns);
+    free(L->rbuf);
+    free(wbufs);
+    free(ev);
 }
 
 void *worker_run(void *arg)
 {
     struct worker *w = arg;
     struct shared *sh = w->sh;
-    struct loop L = { .w = w, .sh = sh, .cfg = sh->cfg, .st = &w->st, .n = w->nconns };
+    const struct config *cfg = sh->cfg;
+    struct loop L = { .w = w, .sh = sh, .cfg = cfg, .st = &w->st, .n = w->nconns,
+                      .timeout_ns = (uint64_t)(cfg->timeout * 1e9) };
     L.ep = epoll_create1(EPOLL_CLOEXEC);
     L.conns = calloc((size_t)L.n, sizeof *L.conns);
     L.rbuf = malloc(RBUF_SIZE);
     char *wbufs = malloc((size_t)L.n * (sh->req->maxlen + 1));
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
     bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
+    if (ok && sh->tgt->tls) {
+        L.tls = tls_ctx_new(cfg, sh->sni, sh->tgt->host, w->err, sizeof w->err);
+        ok = L.tls != NULL;
+    } else if (!ok) {
+        snprintf(w->err, sizeof w->err, "out of memory");
+    }
+    w->setup_failed = !ok;
+    hist_init(&L.iv.lat);
     pthread_barrier_wait(&sh->ready);
     pthread_barrier_wait(&sh->go);
     if (!ok) {
         /* No loop, no requests: the others take them all. */
-        free(L.conns);
-        free(L.rbuf);
-        free(wbufs);
-        free(ev);
-        if (L.ep >= 0)
-            close(L.ep);
+        series_thread_at(&sh->series, w->id, UINT64_MAX);
+        loop_free(&L, wbufs, ev);
         return NULL;
     }
     uint64_t now = zb_now_ns();
+    L.iv_end = sh->start_ns + sh->series.interval_ns;
     for (int i = 0; i < L.n; i++) {
         struct conn *c = &L.conns[i];
         c->fd = -1;
+        c->state = S_NEW;
         c->wbuf = wbufs + (size_t)i * (sh->req->maxlen + 1);
         /* --rate: the connections' sends interleave evenly from the start. */
         if (sh->interval_ns)
             c->next_at = sh->start_ns + (uint64_t)(w->first_conn + i) * sh->interval_ns /
-                                            (uint64_t)sh->cfg->concurrency;
+                                            (uint64_t)cfg->concurrency;
         L.active++;
     }
-    for (int i = 0; i < L.n; i++)
-        next_request(&L, &L.conns[i], now);
 
     uint64_t next_scan = now + SCAN_NS, wake = UINT64_MAX;
-    if (sh->interval_ns)
-        wake = wake_due(&L, now);
     while (L.active > 0) {
-        int n = wait_events(&L, ev, now, wake);
+        if (L.unstarted < L.n) {
+            start_batch(&L);
+            now = zb_now_ns();
+            if (sh->interval_ns)
+                wake = wake_due(&L, now);
+        }
+        /* Connections still to start: only look at what is ready now. */
+        int n = wait_events(&L, ev, now, L.unstarted < L.n ? now : wake);
         for (int i = 0; i < n; i++) {
             struct conn *c = ev[i].data.ptr;
-            if (c->fd < 0)
-                continue;
-            if (c->state == S_SEND && (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-                if (send_more(&L, c) < 0) {
-                    int e = errno;
-                    if (may_retry(c) && (e == EPIPE || e == ECONNRESET)) {
-                        on_eof(&L, c, true);
-                    } else {
-                        count_fail(&L, c, c->connected ? F_SEND : F_CONNECT);
-                        next_request(&L, c, zb_now_ns());
-                    }
-                    continue;
-                }
-                /* Sent: a response (or close) that came with this edge
-                 * is read now; still sending: the next edge carries it. */
-                if (c->state != S_RECV || !(ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-                    continue;
-            }
-            if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-                on_readable(&L, c);
+            if (c->fd >= 0)
+                on_event(&L, c, ev[i].events);
         }
         now = zb_now_ns();
         if (sh->interval_ns)
@@ -452,12 +667,8 @@ void *worker_run(void *arg)
             next_scan = now + SCAN_NS;
         }
     }
-    for (int i = 0; i < L.n; i++)
-        close_fd(&L.conns[i]);
-    close(L.ep);
-    free(L.conns);
-    free(L.rbuf);
-    free(wbufs);
-    free(ev);
+    series_flush(&sh->series, w->id, L.iv_idx, &L.iv);
+    series_thread_at(&sh->series, w->id, UINT64_MAX);
+    loop_free(&L, wbufs, ev);
     return NULL;
 }

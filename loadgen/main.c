@@ -1,89 +1,21 @@
-/* loadgen: flags (ab's, parsed with APR's apr_getopt_long like ab itself),
- * the threads, the progress line and the report. */
+/* loadgen: the target, the threads, the clock, the progress line and the
+ * report; `loadgen merge` is merge.c's. */
 #include <apr_general.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "loadgen.h"
 #include "util.h"
-
-static const char usage[] =
-    "Usage: loadgen [OPTIONS] http://HOST[:PORT]/PATH\n"
-    "\n"
-    "An HTTP/1.1 benchmark client: ab's flags and report, wrk's engine (one epoll\n"
-    "loop per thread, non-blocking sockets, no allocation per request). It only\n"
-    "targets this machine: HOST must be localhost, an address in 127.0.0.0/8 or\n"
-    "[::1]. Only http:// URLs.\n"
-    "\n"
-    "Options (ab's letters keep ab's meaning):\n"
-    "  -n, --requests N       requests to perform (default 1; with -t, at most\n"
-    "                         50000000 unless -n is given too)\n"
-    "  -c, --concurrency N    requests in flight at once, one connection each\n"
-    "                         (default 1; at most -n)\n"
-    "  -t, --timelimit SECS   stop issuing requests after SECS seconds; requests in\n"
-    "                         flight get 1 s more, then are abandoned (reported,\n"
-    "                         not failed)\n"
-    "  -d, --duration SECS    the same as -t\n"
-    "  -k, --keepalive        HTTP keep-alive: reuse each connection. Without -k\n"
-    "                         every request opens a new connection and sends\n"
-    "                         'Connection: close', as ab does\n"
-    "  -H, --header 'Name: v' add a request header (repeatable); a Host, User-Agent,\n"
-    "                         Accept or Connection given here replaces loadgen's\n"
-    "  -s, --timeout SECS     fail a request with no whole response after SECS\n"
-    "                         (default 30)\n"
-    "  -q, --quiet            no progress lines on stderr (they are shown only when\n"
-    "                         stderr is a terminal anyway)\n"
-    "      --threads N        event-loop threads, connections spread evenly\n"
-    "                         (default: half the online CPUs, at least 1, at most\n"
-    "                         c; the server under test needs the other half)\n"
-    "      --rate R           constant throughput of R requests/s in total, spread\n"
-    "                         over the connections (as wrk2). Latency is measured\n"
-    "                         from each request's intended send time, so a stalled\n"
-    "                         server shows in the percentiles instead of hiding\n"
-    "                         (coordinated omission)\n"
-    "      --keys FILE        one key a line; the URL's {key} slot takes a key drawn\n"
-    "                         for each request, e.g.\n"
-    "                         http://127.0.0.1:8080/zip/pg/{key}\n"
-    "      --seed S           seed of the draws (default 1). Request number i always\n"
-    "                         gets draw i of splitmix64(S), so the same seed asks for\n"
-    "                         the same keys whatever -c and --threads are\n"
-    "      --miss RATIO       this share (0..1) of requests use a key that is not in\n"
-    "                         FILE: one shaped like a real key (a 7-digit code stays\n"
-    "                         7 digits), checked absent\n"
-    "      --json             print the report as one JSON object on stdout\n"
-    "      --csv FILE         also append the report as a CSV row to FILE ('-' is\n"
-    "                         stdout); the header row is written to a new file\n"
-    "  -V, --version          print the version and exit\n"
-    "  -h, --help             this text\n"
-    "\n"
-    "Counting: a request is complete once its whole response is read (framed by\n"
-    "Content-Length, chunked encoding, or the server closing). Failed requests are\n"
-    "those with no whole response: Connect, Send and Receive errors, Timeout, and\n"
-    "Exceptions (a malformed response). Non-2xx responses are complete, and counted\n"
-    "apart. Length counts 2xx bodies whose length differs from the first response's,\n"
-    "as ab does, but they are not failures. A keep-alive connection that the server\n"
-    "closed before answering is reopened and the request resent once.\n"
-    "\n"
-    "Report: ab's lines, then latency (min, mean, sd, p50, p90, p99, p99.9, max in\n"
-    "microseconds, from a log histogram precise to 1/64) and the client's own CPU\n"
-    "time per completed request.\n"
-    "\n"
-    "Exit status: 0 when every request completed (whatever the HTTP status), 1 when\n"
-    "any request failed (connect, send or receive error, timeout, malformed\n"
-    "response), 2 on bad usage.\n"
-    "\n"
-    "Examples:\n"
-    "  loadgen -k -n 100000 -c 10 http://127.0.0.1:8090/400.html\n"
-    "  loadgen -k -c 50 -t 10 --keys build/ken_all.keys --seed 7 --miss 0.1 --json \\\n"
-    "          'http://127.0.0.1:8080/zip/pg/{key}'\n"
-    "  loadgen -k -c 20 -d 30 --rate 5000 http://127.0.0.1:8080/health\n";
 
 static struct shared *g_shared;
 
@@ -105,148 +37,77 @@ static void *thread_main(void *arg)
 
 static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
 
-static int usage_error(const char *fmt, const char *arg)
+static double realtime_s(void)
 {
-    fputs("loadgen: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    return cli_usage_error("loadgen");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Half the CPUs: loadgen only targets loopback, so the server under test
- * runs on the same machine and needs the other half. On 2 cores one loop
- * measured 1.1-1.4x the req/s of two (docs/RESULTS-loadgen.md): a second
- * loop only takes CPU from the server it is measuring. */
-static int default_threads(void)
+/* Enough descriptors for -c connections, one epoll set per thread and a
+ * few more (stdio, --csv): the soft limit is raised as far as the hard one
+ * allows. A -c beyond that is refused before the run, not turned into
+ * Connect errors half way through it. */
+static int fd_limit_check(const struct config *cfg)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus >= 4 ? (int)(cpus / 2) : 1;
+    rlim_t need = (rlim_t)cfg->concurrency + (rlim_t)cfg->threads + 16;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+        return 0;
+    rlim_t hard = rl.rlim_max;
+    rl.rlim_cur = hard;
+    if (hard >= need && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        return 0;
+    fprintf(stderr,
+            "loadgen: -c %d needs %llu open files (a socket per connection, and %llu more), "
+            "but the limit is %llu: raise it (ulimit -n, as root up to the hard limit) or "
+            "lower -c\n",
+            cfg->concurrency, (unsigned long long)need,
+            (unsigned long long)(need - (rlim_t)cfg->concurrency), (unsigned long long)hard);
+    return ZB_EXIT_USAGE;
 }
 
-enum { O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_RATE };
-
-static int parse_args(int argc, const char *const *argv, struct config *cfg, apr_pool_t *pool)
+/* The name to send as SNI: -H's Host if given, else the URL's host; none
+ * for an address literal (RFC 6066 allows names only) or with -I. */
+static void pick_sni(const struct config *cfg, const struct target *t, char *sni, size_t len)
 {
-    static const apr_getopt_option_t opts[] = {
-        { "requests", 'n', 1, "" },   { "concurrency", 'c', 1, "" }, { "timelimit", 't', 1, "" },
-        { "duration", 'd', 1, "" },   { "keepalive", 'k', 0, "" },   { "header", 'H', 1, "" },
-        { "timeout", 's', 1, "" },    { "quiet", 'q', 0, "" },       { "threads", O_THREADS, 1, "" },
-        { "json", O_JSON, 0, "" },    { "csv", O_CSV, 1, "" },       { "keys", O_KEYS, 1, "" },
-        { "seed", O_SEED, 1, "" },    { "miss", O_MISS, 1, "" },     { "rate", O_RATE, 1, "" },
-        { "version", 'V', 0, "" },    { "help", 'h', 0, "" },        { NULL, 0, 0, NULL },
-    };
-    apr_getopt_t *g;
-    apr_getopt_init(&g, pool, argc, argv);
-    g->interleave = 1;                 /* the URL may come before options */
-    int ch;
-    const char *arg;
-    apr_status_t st;
-    long v;
-    double d;
-    bool have_n = false;
-    int threads = 0;
-    while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
-        switch (ch) {
-        case 'n':
-            if (cli_long("loadgen", "-n", arg, 1, 1L << 50, &v) < 0)
-                return cli_usage_error("loadgen");
-            cfg->requests = (uint64_t)v;
-            have_n = true;
-            break;
-        case 'c':
-            if (cli_long("loadgen", "-c", arg, 1, 100000, &v) < 0)
-                return cli_usage_error("loadgen");
-            cfg->concurrency = (int)v;
-            break;
-        case 't':
-        case 'd':
-            if (cli_double("loadgen", ch == 't' ? "-t" : "-d", arg, 0.001, 1e7, &d) < 0)
-                return cli_usage_error("loadgen");
-            cfg->timelimit = d;
-            break;
-        case 'k': cfg->keepalive = true; break;
-        case 'H':
-            if (!strchr(arg, ':'))
-                return usage_error("-H: '%s' is not 'Name: value'", arg);
-            if (cfg->nheaders == MAX_HEADERS)
-                return usage_error("-H: more than 64 headers%s", "");
-            cfg->headers[cfg->nheaders++] = arg;
-            break;
-        case 's':
-            if (cli_double("loadgen", "-s", arg, 0.001, 1e6, &d) < 0)
-                return cli_usage_error("loadgen");
-            cfg->timeout = d;
-            break;
-        case 'q': cfg->quiet = true; break;
-        case O_THREADS:
-            if (cli_long("loadgen", "--threads", arg, 1, 1024, &v) < 0)
-                return cli_usage_error("loadgen");
-            threads = (int)v;
-            break;
-        case O_JSON: cfg->json = true; break;
-        case O_CSV: cfg->csv = arg; break;
-        case O_KEYS: cfg->keyfile = arg; break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(arg, &end, 0);
-            if (errno || end == arg || *end || *arg == '-')
-                return usage_error("--seed: '%s' is not a whole number >= 0", arg);
-            cfg->seed = s;
-            break;
+    sni[0] = 0;
+    if (!t->tls || cfg->no_sni)
+        return;
+    const char *host = t->host;
+    size_t n = strlen(host);
+    for (int i = 0; i < cfg->nheaders; i++)
+        if (!strncasecmp(cfg->headers[i], "Host:", 5)) {
+            host = cfg->headers[i] + 5;
+            while (*host == ' ' || *host == '\t')
+                host++;
+            n = strcspn(host, ": \t");
         }
-        case O_MISS:
-            if (cli_double("loadgen", "--miss", arg, 0, 1, &d) < 0)
-                return cli_usage_error("loadgen");
-            cfg->miss = d;
-            break;
-        case O_RATE:
-            if (cli_double("loadgen", "--rate", arg, 0.001, 1e9, &d) < 0)
-                return cli_usage_error("loadgen");
-            cfg->rate = d;
-            break;
-        case 'V':
-            printf("loadgen %s (ab-compatible flags, epoll engine)\n", LOADGEN_VERSION);
-            exit(ZB_EXIT_OK);
-        case 'h':
-            fputs(usage, stdout);
-            exit(ZB_EXIT_OK);
-        }
-    }
-    if (st != APR_EOF)
-        return cli_usage_error("loadgen");
-    if (g->ind >= argc)
-        return usage_error("no URL given%s", "");
-    if (g->ind + 1 < argc)
-        return usage_error("unexpected argument '%s' (one URL only)", g->argv[g->ind + 1]);
-    cfg->url = g->argv[g->ind];       /* APR permutes its own copy of argv */
-    if (cfg->timelimit > 0 && !have_n)
-        cfg->requests = 50000000;
-    if ((uint64_t)cfg->concurrency > cfg->requests) {
-        fprintf(stderr, "loadgen: -c %d is more than the %llu requests of -n: some "
-                "connections would have nothing to do\n", cfg->concurrency,
-                (unsigned long long)cfg->requests);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)n, host);
+    unsigned char ip[16];
+    if (inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1)
+        return;
+    snprintf(sni, len, "%s", name);
+}
+
+static int check_target(const struct config *cfg, const struct target *t)
+{
+    if (!t->tls && (cfg->verify || cfg->tls_resume || cfg->ciphers || cfg->tls_protocol ||
+                    cfg->client_cert)) {
+        fprintf(stderr, "loadgen: --verify, --cacert, --tls-resume, -Z, -f and -E need an "
+                        "https:// URL\n");
         return cli_usage_error("loadgen");
     }
-    if (cfg->miss > 0 && !cfg->keyfile)
-        return usage_error("--miss needs --keys FILE%s", "");
-    cfg->threads = threads ? threads : default_threads();
-    if (cfg->threads > cfg->concurrency)
-        cfg->threads = cfg->concurrency;
+    if (t->tls && cfg->proxy) {
+        fprintf(stderr, "loadgen: -X with an https:// URL needs a CONNECT tunnel, which "
+                        "loadgen does not make\n");
+        return cli_usage_error("loadgen");
+    }
     return 0;
 }
 
-/* Enough descriptors for -c connections and a few more. */
-static void raise_fd_limit(int need)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)need + 64) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
-static void progress(struct worker *w, int nw, const struct config *cfg, const struct shared *sh)
+static void progress(struct worker *w, int nw, const struct config *cfg, struct shared *sh)
 {
     uint64_t beat = cfg->requests / 10 < 100 ? 100 : cfg->requests / 10;
     bool by_time = cfg->timelimit > 0 && cfg->requests == 50000000;
@@ -254,6 +115,7 @@ static void progress(struct worker *w, int nw, const struct config *cfg, const s
     while (atomic_load(&running) > 0) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
+        series_collect(&sh->series, false);
         if (!cfg->progress)
             continue;
         uint64_t done = 0;
@@ -275,145 +137,311 @@ static void progress(struct worker *w, int nw, const struct config *cfg, const s
     }
 }
 
-int main(int argc, const char *const *argv)
+/* --start-at: waits for the wall-clock moment; being late is said, not fatal. */
+static void wait_start(const struct config *cfg)
 {
-    apr_pool_t *pool;
-    apr_app_initialize(&argc, &argv, NULL);
-    atexit(apr_terminate);
-    apr_pool_create(&pool, NULL);
+    if (!cfg->start_at_ms)
+        return;
+    struct timespec at = { (time_t)(cfg->start_at_ms / 1000),
+                           (long)(cfg->start_at_ms % 1000) * 1000000 };
+    double late = realtime_s() - (double)cfg->start_at_ms / 1000.0;
+    if (late > 0) {
+        fprintf(stderr, "loadgen: --start-at was %.0f ms ago; starting now\n", late * 1000);
+        return;
+    }
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
 
-    struct config cfg = { .requests = 1, .concurrency = 1, .timeout = 30, .seed = 1 };
-    int rc = parse_args(argc, argv, &cfg, pool);
-    if (rc)
-        return rc;
-    cfg.progress = !cfg.quiet && isatty(STDERR_FILENO);
+static void kv_str(FILE *f, const char *key, const char *v)
+{
+    fprintf(f, " %s=\"", key);
+    for (; v && *v; v++) {
+        if (*v == '"' || *v == '\\')
+            fputc('\\', f);
+        fputc(*v == '\n' || *v == '\r' ? ' ' : *v, f);
+    }
+    fputc('"', f);
+}
 
+static void kv_hist(FILE *f, const char *key, const struct hist *h)
+{
+    fprintf(f, " %s=%llu:%llu:%llu:%llu", key, (unsigned long long)hist_count(h),
+            (unsigned long long)h->sum, (unsigned long long)hist_min(h),
+            (unsigned long long)hist_max(h));
+}
+
+/* The log's end: ab's Connection Times histograms over the whole run as
+ * tagged lines, and the counts and names a merge needs, as a comment. */
+static void hdrlog_trailer(FILE *f, const struct result *r)
+{
+    const struct stats *s = &r->st;
+    hdrlog_line(f, "connect", 0, r->seconds, &s->connect);
+    hdrlog_line(f, "processing", 0, r->seconds, &s->processing);
+    hdrlog_line(f, "waiting", 0, r->seconds, &s->waiting);
+    hdrlog_line(f, "total", 0, r->seconds, &s->total);
+    fprintf(f, "#[loadgen summary:");
+    const struct { const char *k; uint64_t v; } n[] = {
+        { "completed", s->completed }, { "non2xx", s->non2xx },
+        { "keepalive_requests", s->keepalive_reqs }, { "connections", s->connects },
+        { "abandoned", s->abandoned }, { "failed_connect", s->err_connect },
+        { "failed_receive", s->err_recv }, { "failed_send", s->err_send },
+        { "failed_timeout", s->err_timeout }, { "failed_exceptions", s->err_except },
+        { "length_mismatch", s->err_length }, { "bytes_total", s->bytes_total },
+        { "bytes_html", s->bytes_body }, { "bytes_sent", s->bytes_sent },
+        { "handshakes", s->handshakes }, { "resumed", s->resumed },
+        { "doc_length", r->doc_length },
+    };
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        fprintf(f, " %s=%llu", n[i].k, (unsigned long long)n[i].v);
+    fprintf(f, " concurrency=%d threads=%d port=%d keepalive=%d tls=%d posted=%d"
+               " variable_length=%d seconds=%.6f cpu_user_s=%.6f cpu_sys_s=%.6f rate=%.10g",
+            r->concurrency, r->threads, r->port, r->keepalive, r->tls, r->posted,
+            r->cfg->variable_length, r->seconds, r->cpu_user, r->cpu_sys, r->rate);
+    kv_str(f, "server", r->server);
+    kv_str(f, "host", r->host);
+    kv_str(f, "path", r->path);
+    kv_str(f, "method", r->cfg->method);
+    kv_str(f, "tls_info", r->tls_info);
+    kv_str(f, "tls_tmpkey", r->tls_tmpkey);
+    kv_str(f, "tls_sni", r->tls_sni);
+    kv_hist(f, "lat", &s->lat);
+    kv_hist(f, "connect", &s->connect);
+    kv_hist(f, "processing", &s->processing);
+    kv_hist(f, "waiting", &s->waiting);
+    kv_hist(f, "total", &s->total);
+    fprintf(f, "]\n");
+}
+
+/* The report's outputs; 0, or 1 if a file could not be written. */
+static int write_reports(const struct config *cfg, const struct result *res, struct worker *w)
+{
+    int rc = 0;
+    if (cfg->json)
+        report_json(res);
+    else
+        report_text(res);
+    fflush(stdout);
+    if (cfg->csv && report_csv(res, cfg->csv) < 0) {
+        fprintf(stderr, "loadgen: --csv: cannot write '%s': %s\n", cfg->csv, strerror(errno));
+        rc = ZB_EXIT_FAIL;
+    }
+    if (cfg->percentile_csv && report_percentile_csv(res, cfg->percentile_csv) < 0) {
+        fprintf(stderr, "loadgen: -e: cannot write '%s': %s\n", cfg->percentile_csv,
+                strerror(errno));
+        rc = ZB_EXIT_FAIL;
+    }
+    if (cfg->gnuplot) {
+        const struct sample *rows[cfg->threads];
+        size_t nrows[cfg->threads];
+        for (int i = 0; i < cfg->threads; i++) {
+            rows[i] = w[i].samples;
+            nrows[i] = w[i].nsamples;
+        }
+        if (report_gnuplot(rows, nrows, cfg->threads, cfg->gnuplot) < 0) {
+            fprintf(stderr, "loadgen: -g: cannot write '%s': %s\n", cfg->gnuplot,
+                    strerror(errno));
+            rc = ZB_EXIT_FAIL;
+        }
+    }
+    return rc;
+}
+
+static int run(struct config *cfg)
+{
     char err[512];
     static struct target tgt;
-    if (url_parse(cfg.url, &tgt, err, sizeof err) < 0) {
+    if (url_parse(cfg->url, &tgt, err, sizeof err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err);
         return cli_usage_error("loadgen");
     }
+    int rc = check_target(cfg, &tgt);
+    if (rc)
+        return rc;
+    char sni[256];
+    pick_sni(cfg, &tgt, sni, sizeof sni);
+    if (tgt.tls) {             /* bad -Z, -f, -E or --cacert: say so before the run */
+        struct tls_ctx *probe = tls_ctx_new(cfg, sni[0] ? sni : NULL, tgt.host, err, sizeof err);
+        if (!probe) {
+            fprintf(stderr, "loadgen: %s\n", err);
+            return cli_usage_error("loadgen");
+        }
+        tls_ctx_free(probe);
+    }
+    if (target_resolve(&tgt, cfg->proxy, cfg->bind_addr, cfg->timeout, err, sizeof err) < 0) {
+        fprintf(stderr, "loadgen: %s\n", err);
+        return ZB_EXIT_FAIL;
+    }
     struct keys keys;
     struct keys *kp = NULL;
-    if (cfg.keyfile) {
-        if (keys_load(&keys, cfg.keyfile, cfg.miss, cfg.seed, err, sizeof err) < 0) {
+    if (cfg->keyfile) {
+        if (keys_load(&keys, cfg->keyfile, cfg->miss, cfg->seed, err, sizeof err) < 0) {
             fprintf(stderr, "loadgen: %s\n", err);
             return ZB_EXIT_USAGE;
         }
         kp = &keys;
     }
     struct request req;
-    if (request_build(&req, &cfg, &tgt, kp, err, sizeof err) < 0) {
+    if (request_build(&req, cfg, &tgt, kp, err, sizeof err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err);
+        if (kp)
+            keys_free(kp);
         return cli_usage_error("loadgen");
+    }
+    if (cfg->verbosity >= 2)           /* as ab prints it; a {key} slot shows empty */
+        printf("INFO: %s header == \n---\n%.*s%.*s\n---\n", cfg->method, (int)req.prelen,
+               req.pre, (int)req.postlen, req.post);
+    FILE *hdr = NULL;
+    if (cfg->hdr_log && !(hdr = fopen(cfg->hdr_log, "w"))) {
+        fprintf(stderr, "loadgen: --hdr-log: cannot write '%s': %s\n", cfg->hdr_log,
+                strerror(errno));
+        request_free(&req);
+        if (kp)
+            keys_free(kp);
+        return ZB_EXIT_USAGE;
     }
 
     static struct shared sh;
-    sh.cfg = &cfg;
+    sh.cfg = cfg;
     sh.tgt = &tgt;
     sh.req = &req;
     sh.keys = kp;
-    sh.miss_threshold = (uint64_t)(cfg.miss * 4294967296.0);
-    if (cfg.rate > 0)
-        sh.interval_ns = (uint64_t)((double)cfg.concurrency * 1e9 / cfg.rate);
-    strcpy(sh.server, "");
+    sh.sni = sni[0] ? sni : NULL;
+    sh.miss_threshold = (uint64_t)(cfg->miss * 4294967296.0);
+    if (cfg->rate > 0)
+        sh.interval_ns = (uint64_t)((double)cfg->concurrency * 1e9 / cfg->rate);
     g_shared = &sh;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_sigint);
-    raise_fd_limit(cfg.concurrency);
 
-    struct worker *w = calloc((size_t)cfg.threads, sizeof *w);
-    pthread_t *tid = calloc((size_t)cfg.threads, sizeof *tid);
-    if (!w || !tid) {
+    struct worker *w = calloc((size_t)cfg->threads, sizeof *w);
+    pthread_t *tid = calloc((size_t)cfg->threads, sizeof *tid);
+    if (!w || !tid || series_init(&sh.series, 0, (uint64_t)(cfg->interval * 1e9),
+                                  cfg->threads) < 0) {
         fprintf(stderr, "loadgen: out of memory\n");
         return ZB_EXIT_FAIL;
     }
-    if (!cfg.json) {
+    if (!cfg->json) {
         printf("This is loadgen %s, an ab-compatible benchmark client\n\n", LOADGEN_VERSION);
-        printf("Benchmarking %s (be patient)%s\n", tgt.host, cfg.progress ? "" : "...");
+        printf("Benchmarking %s ", tgt.host);
+        if (cfg->proxy)
+            printf("[through %s:%d] ", tgt.connect_host, tgt.connect_port);
+        printf("(be patient)%s", cfg->progress ? "\n" : "...");
         fflush(stdout);
     }
 
     struct rusage ru0, ru1;
-    pthread_barrier_init(&sh.ready, NULL, (unsigned)cfg.threads + 1);
-    pthread_barrier_init(&sh.go, NULL, (unsigned)cfg.threads + 1);
+    pthread_barrier_init(&sh.ready, NULL, (unsigned)cfg->threads + 1);
+    pthread_barrier_init(&sh.go, NULL, (unsigned)cfg->threads + 1);
     int first = 0;
-    atomic_store(&running, cfg.threads);
-    for (int i = 0; i < cfg.threads; i++) {
+    atomic_store(&running, cfg->threads);
+    for (int i = 0; i < cfg->threads; i++) {
         w[i].sh = &sh;
         w[i].id = i;
         w[i].first_conn = first;
-        w[i].nconns = cfg.concurrency / cfg.threads + (i < cfg.concurrency % cfg.threads);
+        w[i].nconns = cfg->concurrency / cfg->threads + (i < cfg->concurrency % cfg->threads);
         first += w[i].nconns;
-        hist_init(&w[i].st.lat);
+        stats_init(&w[i].st);
         if (pthread_create(&tid[i], NULL, thread_main, &w[i]) != 0) {
             fprintf(stderr, "loadgen: cannot start thread %d\n", i);
             return ZB_EXIT_FAIL;
         }
     }
     pthread_barrier_wait(&sh.ready);
+    wait_start(cfg);
     getrusage(RUSAGE_SELF, &ru0);
+    double start_epoch = realtime_s();
     sh.start_ns = zb_now_ns();
-    if (cfg.timelimit > 0)
-        sh.end_ns = sh.start_ns + (uint64_t)(cfg.timelimit * 1e9);
-    pthread_barrier_wait(&sh.go);
-    progress(w, cfg.threads, &cfg, &sh);
-    struct result res = { .cfg = &cfg, .tgt = &tgt, .sh = &sh };
-    hist_init(&res.st.lat);
-    uint64_t last = 0;
-    for (int i = 0; i < cfg.threads; i++) {
-        pthread_join(tid[i], NULL);
-        struct stats *s = &w[i].st, *t = &res.st;
-        t->completed += s->completed;
-        t->non2xx += s->non2xx;
-        t->keepalive_reqs += s->keepalive_reqs;
-        t->connects += s->connects;
-        t->abandoned += s->abandoned;
-        t->err_connect += s->err_connect;
-        t->err_recv += s->err_recv;
-        t->err_send += s->err_send;
-        t->err_timeout += s->err_timeout;
-        t->err_except += s->err_except;
-        t->err_length += s->err_length;
-        t->bytes_total += s->bytes_total;
-        t->bytes_body += s->bytes_body;
-        if (s->last_done_ns > last)
-            last = s->last_done_ns;
-        hist_merge(&t->lat, &s->lat);
+    sh.realtime_offset_ns = (int64_t)(start_epoch * 1e9) - (int64_t)sh.start_ns;
+    sh.series.start_ns = sh.start_ns;
+    if (hdr) {
+        hdrlog_header(hdr, start_epoch, cfg->interval, cfg->cmdline);
+        sh.series.hdr = hdr;
     }
-    uint64_t end = zb_now_ns();
+    if (cfg->timelimit > 0)
+        sh.end_ns = sh.start_ns + (uint64_t)(cfg->timelimit * 1e9);
+    pthread_barrier_wait(&sh.go);
+    progress(w, cfg->threads, cfg, &sh);
+
+    struct result res = { .cfg = cfg, .url = cfg->url, .host = tgt.host, .path = tgt.path,
+                          .port = tgt.port, .concurrency = cfg->concurrency,
+                          .threads = cfg->threads, .agents = 1, .keepalive = cfg->keepalive,
+                          .tls = tgt.tls, .posted = cfg->body_file != NULL, .rate = cfg->rate,
+                          .server = sh.server, .tls_info = sh.tls_info,
+                          .tls_tmpkey = sh.tls_tmpkey, .tls_sni = sni,
+                          .start_epoch_s = start_epoch };
+    stats_init(&res.st);
+    const char *setup_err = NULL;
+    for (int i = 0; i < cfg->threads; i++) {
+        pthread_join(tid[i], NULL);
+        stats_add(&res.st, &w[i].st);
+        if (w[i].setup_failed && !setup_err)
+            setup_err = w[i].err;
+    }
+    uint64_t end = zb_now_ns(), last = res.st.last_done_ns;
     getrusage(RUSAGE_SELF, &ru1);
     /* Time taken runs to the last response, as ab's does; a run cut by ^C
-     * lasted until the cut, one whose stragglers -t abandoned, until -t. */
+     * lasted until the cut. One that -t ended lasted -t at least (at 0.5
+     * req/s the last response may come long before it), or exactly -t if
+     * it abandoned stragglers. */
     uint64_t stop = last ? last : end;
+    if (sh.end_ns && end >= sh.end_ns)
+        stop = res.st.abandoned || last < sh.end_ns ? sh.end_ns : last;
     if (atomic_load(&sh.stop))
         stop = end;
-    if (res.st.abandoned && sh.end_ns)
-        stop = sh.end_ns;
     res.seconds = (double)(stop - sh.start_ns) / 1e9;
     res.cpu_user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
     res.cpu_sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+    res.doc_length = sh.doc_length;
+    sh.series.end_ns = stop > last ? stop : last;
+    series_collect(&sh.series, true);
+    res.points = sh.series.points;
+    res.npoints = sh.series.npoints;
 
-    uint64_t failed = result_failed(&res.st);
-    if (cfg.progress)
+    uint64_t failed = stats_failed(&res.st);
+    if (!cfg->json)
+        printf("%s", cfg->progress ? "" : "..done\n");
+    if (cfg->progress)
         fprintf(stderr, "Finished %llu requests\n",
                 (unsigned long long)(res.st.completed + failed));
-    if (cfg.json)
-        report_json(&res);
-    else
-        report_text(&res);
-    if (cfg.csv && report_csv(&res, cfg.csv) < 0) {
-        fprintf(stderr, "loadgen: --csv: cannot write '%s'\n", cfg.csv);
-        rc = ZB_EXIT_FAIL;
+    if (setup_err)
+        fprintf(stderr, "loadgen: a thread could not start: %s\n", setup_err);
+    if (res.st.err_connect && tls_first_error()[0])
+        fprintf(stderr, "loadgen: %s\n", tls_first_error());
+    rc = write_reports(cfg, &res, w);
+    if (hdr) {
+        hdrlog_trailer(hdr, &res);
+        if (fclose(hdr) != 0) {
+            fprintf(stderr, "loadgen: --hdr-log: cannot write '%s'\n", cfg->hdr_log);
+            rc = ZB_EXIT_FAIL;
+        }
     }
-    fflush(stdout);
+    for (int i = 0; i < cfg->threads; i++)
+        free(w[i].samples);
     free(w);
     free(tid);
+    series_free(&sh.series);
     pthread_barrier_destroy(&sh.ready);
     pthread_barrier_destroy(&sh.go);
     request_free(&req);
     if (kp)
         keys_free(kp);
-    return failed ? ZB_EXIT_FAIL : rc;
+    /* A run that completed nothing measured nothing: not a success. */
+    return failed || !res.st.completed ? ZB_EXIT_FAIL : rc;
+}
+
+int main(int argc, const char *const *argv)
+{
+    apr_app_initialize(&argc, &argv, NULL);
+    atexit(apr_terminate);
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return merge_main(argc - 1, argv + 1);
+    static struct config cfg;
+    int rc = args_parse(argc, argv, &cfg);
+    if (!rc)
+        rc = fd_limit_check(&cfg);
+    if (!rc)
+        rc = run(&cfg);
+    free(cfg.body);
+    return rc;
 }

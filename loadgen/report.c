@@ -1,16 +1,17 @@
-/* The run's report: ab's text layout (same labels, same order, so scripts
- * written for ab still read it), then the latency table and client CPU;
- * or the same figures as one JSON object, or a CSV row. */
+/* The run's report. The text is ab's: the same labels in the same order,
+ * the Connection Times table and the percentile table (with -S and -d as
+ * in ab), so scripts written for ab still read it; loadgen's own lines
+ * (timeouts, TLS handshakes, latency in microseconds, client CPU) follow
+ * ab's. The same figures as one JSON object, or as CSV rows; and ab's -e
+ * and -g files. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "loadgen.h"
-
-uint64_t result_failed(const struct stats *s)
-{
-    return s->err_connect + s->err_recv + s->err_send + s->err_timeout + s->err_except;
-}
 
 static double rps(const struct result *r)
 {
@@ -24,54 +25,141 @@ static double cpu_us_per_req(const struct result *r)
 
 static double us(uint64_t ns) { return (double)ns / 1000.0; }
 
+/* ab rounds microseconds to milliseconds: (us + 500) / 1000. */
+static long long ms(double ns) { return ((long long)(ns / 1000.0) + 500) / 1000; }
+
+/* The sample standard deviation (ab's: n - 1), in ms. */
+static double sd_ms(const struct hist *h)
+{
+    uint64_t n = hist_count(h);
+    double sd = hist_stddev(h);
+    return n > 1 ? sd * sqrt((double)n / (double)(n - 1)) / 1e6 : 0;
+}
+
+/* ab's Connection Times (ms) table, from the histograms. */
+static void connection_times(const struct result *r)
+{
+    const struct stats *s = &r->st;
+    const struct { const char *label; const struct hist *h; const char *what; } row[] = {
+        { "Connect:    ", &s->connect, "the initial connection time" },
+        { "Processing: ", &s->processing, "the processing time" },
+        { "Waiting:    ", &s->waiting, "the waiting time" },
+        { "Total:      ", &s->total, "the total time" },
+    };
+    printf("\nConnection Times (ms)\n");
+    if (r->cfg->no_confidence) {
+        printf("              min   avg   max\n");
+        for (int i = 0; i < 4; i++)
+            printf("%s%5lld %5lld%5lld\n", row[i].label, ms((double)hist_min(row[i].h)),
+                   ms(hist_mean(row[i].h)), ms((double)hist_max(row[i].h)));
+        return;
+    }
+    printf("              min  mean[+/-sd] median   max\n");
+    for (int i = 0; i < 4; i++)
+        printf("%s%5lld %4lld %5.1f %6lld %7lld\n", row[i].label, ms((double)hist_min(row[i].h)),
+               ms(hist_mean(row[i].h)), sd_ms(row[i].h),
+               ms((double)hist_percentile(row[i].h, 50)), ms((double)hist_max(row[i].h)));
+    /* ab's warnings when mean and median are far apart. */
+    for (int i = 0; i < 4; i++) {
+        double mean = (double)ms(hist_mean(row[i].h));
+        double median = (double)ms((double)hist_percentile(row[i].h, 50));
+        double sd = sd_ms(row[i].h), d = fabs(mean - median);
+        if (d > 2 * sd)
+            printf("ERROR: The median and mean for %s are more than twice the standard\n"
+                   "       deviation apart. These results are NOT reliable.\n", row[i].what);
+        else if (d > sd)
+            printf("WARNING: The median and mean for %s are not within a normal deviation\n"
+                   "        These results are probably not that reliable.\n", row[i].what);
+    }
+}
+
+static const int percs[] = { 50, 66, 75, 80, 90, 95, 98, 99 };
+
 void report_text(const struct result *r)
 {
     const struct stats *s = &r->st;
     const struct config *c = r->cfg;
-    uint64_t failed = result_failed(s);
-    uint64_t done = s->completed;
+    uint64_t failed = stats_failed(s), done = s->completed;
     printf("\n\n");
-    printf("Server Software:        %s\n", r->sh->server);
-    printf("Server Hostname:        %s\n", r->tgt->host);
-    printf("Server Port:            %d\n", r->tgt->port);
+    printf("Server Software:        %s\n", r->server);
+    printf("Server Hostname:        %s\n", r->host);
+    printf("Server Port:            %d\n", r->port);
+    if (r->tls && r->tls_info[0])
+        printf("SSL/TLS Protocol:       %s\n", r->tls_info);
+    if (r->tls && r->tls_tmpkey[0])
+        printf("Server Temp Key:        %s\n", r->tls_tmpkey);
+    if (r->tls && r->tls_sni && r->tls_sni[0])
+        printf("TLS Server Name:        %s\n", r->tls_sni);
     printf("\n");
-    printf("Document Path:          %s\n", r->tgt->path);
-    printf("Document Length:        %llu bytes\n", (unsigned long long)r->sh->doc_length);
+    printf("Document Path:          %s\n", r->path);
+    if (c->variable_length)
+        printf("Document Length:        Variable\n");
+    else
+        printf("Document Length:        %llu bytes\n", (unsigned long long)r->doc_length);
     printf("\n");
-    printf("Concurrency Level:      %d\n", c->concurrency);
+    printf("Concurrency Level:      %d\n", r->concurrency);
     printf("Time taken for tests:   %.3f seconds\n", r->seconds);
     printf("Complete requests:      %llu\n", (unsigned long long)done);
     printf("Failed requests:        %llu\n", (unsigned long long)failed);
     if (failed || s->err_length)
-        printf("   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu, Send: %llu, "
-               "Timeout: %llu)\n",
+        printf("   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu)\n",
                (unsigned long long)s->err_connect, (unsigned long long)s->err_recv,
-               (unsigned long long)s->err_length, (unsigned long long)s->err_except,
-               (unsigned long long)s->err_send, (unsigned long long)s->err_timeout);
-    if (s->err_length)
-        printf("   (Length: 2xx bodies unlike the first; counted complete, not failed)\n");
+               (unsigned long long)s->err_length, (unsigned long long)s->err_except);
+    if (s->err_send)
+        printf("Write errors:           %llu\n", (unsigned long long)s->err_send);
+    if (s->err_timeout)
+        printf("Timeouts:               %llu (no whole response within -s)\n",
+               (unsigned long long)s->err_timeout);
     if (s->non2xx)
         printf("Non-2xx responses:      %llu\n", (unsigned long long)s->non2xx);
+    if (r->keepalive)
+        printf("Keep-Alive requests:    %llu\n", (unsigned long long)s->keepalive_reqs);
+    printf("Total transferred:      %llu bytes\n", (unsigned long long)s->bytes_total);
+    if (r->posted)
+        printf("Total body sent:        %llu\n", (unsigned long long)s->bytes_sent);
+    printf("HTML transferred:       %llu bytes\n", (unsigned long long)s->bytes_body);
+    if (r->seconds > 0 && done) {
+        printf("Requests per second:    %.2f [#/sec] (mean)\n", rps(r));
+        printf("Time per request:       %.3f [ms] (mean)\n",
+               (double)r->concurrency * r->seconds * 1000.0 / (double)done);
+        printf("Time per request:       %.3f [ms] (mean, across all concurrent requests)\n",
+               r->seconds * 1000.0 / (double)done);
+        printf("Transfer rate:          %.2f [Kbytes/sec] received\n",
+               (double)s->bytes_total / 1024.0 / r->seconds);
+        if (r->posted) {
+            printf("                        %.2f kb/s sent\n",
+                   (double)s->bytes_sent / 1024.0 / r->seconds);
+            printf("                        %.2f kb/s total\n",
+                   (double)(s->bytes_total + s->bytes_sent) / 1024.0 / r->seconds);
+        }
+    }
+    if (done) {
+        connection_times(r);
+        if (!c->no_percentiles && done > 1) {
+            printf("\nPercentage of the requests served within a certain time (ms)\n");
+            for (size_t i = 0; i < sizeof percs / sizeof percs[0]; i++)
+                printf("  %d%%  %5lld\n", percs[i],
+                       ms((double)hist_percentile(&s->total, percs[i])));
+            printf(" 100%%  %5lld (longest request)\n", ms((double)hist_max(&s->total)));
+        }
+    }
+
+    /* loadgen's own lines, after ab's */
+    printf("\n");
+    if (s->err_length)
+        printf("Length: 2xx bodies unlike the first: %llu (counted complete, not failed)\n",
+               (unsigned long long)s->err_length);
     if (s->abandoned)
         printf("Abandoned at the end:   %llu (in flight when the time limit ran out)\n",
                (unsigned long long)s->abandoned);
-    if (c->keepalive)
-        printf("Keep-Alive requests:    %llu\n", (unsigned long long)s->keepalive_reqs);
-    printf("Total transferred:      %llu bytes\n", (unsigned long long)s->bytes_total);
-    printf("HTML transferred:       %llu bytes\n", (unsigned long long)s->bytes_body);
-    printf("Requests per second:    %.2f [#/sec] (mean)\n", rps(r));
-    if (done) {
-        printf("Time per request:       %.3f [ms] (mean)\n",
-               (double)c->concurrency * r->seconds * 1000.0 / (double)done);
-        printf("Time per request:       %.3f [ms] (mean, across all concurrent requests)\n",
-               r->seconds * 1000.0 / (double)done);
-    }
-    printf("Transfer rate:          %.2f [Kbytes/sec] received\n",
-           r->seconds > 0 ? (double)s->bytes_total / 1024.0 / r->seconds : 0);
-    if (c->rate > 0)
-        printf("Target rate:            %.0f [#/sec] (latency from the intended send time)\n",
-               c->rate);
-    printf("\n");
+    if (r->rate > 0)
+        printf("Target rate:            %.10g [#/sec] (latency from the intended send time)\n",
+               r->rate);
+    if (r->tls)
+        printf("TLS handshakes:         %llu (%llu resumed)\n", (unsigned long long)s->handshakes,
+               (unsigned long long)s->resumed);
+    if (r->agents > 1)
+        printf("Agents merged:          %d\n", r->agents);
     const struct hist *h = &s->lat;
     printf("Latency (us)      min      mean    [+/-sd]      p50      p90      p99    p99.9      max\n");
     printf("Total:      %9.0f %9.1f %10.1f %8.0f %8.0f %8.0f %8.0f %8.0f\n", us(hist_min(h)),
@@ -81,14 +169,14 @@ void report_text(const struct result *r)
     printf("\n");
     printf("Client CPU:             %.3f s user, %.3f s sys; %.2f us per request "
            "(%d thread%s, %llu connections)\n",
-           r->cpu_user, r->cpu_sys, cpu_us_per_req(r), c->threads, c->threads == 1 ? "" : "s",
+           r->cpu_user, r->cpu_sys, cpu_us_per_req(r), r->threads, r->threads == 1 ? "" : "s",
            (unsigned long long)s->connects);
 }
 
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
+    for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch == '"' || ch == '\\')
             fprintf(f, "\\%c", ch);
@@ -100,54 +188,135 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* sep, then "key":"value" */
+static void json_kv(FILE *f, const char *sep, const char *key, const char *v)
+{
+    fprintf(f, "%s\"%s\":", sep, key);
+    json_str(f, v);
+}
+
+static void json_times(FILE *f, const char *name, const struct hist *h)
+{
+    fprintf(f, "\"%s\":{\"min\":%.3f,\"mean\":%.3f,\"sd\":%.3f,\"median\":%.3f,\"max\":%.3f}", name,
+            (double)hist_min(h) / 1e6, hist_mean(h) / 1e6, sd_ms(h),
+            (double)hist_percentile(h, 50) / 1e6, (double)hist_max(h) / 1e6);
+}
+
 void report_json(const struct result *r)
 {
     const struct stats *s = &r->st;
-    const struct config *c = r->cfg;
     const struct hist *h = &s->lat;
     FILE *f = stdout;
-    fprintf(f, "{\"url\":");
-    json_str(f, c->url);
-    fprintf(f, ",\"server\":");
-    json_str(f, r->sh->server);
-    fprintf(f, ",\"host\":");
-    json_str(f, r->tgt->host);
-    fprintf(f, ",\"port\":%d,\"path\":", r->tgt->port);
-    json_str(f, r->tgt->path);
+    json_kv(f, "{", "url", r->url);
+    json_kv(f, ",", "server", r->server);
+    json_kv(f, ",", "host", r->host);
+    fprintf(f, ",\"port\":%d", r->port);
+    json_kv(f, ",", "path", r->path);
+    json_kv(f, ",", "method", r->cfg->method);
     fprintf(f,
-            ",\"doc_length\":%llu,\"concurrency\":%d,\"threads\":%d,\"keepalive\":%s,"
-            "\"rate\":%.0f,\"requests\":%llu,\"completed\":%llu,\"failed\":%llu,"
-            "\"failed_connect\":%llu,\"failed_receive\":%llu,\"failed_send\":%llu,"
+            ",\"doc_length\":%llu,\"concurrency\":%d,\"threads\":%d,\"agents\":%d,"
+            "\"keepalive\":%s,\"rate\":%.10g,\"requests\":%llu,\"completed\":%llu,"
+            "\"failed\":%llu,\"failed_connect\":%llu,\"failed_receive\":%llu,\"failed_send\":%llu,"
             "\"failed_timeout\":%llu,\"failed_exceptions\":%llu,\"length_mismatch\":%llu,"
             "\"non2xx\":%llu,\"keepalive_requests\":%llu,\"connections\":%llu,\"abandoned\":%llu,"
-            "\"bytes_total\":%llu,\"bytes_html\":%llu,\"seconds\":%.6f,\"rps\":%.2f,",
-            (unsigned long long)r->sh->doc_length, c->concurrency, c->threads,
-            c->keepalive ? "true" : "false", c->rate,
-            (unsigned long long)(s->completed + result_failed(s)),
-            (unsigned long long)s->completed, (unsigned long long)result_failed(s),
+            "\"bytes_total\":%llu,\"bytes_html\":%llu,\"bytes_sent\":%llu,\"start_epoch_s\":%.3f,"
+            "\"seconds\":%.6f,\"rps\":%.2f,",
+            (unsigned long long)r->doc_length, r->concurrency, r->threads, r->agents ? r->agents : 1,
+            r->keepalive ? "true" : "false", r->rate,
+            (unsigned long long)(s->completed + stats_failed(s)),
+            (unsigned long long)s->completed, (unsigned long long)stats_failed(s),
             (unsigned long long)s->err_connect, (unsigned long long)s->err_recv,
             (unsigned long long)s->err_send, (unsigned long long)s->err_timeout,
             (unsigned long long)s->err_except, (unsigned long long)s->err_length,
             (unsigned long long)s->non2xx, (unsigned long long)s->keepalive_reqs,
             (unsigned long long)s->connects, (unsigned long long)s->abandoned,
-            (unsigned long long)s->bytes_total, (unsigned long long)s->bytes_body, r->seconds,
-            rps(r));
+            (unsigned long long)s->bytes_total, (unsigned long long)s->bytes_body,
+            (unsigned long long)s->bytes_sent, r->start_epoch_s, r->seconds, rps(r));
+    if (r->tls) {
+        json_kv(f, "\"tls\":{", "protocol", r->tls_info);
+        json_kv(f, ",", "temp_key", r->tls_tmpkey);
+        json_kv(f, ",", "server_name", r->tls_sni);
+        fprintf(f, ",\"handshakes\":%llu,\"resumed\":%llu},", (unsigned long long)s->handshakes,
+                (unsigned long long)s->resumed);
+    }
     fprintf(f,
             "\"latency_us\":{\"min\":%.1f,\"mean\":%.1f,\"stddev\":%.1f,\"p50\":%.1f,"
             "\"p90\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},",
             us(hist_min(h)), hist_mean(h) / 1000.0, hist_stddev(h) / 1000.0,
             us(hist_percentile(h, 50)), us(hist_percentile(h, 90)), us(hist_percentile(h, 99)),
             us(hist_percentile(h, 99.9)), us(hist_max(h)));
-    fprintf(f, "\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f}\n", r->cpu_user,
+    fprintf(f, "\"connection_times_ms\":{");
+    json_times(f, "connect", &s->connect);
+    fputc(',', f);
+    json_times(f, "processing", &s->processing);
+    fputc(',', f);
+    json_times(f, "waiting", &s->waiting);
+    fputc(',', f);
+    json_times(f, "total", &s->total);
+    fprintf(f, "},\"intervals\":[");
+    for (size_t i = 0; i < r->npoints; i++) {
+        const struct point *p = &r->points[i];
+        fprintf(f,
+                "%s{\"t\":%.3f,\"len\":%.3f,\"completed\":%llu,\"failed\":%llu,\"rps\":%.2f,"
+                "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}",
+                i ? "," : "", p->t, p->len, (unsigned long long)p->completed,
+                (unsigned long long)p->failed, p->len > 0 ? (double)p->completed / p->len : 0,
+                p->p50_us, p->p99_us, p->max_us);
+    }
+    fprintf(f, "],\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f}\n", r->cpu_user,
             r->cpu_sys, cpu_us_per_req(r));
 }
 
-/* One row per run; the header only when the file is new or empty, so runs
- * append into one table. */
-int report_csv(const struct result *r, const char *path)
+/* CSV: one table for runs and their intervals. The first column says which
+ * a row is: "total" for a whole run, else the interval's start in seconds
+ * from the run's start (its length in the seconds column). */
+static void csv_header(FILE *f)
 {
+    fprintf(f, "interval,url,concurrency,threads,keepalive,rate,requests,completed,failed,non2xx,"
+               "seconds,rps,lat_min_us,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,"
+               "lat_p999_us,lat_max_us,cpu_user_s,cpu_sys_s,cpu_us_per_req\n");
+}
+
+static void csv_url(FILE *f, const char *url)
+{
+    fputc('"', f);
+    for (; url && *url; url++) {
+        if (*url == '"')
+            fputc('"', f);
+        fputc(*url, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_row(FILE *f, const struct result *r, const char *interval,
+                    const struct point *p)
+{
+    fprintf(f, "%s,", interval);
+    csv_url(f, r->url);
+    fprintf(f, ",%d,%d,%d,%.10g,", r->concurrency, r->threads, r->keepalive, r->rate);
+    if (p) {
+        fprintf(f, "%llu,%llu,%llu,,%.3f,%.2f,,,%.1f,,%.1f,,%.1f,,,\n",
+                (unsigned long long)(p->completed + p->failed), (unsigned long long)p->completed,
+                (unsigned long long)p->failed, p->len,
+                p->len > 0 ? (double)p->completed / p->len : 0, p->p50_us, p->p99_us, p->max_us);
+        return;
+    }
     const struct stats *s = &r->st;
     const struct hist *h = &s->lat;
+    fprintf(f, "%llu,%llu,%llu,%llu,%.6f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.6f,%.6f,%.3f\n",
+            (unsigned long long)(s->completed + stats_failed(s)),
+            (unsigned long long)s->completed, (unsigned long long)stats_failed(s),
+            (unsigned long long)s->non2xx, r->seconds, rps(r), us(hist_min(h)),
+            hist_mean(h) / 1000.0, us(hist_percentile(h, 50)), us(hist_percentile(h, 90)),
+            us(hist_percentile(h, 99)), us(hist_percentile(h, 99.9)), us(hist_max(h)), r->cpu_user,
+            r->cpu_sys, cpu_us_per_req(r));
+}
+
+/* Appends the run's interval rows and its total row to path ('-' is
+ * stdout); the header only when the file is new or empty, so runs append
+ * into one table. */
+int report_csv(const struct result *r, const char *path)
+{
     bool to_stdout = !strcmp(path, "-");
     struct stat sb;
     bool header = to_stdout || stat(path, &sb) != 0 || sb.st_size == 0;
@@ -155,21 +324,69 @@ int report_csv(const struct result *r, const char *path)
     if (!f)
         return -1;
     if (header)
-        fprintf(f, "url,concurrency,threads,keepalive,rate,requests,completed,failed,non2xx,"
-                   "seconds,rps,lat_min_us,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,"
-                   "lat_p999_us,lat_max_us,cpu_user_s,cpu_sys_s,cpu_us_per_req\n");
-    fprintf(f, "\"%s\",%d,%d,%d,%.0f,%llu,%llu,%llu,%llu,%.6f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,"
-               "%.1f,%.1f,%.6f,%.6f,%.3f\n",
-            r->cfg->url, r->cfg->concurrency, r->cfg->threads, r->cfg->keepalive, r->cfg->rate,
-            (unsigned long long)(s->completed + result_failed(s)),
-            (unsigned long long)s->completed, (unsigned long long)result_failed(s),
-            (unsigned long long)s->non2xx, r->seconds, rps(r), us(hist_min(h)),
-            hist_mean(h) / 1000.0, us(hist_percentile(h, 50)), us(hist_percentile(h, 90)),
-            us(hist_percentile(h, 99)), us(hist_percentile(h, 99.9)), us(hist_max(h)),
-            r->cpu_user, r->cpu_sys, cpu_us_per_req(r));
+        csv_header(f);
+    for (size_t i = 0; i < r->npoints; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "%g", r->points[i].t);
+        csv_row(f, r, label, &r->points[i]);
+    }
+    csv_row(f, r, "total", NULL);
     if (to_stdout)
-        fflush(f);
-    else if (fclose(f) != 0)
+        return fflush(f) == 0 ? 0 : -1;
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ab's -e: the time (ms) within which each percentage was served. */
+int report_percentile_csv(const struct result *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
         return -1;
-    return 0;
+    const struct hist *h = &r->st.total;
+    fprintf(f, "Percentage served,Time in ms\n");
+    for (int i = 0; i <= 100; i++)
+        fprintf(f, "%d,%.3f\n", i, (double)hist_percentile(h, i) / 1e6);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int by_total(const void *a, const void *b)
+{
+    const struct sample *x = a, *y = b;
+    return (x->total_us > y->total_us) - (x->total_us < y->total_us);
+}
+
+/* ab's -g: one row per request, sorted by total time as ab leaves them. */
+int report_gnuplot(const struct sample *const *rows, const size_t *nrows, int nsets,
+                   const char *path)
+{
+    size_t n = 0;
+    for (int i = 0; i < nsets; i++)
+        n += nrows[i];
+    struct sample *all = malloc((n ? n : 1) * sizeof *all);
+    FILE *f = all ? fopen(path, "w") : NULL;
+    if (!f) {
+        free(all);
+        return -1;
+    }
+    size_t k = 0;
+    for (int i = 0; i < nsets; i++) {
+        memcpy(all + k, rows[i], nrows[i] * sizeof *all);
+        k += nrows[i];
+    }
+    qsort(all, n, sizeof *all, by_total);
+    fprintf(f, "starttime\tseconds\tctime\tdtime\tttime\twait\n");
+    for (size_t i = 0; i < n; i++) {
+        time_t t = (time_t)(all[i].start_ns / 1000000000u);
+        struct tm tm;
+        char when[64];
+        localtime_r(&t, &tm);
+        strftime(when, sizeof when, "%a %b %d %H:%M:%S %Y", &tm);
+        long long c = ((long long)all[i].connect_us + 500) / 1000;
+        long long tt = ((long long)all[i].total_us + 500) / 1000;
+        long long d = ((long long)all[i].total_us - all[i].connect_us + 500) / 1000;
+        long long w = ((long long)all[i].wait_us + 500) / 1000;
+        fprintf(f, "%s\t%lld\t%lld\t%lld\t%lld\t%lld\n", when, (long long)t, c, d, tt, w);
+    }
+    free(all);
+    return fclose(f) == 0 ? 0 : -1;
 }

@@ -225,25 +225,10 @@ int main(int argc, const char *const *argv)
 
     /* The backends to serve, named ones checked before anything starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
-    int nchosen = 0;
-    if (!backends || !strcmp(backends, "all")) {
-        nchosen = conf_all_backends(&conf, chosen);
-    } else {
-        char list[1024];
-        snprintf(list, sizeof list, "%s", backends);
-        for (char *save, *name = strtok_r(list, ",", &save); name;
-             name = strtok_r(NULL, ",", &save)) {
-            const struct backend_conf *bc = conf_backend(&conf, name);
-            if (!bc) {
-                fprintf(stderr, "server: --backends: no backend '%s' in %s\n", name, conf_file);
-                goto out_conf;
-            }
-            bool dup = false;
-            for (int j = 0; j < nchosen; j++)
-                dup |= chosen[j] == bc;
-            if (!dup)
-                chosen[nchosen++] = bc;
-        }
+    int nchosen = conf_select(&conf, backends, chosen, &err);
+    if (nchosen < 0) {
+        fprintf(stderr, "server: --backends: %s\n", err.msg);
+        goto out_conf;
     }
     rc = ZB_EXIT_FAIL;
     if (nchosen == 0) {

@@ -104,6 +104,8 @@ static void print_json(const struct sb_figure *f)
     printf("]");
     if (!strcmp(f->experiment, "writers"))
         printf(",\"busy_retries\":%lld", f->retries);
+    if (f->bytes > 0)
+        printf(",\"bytes\":%lld", f->bytes);
     printf("}\n");
     fflush(stdout);
 }
@@ -390,6 +392,56 @@ static void report_writers(const struct sb_target *targets, int nt)
            "still gets SQLITE_BUSY is retried and counted (summed over the runs).\n\n");
 }
 
+static void report_as3ap(const struct sb_target *targets, int nt)
+{
+    heading("AS3AP-style run over the postal data");
+    static const char *const head[] = { "backend", "test", "n", "seconds", "per s",
+                                        "client user+sys s", "durability" };
+    struct table t;
+    t_init(&t, 7, head, "llrrrrl");
+    for (int b = 0; b < nt; b++)
+        for (int i = 0; i < nfigs; i++) {
+            const struct sb_figure *f = &figs[i];
+            if (strcmp(f->experiment, "as3ap") || strcmp(f->backend, targets[b].bc->name))
+                continue;
+            char n[32], s[128], rate[48], cpu[48];
+            snprintf(n, sizeof n, "%lld", f->n);
+            double med = sb_median(f->real, f->runs);
+            if (f->bytes > 0) {
+                snprintf(s, sizeof s, "%.1f MiB", (double)f->bytes / 1048576.0);
+                snprintf(rate, sizeof rate, "-");
+                snprintf(cpu, sizeof cpu, "-");
+            } else {
+                spread(s, sizeof s, f, 1);
+                snprintf(rate, sizeof rate, "%.0f", med > 0 ? (double)f->n / med : 0);
+                snprintf(cpu, sizeof cpu, "%.3f + %.3f", sb_median(f->user, f->runs),
+                         sb_median(f->sys, f->runs));
+            }
+            t_row(&t, f->backend, f->test, n, s, rate, cpu, f->sync);
+        }
+    t_print(&t);
+    printf("n: rows loaded, or statements run (all users together in the multi-user\n"
+           "mixes, each update its own transaction); the size row is in MiB.\n\n");
+}
+
+static void report_calibrate(void)
+{
+    heading("The machine's own costs (per operation)");
+    static const char *const head[] = { "test", "target", "n", "µs per operation" };
+    struct table t;
+    t_init(&t, 4, head, "llrr");
+    for (int i = 0; i < nfigs; i++) {
+        const struct sb_figure *f = &figs[i];
+        if (strcmp(f->experiment, "calibrate"))
+            continue;
+        char n[32], s[128];
+        snprintf(n, sizeof n, "%lld", f->n);
+        spread(s, sizeof s, f, 1e6 / (double)f->n);
+        t_row(&t, f->test, f->backend, n, s);
+    }
+    t_print(&t);
+}
+
 void sb_report_experiment(const char *experiment, const struct sb_target *targets, int ntargets)
 {
     if (format == SB_JSON)
@@ -398,8 +450,12 @@ void sb_report_experiment(const char *experiment, const struct sb_target *target
         report_speed(targets, ntargets);
     else if (!strcmp(experiment, "txn"))
         report_txn(targets, ntargets);
-    else
+    else if (!strcmp(experiment, "writers"))
         report_writers(targets, ntargets);
+    else if (!strcmp(experiment, "as3ap"))
+        report_as3ap(targets, ntargets);
+    else
+        report_calibrate();
     fflush(stdout);
 }
 
@@ -413,6 +469,27 @@ int sb_execf(struct backend *b, struct zb_err *err, const char *fmt, ...)
     if (n < 0 || (size_t)n >= sizeof sql)
         return zb_fail(err, ZB_ERR_INPUT, "statement too long");
     return b->drv->exec(b->db, sql, err);
+}
+
+int sb_open(struct backend *b, const struct sb_target *t, enum zb_sync level, struct zb_err *err)
+{
+    char desc[160];
+    if (backend_open(b, t->bc, err) < 0)
+        return -1;
+    if (level != ZB_SYNC_DEFAULT && b->drv->set_sync(b->db, level, desc, sizeof desc, err) < 0) {
+        backend_close(b);
+        return -1;
+    }
+    return 0;
+}
+
+bool sb_retryable(const struct sb_target *t, const struct zb_err *err)
+{
+    if (t->is_sqlite)
+        return strstr(err->msg, "database is locked") || strstr(err->msg, "busy");
+    if (t->is_mysql)
+        return strstr(err->msg, "(1213)") || strstr(err->msg, "(1205)");
+    return strstr(err->msg, "deadlock detected") != NULL;
 }
 
 void sb_drop(struct backend *b, const char *prefix, const char *const *names, int n)

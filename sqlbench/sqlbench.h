@@ -1,6 +1,7 @@
 /* sqlbench: SQL micro-benchmarks run the same way on every backend of the
- * config. main.c reads the flags, speed.c/txn.c/writers.c run the
- * experiments and hand their figures to report.c, which prints them. */
+ * config. main.c reads the flags, speed.c, txn.c, writers.c (with files.c,
+ * its file-system form), as3ap.c and calibrate.c run the experiments and
+ * hand their figures to report.c, which prints them. */
 #ifndef ZB_SQLBENCH_H
 #define ZB_SQLBENCH_H
 
@@ -17,20 +18,31 @@ struct sb_opts {
     double max_seconds;    /* txn: cap per case over all its runs */
     bool quick;
     const char *prefix;    /* table names: PREFIXt1, PREFIXjobs, ... */
+    const char *scratch;   /* SQLite scratch files, file targets, the fsync file */
+    const char *dataset;   /* as3ap: the postal codes */
+    int users;             /* as3ap: connections of the multi-user phase */
+    enum zb_sync sync;     /* as3ap: durability of every connection (DEFAULT: as is) */
     /* derived sizes */
     int speed_rows;        /* 30,000 */
     int speed_stmts;       /* 1,000 */
     int txn_max;           /* 10,000 */
+    int linear;            /* writers: one writer's inserts, 10,000 */
     int writers, inserts;  /* 100 x 1,000 */
     int workers, tasks;    /* 100 x 100 */
+    int as3ap_ops;         /* as3ap: statements per user in the multi-user phase */
+    int calib_n;           /* calibrate: connections per run (the others are multiples) */
 };
 
-/* One backend as the experiments see it. */
+/* Where a target keeps its records: a database, or one file per record. */
+enum sb_store { SB_SQL = 0, SB_FILES, SB_FILES_SYNC };
+
+/* One backend (or file target) as the experiments see it. */
 struct sb_target {
-    const struct backend_conf *bc;
+    const struct backend_conf *bc;  /* for a file target only its name is set */
     char version[96];
     char sync_default[160]; /* set_sync(DEFAULT) description */
     bool is_sqlite, is_mysql;
+    enum sb_store store;
 };
 
 /* One measured figure: up to SB_MAX_REPEAT runs of the same thing. */
@@ -45,6 +57,7 @@ struct sb_figure {
     double real[SB_MAX_REPEAT], user[SB_MAX_REPEAT], sys[SB_MAX_REPEAT];
     bool extrapolated;
     long long retries;       /* writers on SQLite: SQLITE_BUSY retries, summed */
+    long long bytes;         /* as3ap: the table's size on disk after the run (0: none) */
     const char *unit;        /* for the rate column: "rows", "inserts", "tasks"; NULL: none */
 };
 
@@ -76,9 +89,35 @@ int sb_execf(struct backend *b, struct zb_err *err, const char *fmt, ...)
 /* DROP TABLE IF EXISTS for each PREFIX name, errors ignored. */
 void sb_drop(struct backend *b, const char *prefix, const char *const *names, int n);
 
+/* Errors a concurrent writer may get and should simply try again after:
+ * SQLITE_BUSY, a deadlock or lock wait timeout. */
+bool sb_retryable(const struct sb_target *t, const struct zb_err *err);
+
+/* backend_open, then the durability level asked for (DEFAULT: none). */
+int sb_open(struct backend *b, const struct sb_target *t, enum zb_sync level, struct zb_err *err);
+
 /* The experiments: 0 when every figure was measured, -1 with err. */
 int sb_speed(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
 int sb_txn(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
 int sb_writers(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
+int sb_as3ap(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
+int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err);
+int sb_calibrate_connect(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
+
+/* ---- the file targets (files.c): one file per record in a directory ---- */
+
+/* Fills a file target's version and durability description. */
+void sb_files_describe(struct sb_target *t);
+/* The target's directory under the scratch directory, emptied and made. */
+int sb_files_reset(const struct sb_opts *o, const struct sb_target *t, char *dir, size_t len,
+                   struct zb_err *err);
+/* Writes body as the file dir/name, wholly replacing it: plainly, or (files_sync)
+ * to name.tmp, fsync'ed and renamed over name. */
+int sb_files_put(const struct sb_target *t, const char *dir, const char *name, const char *body,
+                 struct zb_err *err);
+int sb_files_remove(const char *dir, const char *name, struct zb_err *err);
+/* Files in dir (-1 if it cannot be read), and the directory removed. */
+long long sb_files_count(const char *dir);
+void sb_files_drop(const char *dir);
 
 #endif

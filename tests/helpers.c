@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -139,8 +140,12 @@ int http_status(const char *buf)
 
 pid_t spawn_server(const char *conf, int port, const char *log, const char *args)
 {
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
+        /* Dies with the test that started it, even one that failed (or
+         * timed out) before its term_server: no server is left behind. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(127);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 2);
@@ -184,4 +189,49 @@ int term_server(pid_t pid)
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     return -1;
+}
+
+bool port_is_free(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* No SO_REUSEADDR: a port a connection still holds (TIME-WAIT) is not free. */
+    bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+int free_port(int from)
+{
+    for (int p = from; p < 32768; p++)
+        if (port_is_free(p))
+            return p;
+    return -1;
+}
+
+int test_port(int preferred)
+{
+    static struct { int preferred, chosen; } memo[16];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (memo[i].preferred == preferred)
+            return memo[i].chosen;
+    int chosen = preferred;
+    for (bool taken = true; taken && chosen > 0;) {
+        chosen = free_port(chosen);
+        taken = false;
+        for (int i = 0; i < n; i++)
+            if (memo[i].chosen == chosen)   /* another server of the run's */
+                taken = true;
+        if (taken)
+            chosen++;
+    }
+    if (chosen > 0 && n < (int)(sizeof memo / sizeof memo[0])) {
+        memo[n].preferred = preferred;
+        memo[n++].chosen = chosen;
+    }
+    return chosen > 0 ? chosen : preferred;
 }

@@ -36,12 +36,24 @@ int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t ou
 /* The HTTP status of a response in buf ("HTTP/1.x NNN"), -1 if none. */
 int http_status(const char *buf);
 /* Starts "$ZB_WRAP build/bin/server --conf conf --port port ARGS" with its
- * output in log; returns its pid (the server's own: exec through sh). */
+ * output in log; returns its pid (the server's own: exec through sh). It
+ * gets SIGTERM when the process that started it dies. */
 pid_t spawn_server(const char *conf, int port, const char *log, const char *args);
 /* Waits up to 15 s until it answers /health (any status); false if it
  * exited first. */
 bool await_server(pid_t pid, int port);
 /* SIGTERM and the exit status (-1 if it had to be SIGKILLed). */
 int term_server(pid_t pid);
+
+/* ---- ports: tests pick free ones, so two trees' runs do not collide ---- */
+/* Nothing holds 127.0.0.1:port, not even a connection in TIME-WAIT. */
+bool port_is_free(int port);
+/* The first free port from `from` up, below the ephemeral range (32768); -1 if none. */
+int free_port(int from);
+/* The port a test's server should use: preferred if it is free the first
+ * time it is asked for, else the next free one; the same answer for the
+ * rest of the process (ask first in the fixture, before Check forks the
+ * tests, and they inherit it). */
+int test_port(int preferred);
 
 #endif

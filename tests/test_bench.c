@@ -100,7 +100,8 @@ START_TEST(quick_run_produces_every_table)
     ck_assert_msg(nginx_before || !running("scripts/nginx"), "the quick run left nginx running");
     ck_assert_msg(apache_before || !running("scripts/apache"), "the quick run left Apache running");
     ck_assert_int_eq(our_processes("bin/server"), 0);
-    static const char *const parts[] = { "load", "server", "php", "sql", "loadgen", "bulk" };
+    static const char *const parts[] = { "calibrate", "load", "bulk", "server", "php", "sql", "as3ap",
+                                         "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];
         snprintf(rest, sizeof rest, "bench/quick/RESULTS-%s.md", parts[i]);
@@ -120,9 +121,23 @@ START_TEST(quick_run_produces_every_table)
 }
 END_TEST
 
+/* The driver's own arithmetic (the .test.mjs files of bench/test: the median's
+ * interval, when a cell stops, how it prints), with Node's test runner. */
+START_TEST(driver_unit_tests)
+{
+    char out[16384];
+    int rc = run_cmd(out, sizeof out, "node --test bench/test/");
+    ck_assert_msg(rc == 0, "node --test bench/test/: exit %d: %s", rc, out);
+}
+END_TEST
+
 Suite *suite_bench(void)
 {
     Suite *s = suite_create("bench");
+    TCase *u = tcase_create("driver");
+    tcase_add_test(u, driver_unit_tests);
+    tcase_set_timeout(u, 120);
+    suite_add_tcase(s, u);
     TCase *t = tcase_create("smoke");
     tcase_add_test(t, quick_run_produces_every_table);
     tcase_set_timeout(t, 900);

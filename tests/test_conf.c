@@ -1,6 +1,7 @@
 /* The config file: defaults, overrides, and errors that name file, line, key. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf.h"
@@ -34,13 +35,17 @@ START_TEST(shipped_config_loads)
     ck_assert_int_eq(c.nbackends, 6);
     /* The poolers' sections reach pg's data: not part of "all". */
     const struct backend_conf *all[ZB_MAX_BACKENDS];
-    ck_assert_int_eq(conf_all_backends(&c, all), 4);
+    ck_assert_int_eq(conf_select(&c, "all", all, &err), 4);
+    ck_assert_int_eq(conf_select(&c, NULL, all, &err), 4);
+    ck_assert_int_eq(conf_select(&c, "pg,pg_bouncer", all, &err), 2);
     ck_assert(conf_backend(&c, "pg_bouncer")->named_only && !conf_backend(&c, "pg_bouncer")->prepare);
     ck_assert_str_eq(conf_backend(&c, "pg_pool")->application_name, "zipbench-primary");
     ck_assert(conf_backend(&c, "pg")->prepare && !conf_backend(&c, "pg")->named_only);
     const struct backend_conf *pg = conf_backend(&c, "pg");
     ck_assert_str_eq(pg->driver, "pg");
-    ck_assert_int_eq(pg->port, 55432);
+    /* ${ZB_PG_PORT:-25432}: below the ephemeral range, unless the environment says */
+    ck_assert_int_eq(pg->port, getenv("ZB_PG_PORT") ? atoi(getenv("ZB_PG_PORT")) : 25432);
+    ck_assert_str_eq(pg->password_file, "build/db/pgpass");
     ck_assert_str_eq(conf_backend(&c, "myisam")->engine, "MyISAM");
     ck_assert_str_eq(conf_backend(&c, "sqlite")->table, "zipcode");
     ck_assert_str_eq(c.server.bind, "127.0.0.1");
@@ -86,6 +91,28 @@ START_TEST(errors_name_file_line_and_key)
 }
 END_TEST
 
+/* ${NAME} and ${NAME:-DEFAULT} take the environment; errors name the line. */
+START_TEST(environment_variables_in_values)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    setenv("ZB_TEST_PORT", "25999", 1);
+    unsetenv("ZB_TEST_UNSET");
+    ck_assert_msg(load_text(&c, "[backend x]\ndriver = pg\nport = ${ZB_TEST_PORT:-1}\n"
+                                "socket = /d/${ZB_TEST_UNSET:-run}/s\nuser = ${ZB_TEST_PORT}\n",
+                            &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(conf_backend(&c, "x")->port, 25999);
+    ck_assert_str_eq(conf_backend(&c, "x")->socket, "/d/run/s");
+    ck_assert_str_eq(conf_backend(&c, "x")->user, "25999");
+    conf_free(&c);
+    expect_error("[backend x]\ndriver = pg\nport = ${ZB_TEST_UNSET}\n",
+                 ":3: port: environment variable ZB_TEST_UNSET is not set");
+    expect_error("[backend x]\ndriver = pg\nport = ${ZB_TEST_PORT\n", ":3: port: '${ZB_TEST_PORT' is not ${NAME}");
+    expect_error("[backend x]\ndriver = pg\nuser = ${A-b}\n", ":3: user: '${A-b}' is not ${NAME}");
+    unsetenv("ZB_TEST_PORT");
+}
+END_TEST
+
 /* libinih (Debian's build) reads 199 bytes of a line and parses the rest
  * as a line of its own: a long line is an error, never two settings. */
 START_TEST(long_lines_are_an_error)
@@ -120,6 +147,7 @@ Suite *suite_conf(void)
     TCase *t = tcase_create("conf");
     tcase_add_test(t, shipped_config_loads);
     tcase_add_test(t, errors_name_file_line_and_key);
+    tcase_add_test(t, environment_variables_in_values);
     tcase_add_test(t, long_lines_are_an_error);
     suite_add_tcase(s, t);
     return s;

@@ -44,6 +44,12 @@ END_TEST
 START_TEST(http_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/http", fuzz_http), 0); }
 END_TEST
 
+START_TEST(resp_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/resp", fuzz_resp), 0); }
+END_TEST
+
+START_TEST(hdrlog_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/hdrlog", fuzz_hdrlog), 0); }
+END_TEST
+
 Suite *suite_fuzz(void)
 {
     Suite *s = suite_create("fuzz");
@@ -51,6 +57,8 @@ Suite *suite_fuzz(void)
     tcase_add_test(t, kenall_corpus);
     tcase_add_test(t, csv_corpus);
     tcase_add_test(t, http_corpus);
+    tcase_add_test(t, resp_corpus);
+    tcase_add_test(t, hdrlog_corpus);
     tcase_set_timeout(t, 60);
     suite_add_tcase(s, t);
     return s;

@@ -16,7 +16,7 @@
 #include "helpers.h"
 
 #define ROWS 300
-#define PORT 18091
+#define PORT test_port(18091)   /* the test's own Apache */
 
 static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
 static char dir[1024], csv[1100], truth[1100], keys[1100], sqlite_path[1100], env[6000];

@@ -33,8 +33,8 @@
 #include "util.h"
 
 #define ROWS 2000
-#define PORT 18090
-#define PORT2 18091
+#define PORT test_port(18090)
+#define PORT2 test_port(18091)
 #define TIMEOUT_S 3       /* connection_timeout_s of the test config */
 #define QUERY_TIMEOUT_MS 1000 /* pg and innodb: a frozen database is given up after this */
 #define IDLE 10000

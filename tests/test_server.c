@@ -29,8 +29,8 @@
 #include "util.h"
 
 #define ROWS 3000
-#define PORT 18080
-#define PORT2 18089   /* the CLI tests' own server (scripts/bench-php uses 18081) */
+#define PORT test_port(18080)
+#define PORT2 test_port(18089)   /* the CLI tests' own server (scripts/bench-php uses 18081) */
 #define NB 4
 
 static const char *const backends[NB] = { "sqlite", "pg", "innodb", "myisam" };
@@ -701,7 +701,9 @@ START_TEST(cli_exit_codes_and_clean_stop)
     ck_assert_msg(!strncmp(raw, "HTTP/1.1 404", 12), "%.200s", raw);
     ck_assert_int_eq(term_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
-    ck_assert_msg(strstr(out, "zipbench server listening on 127.0.0.1:18089, ") &&
+    char listening[64];
+    snprintf(listening, sizeof listening, "zipbench server listening on 127.0.0.1:%d, ", PORT2);
+    ck_assert_msg(strstr(out, listening) &&
                   strstr(out, "backends: sqlite pg") && strstr(out, "stopped"), "%s", out);
 }
 END_TEST

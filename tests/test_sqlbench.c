@@ -1,11 +1,13 @@
 /* sqlbench against the real servers: every experiment yields its figures
- * on every backend (what the figures are is the benchmark's business, not
- * the test's), the time cap extrapolates, and usage errors exit 2. */
+ * on every backend and, for writers, on the file targets (what the figures
+ * are is the benchmark's business, not the test's), the time cap
+ * extrapolates, and usage errors exit 2. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
 
@@ -60,7 +62,8 @@ START_TEST(all_quick_on_every_backend)
                       figures("speed", b), out);
         /* 3 durability levels x 4 sizes (1..1,000 at --quick) x separate, single */
         ck_assert_msg(figures("txn", b) == 24, "%s: %d txn figures: %.4000s", b, figures("txn", b), out);
-        ck_assert_msg(figures("writers", b) == 2, "%s: %d writers figures: %.4000s", b,
+        /* one writer, many writers, the job queue */
+        ck_assert_msg(figures("writers", b) == 3, "%s: %d writers figures: %.4000s", b,
                       figures("writers", b), out);
     }
     ck_assert_ptr_nonnull(strstr(out, "\"busy_retries\":"));
@@ -98,6 +101,75 @@ START_TEST(time_cap_extrapolates)
 }
 END_TEST
 
+START_TEST(writers_on_the_file_system)
+{
+    int rc = sqlbench("writers --json --scale 0.01 --repeat 2 --backends files,files_sync");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_int_eq(figures("writers", "files"), 3);
+    ck_assert_int_eq(figures("writers", "files_sync"), 3);
+    ck_assert_ptr_nonnull(strstr(out, "\"sync\":\"write NAME.tmp, fsync, rename over NAME\""));
+    /* the records' directories are gone after the run */
+    struct stat st;
+    ck_assert_msg(stat(build_path("test/sqlbench/sqlbench-files"), &st) != 0, "files left behind");
+    ck_assert_msg(stat(build_path("test/sqlbench/sqlbench-files_sync"), &st) != 0, "files left behind");
+    /* no file-system form: skipped with a word, not an error */
+    rc = sqlbench("speed --scale 0.01 --backends files");
+    ck_assert_msg(rc == 0 && strstr(out, "no file-system form"), "exit %d: %s", rc, out);
+}
+END_TEST
+
+/* Figures of experiment e on backend b whose test starts with `test`. */
+static int figures_named(const char *e, const char *b, const char *test)
+{
+    char want[256];
+    snprintf(want, sizeof want, "{\"experiment\":\"%s\",\"test\":\"%s", e, test);
+    char be[64];
+    snprintf(be, sizeof be, ",\"backend\":\"%s\",", b);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, want)); p++) {
+        const char *end = strchr(p, '\n');
+        const char *hit = strstr(p, be);
+        n += hit && (!end || hit < end);
+    }
+    return n;
+}
+
+START_TEST(as3ap_single_and_multi_user)
+{
+    char args[1400];
+    snprintf(args, sizeof args, "as3ap --json --scale 0.02 --repeat 1 --users 3 --backends sqlite,pg,innodb "
+             "--dataset %s", data_path("ken_all.csv"));
+    int rc = sqlbench(args);
+    ck_assert_msg(rc == 0, "exit %d: %.4000s", rc, out);
+    static const char *const kinds[] = { "load", "create_idx_zip_code", "sel_1_cl", "sel_1_ncl",
+                                         "sel_100_cl", "table_scan", "agg_simple_report",
+                                         "join_2_cl", "bulk_modify", "mu_ir", "mu_oltp", "size" };
+    for (int b = 0; b < 3; b++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            ck_assert_msg(figures_named("as3ap", backends[b], kinds[k]) == 1, "%s: no %s figure: %.4000s",
+                          backends[b], kinds[k], out);
+    ck_assert_ptr_nonnull(strstr(out, "\"bytes\":"));
+    /* the other setting of one backend, as OSDB compared two builds */
+    snprintf(args, sizeof args, "as3ap --json --scale 0.01 --repeat 1 --users 2 --backends pg --sync off "
+             "--dataset %s", data_path("ken_all.csv"));
+    rc = sqlbench(args);
+    ck_assert_msg(rc == 0, "exit %d: %.4000s", rc, out);
+    ck_assert_msg(strstr(out, "synchronous_commit=off"), "%.2000s", out);
+}
+END_TEST
+
+START_TEST(calibrate_the_machine)
+{
+    int rc = sqlbench("calibrate --json --scale 0.05 --repeat 2 --backends sqlite,pg");
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "fsync"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "tcp"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "spawn"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "sqlite", "open"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "pg", "connect"), 1);
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     ck_assert_int_eq(sqlbench(""), 2);
@@ -110,6 +182,8 @@ START_TEST(usage_errors_exit_2)
     ck_assert_ptr_nonnull(strstr(out, "no backend 'nosuch'"));
     ck_assert_int_eq(sqlbench("txn --set sqlite.nokey=1"), 2);
     ck_assert_int_eq(sqlbench("txn --bogus"), 2);
+    ck_assert_int_eq(sqlbench("as3ap --sync sometimes"), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--sync: 'sometimes'"));
     ck_assert_int_eq(sqlbench("--help"), 0);
     ck_assert_ptr_nonnull(strstr(out, "Exit status"));
 }
@@ -123,6 +197,9 @@ Suite *suite_sqlbench(void)
     tcase_add_test(t, tables_and_markdown);
     tcase_add_test(t, time_cap_extrapolates);
     tcase_add_test(t, all_quick_on_every_backend);
+    tcase_add_test(t, writers_on_the_file_system);
+    tcase_add_test(t, as3ap_single_and_multi_user);
+    tcase_add_test(t, calibrate_the_machine);
     tcase_set_timeout(t, 300);
     suite_add_tcase(s, t);
     return s;

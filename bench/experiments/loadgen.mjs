@@ -1,13 +1,21 @@
-// The bundled load generator against ab and wrk, on the project's nginx
-// (scripts/nginx: a 400-byte file): -c 1, 10 and 100, with and without
-// keep-alive; req/s and each client's own user+sys CPU per request (GNU
-// time). loadgen and ab get the same -n and -c; wrk has no -n, so it runs
-// for as long as loadgen took (rounded up to a second).
+// The bundled load generator against ab, wrk and h2load (--h1), on the
+// project's nginx (scripts/nginx: a 400-byte file, and over TLS on 8443).
+// Three tables, each client's req/s and its own user+sys CPU per request
+// (GNU time):
+//   1. as they come: nginx with a worker per core, nothing pinned; -c 1, 10
+//      and 100, keep-alive and not
+//   2. pinned: nginx's one worker on CPU 0, each client on CPU 1 (taskset),
+//      so that the client's own efficiency decides (issue 13's targets)
+//   3. https: a new TLS connection (full handshake) per request against
+//      keep-alive, and loadgen --tls-resume
+// loadgen, ab and h2load get the same -n and -c; wrk has no -n, so it runs
+// for as long as loadgen took (rounded up to a second). h2load gets -n, not
+// -D: its timed mode never ends without keep-alive.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { run } from '../lib/run.mjs';
+import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
 import { parseAb } from '../lib/clients.mjs';
 import { median } from '../lib/stats.mjs';
@@ -17,105 +25,193 @@ import { explain } from '../lib/calibration.mjs';
 
 const CAP = 2;   // -t: only caps a run on a busy machine, the same for loadgen and ab
 
+// The parsers of the clients without --json: {rps, completed} or null.
+const parseWrk = t => {
+  const rps = (t.match(/^Requests\/sec:\s+([\d.]+)/m) || [])[1];
+  const done = (t.match(/^\s*(\d+) requests in/m) || [])[1];
+  return rps ? { rps: Number(rps), completed: Number(done) } : null;
+};
+const parseH2load = t => {
+  const m = t.match(/^finished in [\d.]+\w*, ([\d.]+) req\/s/m);
+  const done = (t.match(/^requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/m) || [])[1];
+  return m ? { rps: Number(m[1]), completed: Number(done) } : null;
+};
+
 export default {
-  title: 'loadgen against ab and wrk',
+  title: 'loadgen against ab, wrk and h2load',
   async run(ctx) {
     const scale = ctx.quick ? 2 : 1;
     const ng = await nginx(ctx);
-    const url = `http://127.0.0.1:${ng.port}/400.html`;
+    const httpUrl = `http://127.0.0.1:${ng.port}/400.html`;
+    const tlsPort = Number(process.env.ZB_NGINX_TLS_PORT || 8443);
+    const httpsUrl = `https://127.0.0.1:${tlsPort}/400.html`;
     const timeFile = path.join(ctx.work, 'loadgen.time');
     const cpus = nproc();
     const lgThreads = cpus >= 4 ? cpus / 2 : 1;          // loadgen's own default
     const alt = `loadgen-t${cpus > lgThreads ? cpus : 2}`;
-    const requests = (c, ka) => ({ '1yes': 60000, '1no': 20000 }[`${c}${ka}`] ?? (ka === 'yes' ? 150000 : 50000)) / scale;
-    const wrkSecs = {};      // "c ka" -> seconds loadgen took last
+    const requests = (url, c, ka) => (url.startsWith('https') && ka === 'no' ? 4000 / scale
+      : ({ '1yes': 60000, '1no': 20000 }[`${c}${ka}`] ?? (ka === 'yes' ? 150000 : 50000))) / scale;
+    const wrkSecs = {};      // "url c ka" -> seconds loadgen took last
 
     // One client run: {value: req/s, cpu: µs per request} or NaN.
-    const runOne = async (client, c, ka) => {
-      const n = requests(c, ka);
-      let args, parse;
+    const runOne = async (client, c, ka, { url, pin = [] }) => {
+      const n = requests(url, c, ka);
+      const close = ka === 'no' ? ['-H', 'Connection: close'] : [];
+      let args, parse = parseAb;
       if (client.startsWith('loadgen')) {
-        args = [ctx.bin('loadgen'), '-q', ...(client === 'loadgen' ? [] : ['--threads', client.slice(9)]),
-                ...(ka === 'yes' ? ['-k'] : []), '-t', String(CAP), '-n', String(n), '-c', String(c), url];
-        parse = t => parseAb(t);
+        const extra = client === 'loadgen-resume' ? ['--tls-resume']
+          : client.startsWith('loadgen-t') ? ['--threads', client.slice(9)] : [];
+        args = [ctx.bin('loadgen'), '-q', ...extra, ...(ka === 'yes' ? ['-k'] : []), '-t', String(CAP),
+                '-n', String(n), '-c', String(c), url];
       } else if (client === 'ab') {
         args = ['ab', '-q', '-r', ...(ka === 'yes' ? ['-k'] : []), '-t', String(CAP), '-n', String(n), '-c', String(c), url];
-        parse = t => parseAb(t);
+      } else if (client === 'h2load') {
+        args = ['h2load', '--h1', '-t', '1', '-c', String(c), '-n', String(n), ...close, url];
+        parse = parseH2load;
       } else {
         const th = client === 'wrk-t1' ? 1 : Math.min(c, 2);
-        args = ['wrk', '-t', String(th), '-c', String(c), '-d', `${wrkSecs[`${c} ${ka}`] || 1}s`,
-                ...(ka === 'no' ? ['-H', 'Connection: close'] : []), url];
-        parse = t => {
-          const rps = (t.match(/^Requests\/sec:\s+([\d.]+)/m) || [])[1];
-          const done = (t.match(/^\s*(\d+) requests in/m) || [])[1];
-          return rps ? { rps: Number(rps), completed: Number(done) } : null;
-        };
+        args = ['wrk', '-t', String(th), '-c', String(c), '-d', `${wrkSecs[`${url} ${c} ${ka}`] || 1}s`, ...close, url];
+        parse = parseWrk;
       }
-      const r = await run('/usr/bin/time', ['-f', '%U %S', '-o', timeFile, ...args], { log: ctx.logFile });
+      const r = await run(pin.length ? pin[0] : '/usr/bin/time',
+                          [...pin.slice(1), ...(pin.length ? ['/usr/bin/time'] : []), '-f', '%U %S', '-o', timeFile, ...args],
+                          { log: ctx.logFile, timeoutS: 120 });
       const p = parse(r.stdout);
-      if (!p || !p.completed) { ctx.log(`${client} -c ${c} keep-alive=${ka} failed: ${r.stdout.trim().split('\n').pop()}`); return NaN; }
+      if (!p || !p.completed) { ctx.log(`${client} -c ${c} keep-alive=${ka} ${url} failed: ${r.stdout.trim().split('\n').pop()}`); return NaN; }
       const [u, s] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
-      if (client === 'loadgen') wrkSecs[`${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
+      if (client === 'loadgen') wrkSecs[`${url} ${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
       return { value: p.rps, cpu: (u + s) * 1e6 / p.completed };
     };
 
-    const cells = new Cells(ctx, 'loadgen');
-    const rows = [];
-    for (const ka of ['yes', 'no']) for (const c of [1, 10, 100]) {
-      const clients = c > 1 ? ['loadgen', alt, 'ab', 'wrk', 'wrk-t1'] : ['loadgen', 'ab', 'wrk'];
-      for (const cl of clients) {
-        cells.add(`${cl} ${c} ${ka}`, () => runOne(cl, c, ka));
-        rows.push([cl, c, ka]);
-      }
-    }
+    // A section: every client at each -c and keep-alive, measured together
+    // (interleaved); its own share of the experiment's time budget.
+    const section = async (name, { cs, clients, url, pin, share }) => {
+      const cells = new Cells(ctx, `loadgen ${name}`, { budgetS: ctx.repeat.budgetS * share });
+      const rows = [];
+      for (const ka of ['yes', 'no']) for (const c of cs)
+        for (const cl of clients(c)) {
+          cells.add(`${cl} ${c} ${ka}`, () => runOne(cl, c, ka, { url, pin }));
+          rows.push([cl, c, ka]);
+        }
+      await cells.measure();
+      return { cells, rows };
+    };
+
     const t0 = Date.now();
     const load0 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    await cells.measure();
-    const elapsed = Math.round((Date.now() - t0) / 1000);
-
-    const med = k => cells.median(k);
-    const cpu = k => { const c = cells.get(k); return c && c.extras.length ? median(c.extras.map(e => e.cpu)) : NaN; };
-    const bestWrk = (c, ka) => Math.max(...['wrk', 'wrk-t1'].map(w => med(`${w} ${c} ${ka}`)).filter(Number.isFinite), 0);
-    const wrkCpu = (c, ka) => {
-      const w = ['wrk', 'wrk-t1'].filter(x => med(`${x} ${c} ${ka}`) === bestWrk(c, ka))[0];
-      return w ? cpu(`${w} ${c} ${ka}`) : NaN;
-    };
-    const name = (cl, c) => cl === 'loadgen' ? `loadgen (${lgThreads} thread${lgThreads === 1 ? '' : 's'})`
-      : cl.startsWith('loadgen-t') ? `loadgen --threads ${cl.slice(9)}`
-      : cl === 'wrk' && c > 1 ? 'wrk -t 2' : cl === 'wrk-t1' ? 'wrk -t 1' : cl;
-    const body = rows.map(([cl, c, ka]) => {
-      const k = `${cl} ${c} ${ka}`;
-      const lg = cl.startsWith('loadgen');
-      return [name(cl, c), c, ka, fmtCell(cells.get(k)), Number.isFinite(cpu(k)) ? cpu(k).toFixed(2) : '-',
-              lg ? fmtRatio(med(k) / bestWrk(c, ka)) : '', lg ? fmtRatio(med(k) / med(`ab ${c} ${ka}`)) : ''];
-    });
-    const targets = ['yes', 'no'].map(ka => {
-      const lg = med(`loadgen 10 ${ka}`), a = med(`ab 10 ${ka}`), w = bestWrk(10, ka);
-      const rw = lg / w, ra = lg / a, lc = cpu(`loadgen 10 ${ka}`), wc = wrkCpu(10, ka);
-      return `- ${ka === 'yes' ? 'with' : 'without'} keep-alive: req/s ${rw.toFixed(3)}x wrk (target 1.0x: ${rw >= 1 ? 'met' : 'not met'}), ` +
-        `${ra.toFixed(3)}x ab (target 1.1x: ${ra >= 1.1 ? 'met' : 'not met'}); CPU ${lc.toFixed(2)} µs/req against wrk ` +
-        `${wc.toFixed(2)} (target at most: ${lc <= wc ? 'met' : 'not met'})`;
-    });
     let workers = '?';
     try { workers = childrenOf(Number(fs.readFileSync(ng.pidFile, 'utf8'))).length; } catch { /* unknown */ }
+
+    // 1. As they come. Each tool as it comes (loadgen: half the CPUs; wrk:
+    // -t 2), and with c > 1 the other choice too: loadgen on every CPU, wrk
+    // on one, so the ratios are against wrk's better figure. --quick (the
+    // smoke run of make test): -c 10 and one client of each kind.
+    const unpinned = await section('as they come', {
+      cs: ctx.quick ? [10] : [1, 10, 100], url: httpUrl, share: 0.5,
+      clients: c => ctx.quick ? ['loadgen', 'ab', 'wrk-t1', 'h2load']
+        : c > 1 ? ['loadgen', alt, 'ab', 'wrk', 'wrk-t1', 'h2load'] : ['loadgen', 'ab', 'wrk', 'h2load'],
+    });
+
+    // 2. Pinned: nginx with one worker, it and its master on CPU 0; the
+    // client on CPU 1. Put back as it was afterwards, also on failure.
+    const nginxScript = path.join(ctx.root, 'scripts/nginx');
+    const setNginx = async (workersWanted, cpuList) => {
+      await run(nginxScript, ['start'], { env: { ZB_NGINX_WORKERS: workersWanted }, log: ctx.logFile, timeoutS: 60 });
+      const master = Number(fs.readFileSync(ng.pidFile, 'utf8'));
+      for (const pid of [master, ...childrenOf(master)])
+        await run('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { log: ctx.logFile, timeoutS: 10 });
+    };
+    const allCpus = `0-${cpus - 1}`;
+    const unpin = atCleanup(() => setNginx('auto', allCpus));
+    await setNginx('1', '0');
+    let pinned;
+    try {
+      pinned = await section('pinned', {
+        cs: ctx.quick ? [10] : [10, 100], url: httpUrl, pin: ['taskset', '-c', '1'], share: 0.25,
+        clients: () => ['loadgen', 'wrk-t1', 'h2load'],
+      });
+    } finally {
+      await setNginx('auto', allCpus);
+      await setNginx('auto', allCpus);      // again: workers forked during the first are pinned too
+      unpin();
+    }
+
+    // 3. https, as they come.
+    const tls = await section('https', {
+      cs: [10], url: httpsUrl, share: 0.25,
+      clients: () => ctx.quick ? ['loadgen', 'wrk-t1'] : ['loadgen', 'loadgen-resume', 'wrk-t1', 'h2load'],
+    });
+    const elapsed = Math.round((Date.now() - t0) / 1000);
+
+    // A section's table, with loadgen's ratios to the better wrk, to h2load
+    // and to ab (same -c and keep-alive).
+    const render = ({ cells, rows }) => {
+      const med = k => cells.median(k);
+      const cpu = k => { const c = cells.get(k); return c && c.extras.length ? median(c.extras.map(e => e.cpu)) : NaN; };
+      const best = (names, c, ka) => Math.max(...names.map(w => med(`${w} ${c} ${ka}`)).filter(Number.isFinite), 0);
+      const name = (cl, c) => cl === 'loadgen' ? `loadgen (${lgThreads} thread${lgThreads === 1 ? '' : 's'})`
+        : cl === 'loadgen-resume' ? 'loadgen --tls-resume'
+        : cl.startsWith('loadgen-t') ? `loadgen --threads ${cl.slice(9)}`
+        : cl === 'wrk' && c > 1 ? 'wrk -t 2' : cl === 'wrk-t1' ? 'wrk -t 1' : cl === 'h2load' ? 'h2load --h1 -t 1' : cl;
+      const body = rows.map(([cl, c, ka]) => {
+        const k = `${cl} ${c} ${ka}`;
+        const lg = cl.startsWith('loadgen');
+        const ratio = names => { const b = best(names, c, ka); return lg && b ? fmtRatio(med(k) / b) : ''; };
+        return [name(cl, c), c, ka, fmtCell(cells.get(k)), Number.isFinite(cpu(k)) ? cpu(k).toFixed(2) : '-',
+                ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
+      });
+      return [table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req', 'loadgen/wrk',
+                     'loadgen/h2load', 'loadgen/ab'], body, 'lrlrrrrr'), cells.machineNote()].join('\n');
+    };
+
+    // Issue 13's targets, from the pinned table: loadgen at least 1.0x wrk
+    // and h2load, its CPU per request at most theirs.
+    const targets = [];
+    for (const c of ctx.quick ? [10] : [10, 100]) for (const ka of ['yes', 'no']) {
+      const m = k => pinned.cells.median(`${k} ${c} ${ka}`);
+      const u = k => { const x = pinned.cells.get(`${k} ${c} ${ka}`); return x && x.extras.length ? median(x.extras.map(e => e.cpu)) : NaN; };
+      const rw = m('loadgen') / m('wrk-t1'), rh = m('loadgen') / m('h2load');
+      const ok = x => x >= 1 ? 'met' : 'not met';
+      targets.push(`- -c ${c}, keep-alive ${ka}: req/s ${rw.toFixed(3)}x wrk (${ok(rw)}), ${rh.toFixed(3)}x h2load (${ok(rh)}); ` +
+        `CPU ${u('loadgen').toFixed(2)} µs/req against wrk ${u('wrk-t1').toFixed(2)} and h2load ${u('h2load').toFixed(2)} ` +
+        `(${u('loadgen') <= u('wrk-t1') && u('loadgen') <= u('h2load') ? 'met' : 'not met'})`);
+    }
+
     const v = versions();
+    const h2v = (await run('h2load', ['--version'])).stdout.trim().split('\n')[0] || 'h2load: not found';
     const lgv = (await run(ctx.bin('loadgen'), ['-V'])).stdout.trim().split(' ')[1] || '?';
-    return ['## loadgen against ab and wrk', '',
-      `Command: \`${ctx.command('loadgen')}\`, ${elapsed} s of runs. ${v.nginx} with ${workers} worker(s)`,
-      `(\`scripts/nginx start\`: a 400-byte file on 127.0.0.1:${ng.port}, keep-alive, access log off), ${v.ab}, ${v.wrk}, loadgen ${lgv}.`,
+    const n = (url, c, ka) => requests(url, c, ka);
+    return ['## loadgen against ab, wrk and h2load', '',
+      `Command: \`${ctx.command('loadgen')}\`, ${elapsed} s of runs. ${v.nginx} (\`scripts/nginx start\`: a 400-byte`,
+      `file on 127.0.0.1:${ng.port} and, over TLS 1.3 with a self-signed P-256 certificate, on ${tlsPort}; keep-alive,`,
+      `access log off), ${v.ab}, ${v.wrk}, ${h2v}, loadgen ${lgv}.`,
       `Load average at the start: ${load0}. CPU is the client's own user+sys time (GNU time) per completed request:`,
-      'on loopback that includes the kernel\'s TCP work done in the client\'s context.', '',
-      table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req', 'loadgen/wrk', 'loadgen/ab'], body, 'lrlrrrr'),
-      cells.machineNote(),
-      'The ratios of both loadgen rows are to ab and to the better of the two wrk rows.', '',
-      'Targets at -c 10 (loadgen as it comes, same run, same -n and -c):', '', ...targets, '',
-      `Commands (N: ${requests(1, 'yes')}/${requests(1, 'no')} at -c 1, ${requests(10, 'yes')}/${requests(10, 'no')} otherwise, keep-alive/not;`,
-      `wrk runs for loadgen's time rounded up to a second, T is 2, or 1 at -c 1 and in the -t 1 rows; -t ${CAP}`,
-      'only caps a run on a busy machine, the same for loadgen and ab):', '',
+      'on loopback that includes the kernel\'s TCP work done in the client\'s context. The ratios are loadgen\'s',
+      'req/s to the better wrk row, to h2load and to ab, at the same -c and keep-alive.', '',
+      '### As they come', '',
+      `nginx with a worker per core (${workers} here), nothing pinned.`, '',
+      render(unpinned), '',
+      '### Pinned', '',
+      'nginx with one worker, pinned with its master to CPU 0; each client on CPU 1 (`taskset -c 1`). The server',
+      'gets one core whatever the client does, so the client\'s own cost decides.', '',
+      render(pinned), '',
+      'Targets (issue 13: at least 1.0x wrk and h2load, CPU per request at most theirs):', '', ...targets, '',
+      '### HTTPS', '',
+      'nginx as in the first table, on its TLS port. Without keep-alive every request opens a TLS connection',
+      'with a full handshake (ECDHE X25519, ECDSA P-256), as ab does and a first visit costs; --tls-resume',
+      'resumes the thread\'s last session instead. wrk keeps each connection\'s SSL object across reconnects',
+      '(SSL_clear), which offers its last session: its rows without keep-alive are resumed handshakes, to be',
+      'read against --tls-resume.', '',
+      render(tls), '',
+      `Commands (N: ${n(httpUrl, 1, 'yes')}/${n(httpUrl, 1, 'no')} at -c 1, ${n(httpUrl, 10, 'yes')}/${n(httpUrl, 10, 'no')} otherwise, keep-alive/not,`,
+      `${n(httpsUrl, 10, 'no')} for https without keep-alive; wrk runs for loadgen's time rounded up to a second, S; T is 2,`,
+      `or 1 at -c 1 and in the -t 1 rows; -t ${CAP} only caps a run on a busy machine, the same for loadgen and ab):`, '',
       '```',
-      `/usr/bin/time -f '%U %S' build/bin/loadgen -q [--threads ${alt.slice(9)}] [-k] -t ${CAP} -n N -c C ${url}`,
-      `/usr/bin/time -f '%U %S' ab -q -r [-k] -t ${CAP} -n N -c C ${url}`,
-      `/usr/bin/time -f '%U %S' wrk -t T -c C -d Ss [-H 'Connection: close'] ${url}`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S' build/bin/loadgen -q [--threads ${alt.slice(9)}] [--tls-resume] [-k] -t ${CAP} -n N -c C URL`,
+      `/usr/bin/time -f '%U %S' ab -q -r [-k] -t ${CAP} -n N -c C URL`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S' wrk -t T -c C -d Ss [-H 'Connection: close'] URL`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S' h2load --h1 -t 1 -c C -n N [-H 'Connection: close'] URL`,
+      'ZB_NGINX_WORKERS=1 scripts/nginx start; taskset -a -p -c 0 <nginx master and worker>   # pinned',
       '```', '', explain(ctx, 'loadgen'), '',
       'Why the figures look as they do, and what else was tried: docs/LOADGEN.md.'].join('\n');
   },

@@ -2,72 +2,24 @@
 // on every backend of the config, next to the published figures they
 // reproduce: the 2001 speed tests, separate vs single transaction (2005),
 // concurrent writers and the job queue (2022).
-import { Cells, fmtCell, fmtNum, machineNote } from '../lib/cells.mjs';
+import { fmtNum, machineNote } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { runJSON } from '../lib/run.mjs';
+import { SQL_BACKENDS, sqlbenchCells, secCell, backendsLine } from '../lib/sqlbench.mjs';
 import { median } from '../lib/stats.mjs';
 import { explain } from '../lib/calibration.mjs';
-
-export const SQL_BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
-
-// Runs one sqlbench experiment in rounds (each round one invocation with
-// --repeat R on the backends that still have unfinished figures) until
-// every figure's interval is narrow enough: the cells, and the last JSON
-// object of each figure (version, sync, n, CPU).
-export async function sqlbenchCells(ctx, experiment, backends, { budgetS, repeat = 3, args = [] } = {}) {
-  const info = new Map();
-  const cells = new Cells(ctx, `sql ${experiment}`, { budgetS });
-  const keyOf = j => [j.experiment, j.backend, j.test, j.sync, j.n].join('|');
-  const runOnce = async pendingBackends => {
-    const r = await runJSON(ctx.bin('sqlbench'), [experiment, '--json', '--conf', ctx.conf,
-      '--backends', pendingBackends.join(','), '--repeat', String(ctx.quick ? 1 : repeat),
-      ...(ctx.quick ? ['--quick'] : []), ...args], { log: ctx.logFile, timeoutS: 3600 });
-    if (r.code !== 0) ctx.log(`sqlbench ${experiment}: exit ${r.code}: ${r.stderr.trim().split('\n').slice(-2).join(' | ')}`);
-    const got = {};
-    for (const j of r.json) {
-      const k = keyOf(j);
-      const prev = info.get(k);
-      // CPU and retries: kept per invocation, medians taken at the end
-      info.set(k, { ...j, users: [...(prev?.users || []), j.user_s], syss: [...(prev?.syss || []), j.sys_s],
-                    retries: (prev?.retries || 0) + (j.busy_retries || 0),
-                    extrapolated: (prev?.extrapolated || false) || j.extrapolated });
-      got[k] = j.runs_s;
-    }
-    return got;
-  };
-  // One unit per backend: its figures are the cells it reports.
-  for (const b of backends) cells.addBatch([], () => runOnce([b]));
-  await cells.measure();
-  const figures = [...info.values()].map(j => ({ ...j, cell: cells.get(keyOf(j)) }));
-  return { cells, figures };
-}
-
-// The header sqlbench's own report prints: per backend version and durability.
-function backendsLine(figures) {
-  const seen = new Map();
-  for (const f of figures) if (!seen.has(f.backend)) seen.set(f.backend, `${f.backend}: ${f.version}`);
-  return [...seen.values()].join('; ');
-}
-
-const secs = x => (x >= 100 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x >= 0.001 ? x.toFixed(4) : x.toFixed(6));
-
-// A cell of seconds (or ms with mult 1000), '~' when extrapolated.
-function secCell(f, mult = 1) {
-  if (!f || !f.cell || !f.cell.values.length) return '-';
-  return (f.extrapolated ? '~' : '') + fmtCell(f.cell, x => secs(x * mult));
-}
 
 export default {
   title: 'SQL micro-benchmarks (sqlbench)',
   async run(ctx) {
-    const budget = s => (ctx.quick ? ctx.repeat.budgetS : s);
+    // The experiment's budget, shared: speed a fifth, txn and writers two fifths each.
+    const budget = share => ctx.repeat.budgetS * share;
     const lines = ['## Experiments 4-6: SQL micro-benchmarks', '',
       `Command: \`${ctx.command('sql')}\`: \`build/bin/sqlbench EXPERIMENT --json --repeat 3${ctx.quick ? ' --quick' : ''} ` +
       '--backends B` per backend, in rounds until every figure\'s 95% interval is within the target ' +
       '(the runs of all rounds pooled). Client and servers share the machine: read ratios within one table.', ''];
 
     // ---- 4: speed ----
-    const speed = await sqlbenchCells(ctx, 'speed', SQL_BACKENDS, { budgetS: budget(300) });
+    const speed = await sqlbenchCells(ctx, 'speed', SQL_BACKENDS, { budgetS: budget(0.2) });
     const backendsSeen = SQL_BACKENDS.filter(b => speed.figures.some(f => f.backend === b));
     const tests = [...new Set(speed.figures.map(f => f.test))];
     const find = (figs, b, t) => figs.find(f => f.backend === b && f.test === t);
@@ -84,7 +36,7 @@ export default {
       'they are the whole cost.', '', REF_2001);
 
     // ---- 5: txn ----
-    const txn = await sqlbenchCells(ctx, 'txn', SQL_BACKENDS, { budgetS: budget(600) });
+    const txn = await sqlbenchCells(ctx, 'txn', SQL_BACKENDS, { budgetS: budget(0.4) });
     const txnRows = [];
     for (const b of SQL_BACKENDS) for (const sep of txn.figures.filter(f => f.backend === b && f.test === 'separate')) {
       const one = txn.figures.find(f => f.backend === b && f.test === 'single' && f.n === sep.n && f.sync === sep.sync);
@@ -97,20 +49,31 @@ export default {
       'COMMIT; both with one prepared INSERT. \'~\' marks a figure extrapolated from the inserts',
       'done before the case\'s time cap (sqlbench --max-seconds).', '', REF_2005);
 
-    // ---- 6: writers ----
-    const wr = await sqlbenchCells(ctx, 'writers', SQL_BACKENDS, { budgetS: budget(600) });
+    // ---- 6: writers, and the file system beside the databases ----
+    const targets = [...SQL_BACKENDS, 'files', 'files_sync'];
+    const wr = await sqlbenchCells(ctx, 'writers', targets, { budgetS: budget(0.4) });
     const wrRows = [];
-    for (const b of SQL_BACKENDS) for (const f of wr.figures.filter(x => x.backend === b)) {
-      const m = f.cell.values.length ? f.cell.summary.median : NaN;
-      wrRows.push([b, f.test, `${f.n} ${f.test.includes('job') ? 'tasks' : 'inserts'}`, secCell(f), fmtNum(f.n / m),
+    const rate = f => (f && f.cell.values.length ? f.n / f.cell.summary.median : NaN);
+    for (const b of targets) for (const f of wr.figures.filter(x => x.backend === b))
+      wrRows.push([b, f.test, `${f.n} ${f.test.includes('job') ? 'tasks' : 'inserts'}`, secCell(f), fmtNum(rate(f)),
                    f.retries, `${median(f.users).toFixed(2)} + ${median(f.syss).toFixed(2)}`, f.sync]);
-    }
-    lines.push('### Experiment 6: concurrent writers and the job queue', '',
-      table(['backend', 'test', 'ops', 'seconds', 'ops/s', 'busy retries', 'client user+sys s', 'durability'], wrRows, 'llrrrrrl'),
+    // Each target's rate against SQLite's, workload by workload, as 2022 compared them.
+    const workloads = [...new Set(wr.figures.map(f => f.test))];
+    const vsSqlite = workloads.map(w => {
+      const base = rate(wr.figures.find(f => f.backend === 'sqlite' && f.test === w));
+      return [w, ...targets.filter(t => t !== 'sqlite').map(t => fmtRatio(rate(wr.figures.find(f => f.backend === t && f.test === w)) / base))];
+    });
+    lines.push('### Experiment 6: concurrent writers and the job queue, next to the file system', '',
+      table(['target', 'test', 'ops', 'seconds', 'ops/s', 'busy retries', 'client user+sys s', 'durability'], wrRows, 'llrrrrrl'),
+      'Rate against SQLite\'s (ops/s over SQLite\'s ops/s, the same workload, same run):', '',
+      table(['workload', ...targets.filter(t => t !== 'sqlite')], vsSqlite),
       'Every statement autocommits. Writers: one thread and one connection each, all inserting at',
       'once. Job queue: each task is an INSERT, an UPDATE of status, 10 UPDATEs of progress and a',
       'DELETE, on a table indexed on status and scheduled_at. SQLite runs in WAL mode with a busy',
-      'timeout; a statement that still gets SQLITE_BUSY is retried and counted (summed over the runs).', '',
+      'timeout; a statement that still gets SQLITE_BUSY is retried and counted (summed over the runs).',
+      'files: one file per record in the scratch directory, as the 2022 test did; an insert writes a',
+      'file, an update rewrites it whole, a delete unlinks it; files_sync writes NAME.tmp, fsyncs it',
+      'and renames it over NAME (the directory is not fsync\'ed, as the test did not).', '',
       REF_2022);
     const all = [...speed.cells.cells.values(), ...txn.cells.cells.values(), ...wr.cells.cells.values()];
     lines.push(machineNote(all, ctx.repeat.target), explain(ctx, 'sql'));

@@ -6,7 +6,7 @@
 // run the machine is sampled (proc.mjs), and a cell that ran while the
 // machine was busy with other work is flagged.
 import { summarize } from './stats.mjs';
-import { machineSample, machineDelta, nproc } from './proc.mjs';
+import { machineSample, machineDelta } from './proc.mjs';
 
 export class Cells {
   // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds)
@@ -77,11 +77,12 @@ export class Cells {
         const pending = this.#pending(u);
         if (!pending.length && u.ran) continue;
         u.ran = true;
-        const a = machineSample();
+        const roots = this.ctx.ownRoots ? this.ctx.ownRoots() : [process.pid];
+        const a = machineSample(roots);
         let got = {};
         try { got = (await u.run(pending)) || {}; }
         catch (e) { this.ctx.log(`${this.name}: run failed: ${e.message}`); }
-        const m = machineDelta(a, machineSample());
+        const m = machineDelta(a, machineSample(roots));
         for (const k of pending) if (!(k in got)) got[k] = NaN;
         for (const [k, v] of Object.entries(got)) {
           u.keys.add(k);
@@ -131,21 +132,19 @@ export function machineNote(cells, target = 0.05) {
   const pct = x => (100 * x).toFixed(1) + '%';
   const avg = k => all.reduce((s, m) => s + m[k], 0) / all.length;
   return `Machine during the runs: load average (1 min) ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}, ` +
-    `CPU steal ${pct(avg('steal'))}, iowait ${pct(avg('iowait'))}; ` +
+    `CPU taken by other work than the benchmark's ${pct(avg('other'))}, steal ${pct(avg('steal'))}, iowait ${pct(avg('iowait'))}; ` +
     `${busy} of ${cells.length} cells flagged busy (*), ${capped} stopped by the cap (!) before ` +
     `their 95% interval was within +-${(100 * target).toFixed(0)}%.\n`;
 }
 
-// A cell ran on a busy machine when, over its runs, the load average was
-// above the threshold (default twice the cores: the benchmark's own client
-// and server fill them once), or steal or iowait took a noticeable share.
+// A cell ran on a busy machine when, over its runs, other work than the
+// benchmark's own processes took more than a quarter of the CPU (the load
+// average cannot tell: the benchmark's own clients, server threads and
+// database backends make it), or steal or iowait took a noticeable share.
 export function busyFlag(ctx, machine) {
   if (!machine.length) return false;
-  const n = machine.length;
-  const load = machine.reduce((s, m) => s + m.load1, 0) / n;
-  const steal = machine.reduce((s, m) => s + m.steal, 0) / n;
-  const iowait = machine.reduce((s, m) => s + m.iowait, 0) / n;
-  return load > (ctx.busyLoad ?? 2 * nproc()) || steal > 0.05 || iowait > 0.10;
+  const avg = k => machine.reduce((s, m) => s + (m[k] || 0), 0) / machine.length;
+  return avg('other') > (ctx.busyOther ?? 0.25) || avg('steal') > 0.05 || avg('iowait') > 0.10;
 }
 
 // "58032 [55100-60800]": the median and its 95% interval; with fewer runs
@@ -175,5 +174,5 @@ export const cellLegend =
   'median (order statistics; a cell is repeated until that interval lies within +-5% of the ' +
   'median, or a cap on runs or time is hit). With fewer than 6 runs no 95% interval exists: ' +
   'the range and the count are shown instead. `!` the cap stopped the cell first; ' +
-  '`*` the machine was busy with other work during the cell (load average above twice the ' +
-  'cores, or CPU steal above 5%, or iowait above 10%).';
+  '`*` the machine was busy with other work during the cell (processes other than the ' +
+  'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%).';

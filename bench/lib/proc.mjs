@@ -99,12 +99,49 @@ export function treeTicks(pid) {
   return t;
 }
 
+// CPU ticks of the processes below the given roots (one scan of /proc):
+// each one's utime + stime + cutime + cstime, so a child reaped between
+// two samples moves from its own count to its parent's, and is counted
+// once. What the benchmark itself spends: the driver and what it runs,
+// the databases, nginx, Apache.
+export function ownTicks(roots) {
+  const procs = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const text = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch { /* gone meanwhile */ }
+  }
+  const kids = new Map();
+  for (const [pid, p] of procs) {
+    if (!kids.has(p.ppid)) kids.set(p.ppid, []);
+    kids.get(p.ppid).push(pid);
+  }
+  let total = 0;
+  const seen = new Set();
+  const todo = roots.filter(r => procs.has(r));
+  while (todo.length) {
+    const pid = todo.pop();
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    total += procs.get(pid).ticks;
+    for (const k of kids.get(pid) || []) todo.push(k);
+  }
+  return total;
+}
+
 // A sample of the machine's state, and the difference of two: what a
-// cell records around each of its runs.
-export function machineSample() {
-  return { at: Date.now(), load: loadavg(), cpu: cpuTimes() };
+// cell records around each of its runs. roots: the benchmark's own
+// processes (ownTicks), so the CPU that other work took can be told apart.
+export function machineSample(roots = [process.pid]) {
+  return { at: Date.now(), load: loadavg(), cpu: cpuTimes(), own: ownTicks(roots) };
 }
 
 export function machineDelta(a, b) {
-  return { seconds: (b.at - a.at) / 1000, load1: a.load[0], ...cpuShares(a.cpu, b.cpu) };
+  const shares = cpuShares(a.cpu, b.cpu);
+  // other work: the machine's busy time less the benchmark's own
+  const other = shares.ticks ? Math.max(0, shares.busy - (b.own - a.own) / shares.ticks) : 0;
+  return { seconds: (b.at - a.at) / 1000, load1: a.load[0], ...shares, other };
 }

@@ -13,8 +13,9 @@
  * 503 when the database cannot be reached.
  *
  * Connection parameters come from the environment that scripts/apache sets
- * with SetEnv (ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_MYSQL_SOCKET,
- * ZB_*_TABLE, ZB_KEYS, ...), so tests can point it at their own tables.
+ * with SetEnv (ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_PG_PASSFILE,
+ * ZB_MYSQL_SOCKET, ZB_MYSQL_PASSWORD, ZB_*_TABLE, ZB_KEYS, ...), so tests
+ * can point it at their own tables.
  *
  * What each backend does per request, persistent / not:
  *   pg      pg_pconnect + pg_execute of a statement prepared once per
@@ -107,9 +108,11 @@ function zb_lookup(string $backend, string $code, bool $persistent): array
     $table = zb_table($backend);
     switch ($backend) {
     case 'pg':
-        $conn = sprintf('host=%s port=%s user=%s dbname=%s connect_timeout=2',
+        /* The password from libpq's passfile, which scripts/apache copies for us. */
+        $conn = sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
             zb_env('ZB_PG_SOCKET', '/var/run/postgresql'), zb_env('ZB_PG_PORT', '5432'),
-            zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'));
+            zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
+            addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
         if ($persistent) {
             $db = @pg_pconnect($conn);
             if ($db === false)

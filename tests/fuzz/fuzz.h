@@ -12,6 +12,9 @@ int fuzz_kenall(const uint8_t *data, size_t size);
 int fuzz_csv(const uint8_t *data, size_t size);
 /* Starts the server's HTTP daemon in-process at first call (fuzz_http.c). */
 int fuzz_http(const uint8_t *data, size_t size);
+/* loadgen's response parser, and its HdrHistogram log reader. */
+int fuzz_resp(const uint8_t *data, size_t size);
+int fuzz_hdrlog(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_LIBFUZZER
 #define FUZZ_ENTRY(fn) \

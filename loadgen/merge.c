@@ -1,0 +1,221 @@
+/* loadgen merge LOG...: several agents' --hdr-log files as one run.
+ *
+ * The histograms are added bucket by bucket, per interval (aligned by
+ * each log's StartTime) and over the whole run, so every percentile comes
+ * from the summed histogram, never from averaging the agents' figures.
+ * The counts, bytes and CPU come from each log's summary line and are
+ * summed too; the run lasted from the first agent's start to the last
+ * one's end. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "loadgen.h"
+
+static const char merge_usage[] =
+    "Usage: loadgen merge [--json] [--csv FILE] [-d] [-S] [-l] [-e FILE] LOG...\n"
+    "\n"
+    "Adds the HdrHistogram interval logs that several loadgen agents wrote with\n"
+    "--hdr-log (all with the same --interval) into one report: ab's text, or with\n"
+    "--json one JSON object, as a single run would print it. Intervals are\n"
+    "aligned by each log's StartTime (start the agents with one --start-at).\n"
+    "Concurrency, requests, failures, bytes and client CPU are the agents' sums;\n"
+    "every latency figure and percentile comes from the summed histograms.\n"
+    "\n"
+    "  --json       the report as one JSON object\n"
+    "  --csv FILE   append the merged time series and total as CSV rows\n"
+    "  -d -S -l -e FILE   as for a run\n"
+    "\n"
+    "Exit status: 0 when the merged run completed requests and none failed, 1 when\n"
+    "some failed or none completed, 2 on bad usage or a log that does not parse.\n";
+
+static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *p = malloc(cap);
+    for (size_t k; p && (k = fread(p + len, 1, cap - len, f)) > 0;) {
+        len += k;
+        if (len == cap) {
+            char *q = realloc(p, cap * 2);
+            if (!q)
+                free(p);
+            p = q;
+            cap *= 2;
+        }
+    }
+    bool bad = !p || ferror(f);
+    fclose(f);
+    if (bad) {
+        free(p);
+        snprintf(err, errlen, "%s: cannot read", path);
+        return NULL;
+    }
+    *n = len;
+    return p;
+}
+
+/* Interval k of the merged run: each agent's interval at the same wall
+ * time, histograms decoded from the logs and added. */
+static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, double len,
+                        struct point *p, char *err, size_t errlen)
+{
+    static struct interval sum;
+    sum.completed = sum.failed = 0;
+    hist_init(&sum.lat);
+    for (int i = 0; i < n; i++) {
+        if (k < k0[i] || k - k0[i] >= a[i].niv)
+            continue;
+        const struct agent_interval *iv = &a[i].iv[k - k0[i]];
+        sum.completed += iv->completed;
+        sum.failed += iv->failed;
+        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err, errlen) < 0)
+            return -1;
+    }
+    point_from(p, (double)k * len, len, &sum);
+    return 0;
+}
+
+int merge_main(int argc, const char *const *argv)
+{
+    static const apr_getopt_option_t opts[] = {
+        { "json", 'j', 0, "" }, { "csv", 'C', 1, "" }, { "help", 'h', 0, "" },
+        { NULL, 'd', 0, "" },   { NULL, 'S', 0, "" },  { NULL, 'l', 0, "" },
+        { NULL, 'e', 1, "" },   { NULL, 0, 0, NULL },
+    };
+    static struct config cfg = { .method = "GET" };
+    apr_pool_t *pool;
+    apr_pool_create(&pool, NULL);
+    apr_getopt_t *g;
+    apr_getopt_init(&g, pool, argc, argv);
+    g->interleave = 1;
+    int ch;
+    const char *arg;
+    apr_status_t st;
+    while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
+        switch (ch) {
+        case 'j': cfg.json = true; break;
+        case 'C': cfg.csv = arg; break;
+        case 'd': cfg.no_percentiles = true; break;
+        case 'S': cfg.no_confidence = true; break;
+        case 'l': cfg.variable_length = true; break;
+        case 'e': cfg.percentile_csv = arg; break;
+        case 'h': fputs(merge_usage, stdout); return ZB_EXIT_OK;
+        }
+    }
+    if (st != APR_EOF)
+        return cli_usage_error("loadgen merge");
+    int nlogs = argc - g->ind;
+    if (nlogs < 1) {
+        fprintf(stderr, "loadgen merge: no LOG given\n");
+        return cli_usage_error("loadgen merge");
+    }
+    struct agent_log *a = calloc((size_t)nlogs, sizeof *a);
+    char **texts = calloc((size_t)nlogs, sizeof *texts);
+    if (!a || !texts) {
+        fprintf(stderr, "loadgen merge: out of memory\n");
+        return ZB_EXIT_FAIL;
+    }
+    char err[1200];
+    int rc = 0, parsed = 0;
+    for (int i = 0; i < nlogs && !rc; i++, parsed++) {
+        size_t n;
+        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, err, sizeof err);
+        if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], err, sizeof err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err);
+            rc = ZB_EXIT_USAGE;
+        }
+        if (!rc && fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
+            fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
+                    "with one --interval\n", g->argv[g->ind + i], a[i].interval_s,
+                    g->argv[g->ind], a[0].interval_s);
+            rc = ZB_EXIT_USAGE;
+        }
+    }
+    if (rc) {
+        for (int i = 0; i < nlogs; i++) {
+            if (i < parsed)
+                agent_log_free(&a[i]);
+            free(texts[i]);
+        }
+        free(texts);
+        free(a);
+        return rc;
+    }
+
+    double base = a[0].start_epoch_s, end = 0;
+    for (int i = 0; i < nlogs; i++)
+        if (a[i].start_epoch_s < base)
+            base = a[i].start_epoch_s;
+    static struct result r;
+    cfg.method = a[0].method[0] ? a[0].method : "GET";
+    r = (struct result){ .cfg = &cfg, .host = a[0].host, .path = a[0].path, .port = a[0].port,
+                         .agents = nlogs, .keepalive = a[0].keepalive, .tls = a[0].tls,
+                         .posted = a[0].posted, .server = a[0].server,
+                         .tls_info = a[0].tls_info, .tls_tmpkey = a[0].tls_tmpkey,
+                         .tls_sni = a[0].tls_sni, .doc_length = a[0].doc_length,
+                         .start_epoch_s = base, .url = "" };
+    cfg.variable_length |= a[0].variable_length;
+    stats_init(&r.st);
+    size_t *k0 = calloc((size_t)nlogs, sizeof *k0), npoints = 0;
+    for (int i = 0; i < nlogs; i++) {
+        stats_add(&r.st, &a[i].st);
+        r.concurrency += a[i].concurrency;
+        r.threads += a[i].threads;
+        r.rate += a[i].rate;
+        r.cpu_user += a[i].cpu_user;
+        r.cpu_sys += a[i].cpu_sys;
+        if (a[i].start_epoch_s + a[i].seconds > end)
+            end = a[i].start_epoch_s + a[i].seconds;
+        if (k0)
+            k0[i] = (size_t)llround((a[i].start_epoch_s - base) / a[0].interval_s);
+        if (k0 && k0[i] + a[i].niv > npoints)
+            npoints = k0[i] + a[i].niv;
+    }
+    r.seconds = end - base;
+    struct point *pts = npoints ? calloc(npoints, sizeof *pts) : NULL;
+    if (!k0 || (npoints && !pts)) {
+        fprintf(stderr, "loadgen merge: out of memory\n");
+        rc = ZB_EXIT_FAIL;
+    }
+    for (size_t k = 0; !rc && k < npoints; k++)
+        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], err, sizeof err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err);
+            rc = ZB_EXIT_USAGE;
+        }
+    r.points = pts;
+    r.npoints = npoints;
+    if (!rc) {
+        if (cfg.json)
+            report_json(&r);
+        else
+            report_text(&r);
+        fflush(stdout);
+        if (cfg.csv && report_csv(&r, cfg.csv) < 0) {
+            fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg.csv);
+            rc = ZB_EXIT_FAIL;
+        }
+        if (cfg.percentile_csv && report_percentile_csv(&r, cfg.percentile_csv) < 0) {
+            fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg.percentile_csv);
+            rc = ZB_EXIT_FAIL;
+        }
+        if (!rc && (stats_failed(&r.st) || !r.st.completed))
+            rc = ZB_EXIT_FAIL;
+    }
+    free(pts);
+    free(k0);
+    for (int i = 0; i < nlogs; i++) {
+        agent_log_free(&a[i]);
+        free(texts[i]);
+    }
+    free(texts);
+    free(a);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* A run's counts and histograms: per loop thread while it runs, summed
+ * into one at the end (and by merge, over agents). */
+#include <string.h>
+
+#include "loadgen.h"
+
+void stats_init(struct stats *s)
+{
+    memset(s, 0, sizeof *s);
+    hist_init(&s->lat);
+    hist_init(&s->connect);
+    hist_init(&s->processing);
+    hist_init(&s->waiting);
+    hist_init(&s->total);
+}
+
+void stats_add(struct stats *t, const struct stats *s)
+{
+    t->completed += s->completed;
+    t->non2xx += s->non2xx;
+    t->keepalive_reqs += s->keepalive_reqs;
+    t->connects += s->connects;
+    t->abandoned += s->abandoned;
+    t->err_connect += s->err_connect;
+    t->err_recv += s->err_recv;
+    t->err_send += s->err_send;
+    t->err_timeout += s->err_timeout;
+    t->err_except += s->err_except;
+    t->err_length += s->err_length;
+    t->bytes_total += s->bytes_total;
+    t->bytes_body += s->bytes_body;
+    t->bytes_sent += s->bytes_sent;
+    t->handshakes += s->handshakes;
+    t->resumed += s->resumed;
+    if (s->last_done_ns > t->last_done_ns)
+        t->last_done_ns = s->last_done_ns;
+    hist_merge(&t->lat, &s->lat);
+    hist_merge(&t->connect, &s->connect);
+    hist_merge(&t->processing, &s->processing);
+    hist_merge(&t->waiting, &s->waiting);
+    hist_merge(&t->total, &s->total);
+}
+
+uint64_t stats_failed(const struct stats *s)
+{
+    return s->err_connect + s->err_recv + s->err_send + s->err_timeout + s->err_except;
+}

@@ -1,0 +1,170 @@
+/* calibrate: the machine's own costs, which the other experiments' figures
+ * are made of. Once per run: a flush of an 8 kB write (pwrite + fdatasync
+ * on one file, as pg_test_fsync times PostgreSQL's default wal_sync_method)
+ * in the scratch directory; a loopback TCP round trip of one byte; a
+ * process spawn (posix_spawn of /bin/true and its wait). Per backend: a
+ * connection made and closed (an SQLite open and close). Each run times n
+ * of them; a figure's per-operation cost is its seconds over n. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sqlbench.h"
+
+extern char **environ;
+
+/* The figures of the machine itself carry this in place of a backend. */
+static struct backend_conf machine_conf = { .name = "machine" };
+static struct sb_target machine = { .bc = &machine_conf };
+
+static int time_fsync(const char *dir, int n, double *secs, struct zb_err *err)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/sqlbench-fsync.tmp", dir);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    if (fd < 0)
+        return zb_fail(err, ZB_ERR_SYS, "%s: %s", path, strerror(errno));
+    static char page[8192];
+    memset(page, 'x', sizeof page);
+    int rc = 0;
+    /* The block exists before the clock starts: only overwrites are timed. */
+    if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page || fsync(fd) < 0)
+        rc = zb_fail(err, ZB_ERR_SYS, "%s: %s", path, strerror(errno));
+    double t0 = zb_now_s();
+    for (int i = 0; i < n && rc == 0; i++)
+        if (pwrite(fd, page, sizeof page, 0) != (ssize_t)sizeof page || fdatasync(fd) < 0)
+            rc = zb_fail(err, ZB_ERR_SYS, "%s: %s", path, strerror(errno));
+    *secs = zb_now_s() - t0;
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+static void *echo_main(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    while (read(fd, &c, 1) == 1)
+        if (write(fd, &c, 1) != 1)
+            break;
+    return NULL;
+}
+
+/* One byte each way between two threads over 127.0.0.1, TCP_NODELAY. */
+static int time_tcp(int n, double *secs, struct zb_err *err)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), cfd = -1, sfd = -1, one = 1, rc = 0;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t alen = sizeof a;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 1) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &alen) < 0 ||
+        (cfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(cfd, (struct sockaddr *)&a, sizeof a) < 0 || (sfd = accept(lfd, NULL, NULL)) < 0) {
+        rc = zb_fail(err, ZB_ERR_SYS, "loopback TCP: %s", strerror(errno));
+        goto out;
+    }
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    pthread_t echo;
+    if (pthread_create(&echo, NULL, echo_main, &sfd) != 0) {
+        rc = zb_fail(err, ZB_ERR_SYS, "cannot start a thread");
+        goto out;
+    }
+    char c = 'x';
+    double t0 = zb_now_s();
+    for (int i = 0; i < n && rc == 0; i++)
+        if (write(cfd, &c, 1) != 1 || read(cfd, &c, 1) != 1)
+            rc = zb_fail(err, ZB_ERR_SYS, "loopback TCP: %s", strerror(errno));
+    *secs = zb_now_s() - t0;
+    shutdown(cfd, SHUT_RDWR);
+    pthread_join(echo, NULL);
+out:
+    if (sfd >= 0)
+        close(sfd);
+    if (cfd >= 0)
+        close(cfd);
+    if (lfd >= 0)
+        close(lfd);
+    return rc;
+}
+
+static int time_spawn(int n, double *secs, struct zb_err *err)
+{
+    char *const argv[] = { "true", NULL };
+    double t0 = zb_now_s();
+    for (int i = 0; i < n; i++) {
+        pid_t pid;
+        int status, e = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ);
+        if (e != 0)
+            return zb_fail(err, ZB_ERR_SYS, "posix_spawn /bin/true: %s", strerror(e));
+        if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return zb_fail(err, ZB_ERR_SYS, "/bin/true did not exit 0");
+    }
+    *secs = zb_now_s() - t0;
+    return 0;
+}
+
+int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err)
+{
+    struct utsname u;
+    uname(&u);
+    snprintf(machine.version, sizeof machine.version, "%.40s %.50s", u.sysname, u.release);
+    const int nfsync = o->calib_n * 5, ntcp = o->calib_n * 50, nspawn = o->calib_n * 2;
+    struct sb_figure *f = calloc(3, sizeof *f);
+    if (!f)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    char where[1200];
+    snprintf(where, sizeof where, "fsync: 8 kB pwrite + fdatasync in %s", o->scratch);
+    sb_figure_init(&f[0], "calibrate", where, &machine, "", nfsync);
+    sb_figure_init(&f[1], "calibrate", "tcp: 1-byte round trip on 127.0.0.1", &machine, "", ntcp);
+    sb_figure_init(&f[2], "calibrate", "spawn: posix_spawn /bin/true + waitpid", &machine, "", nspawn);
+    int rc = 0;
+    for (int r = 0; r < o->repeat && rc == 0; r++) {
+        double s = 0;
+        if ((rc = time_fsync(o->scratch, nfsync, &s, err)) == 0)
+            sb_figure_add(&f[0], s, 0, 0);
+        if (rc == 0 && (rc = time_tcp(ntcp, &s, err)) == 0)
+            sb_figure_add(&f[1], s, 0, 0);
+        if (rc == 0 && (rc = time_spawn(nspawn, &s, err)) == 0)
+            sb_figure_add(&f[2], s, 0, 0);
+    }
+    for (int i = 0; i < 3 && rc == 0; i++)
+        sb_record(&f[i]);
+    free(f);
+    return rc;
+}
+
+int sb_calibrate_connect(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err)
+{
+    int n = t->is_sqlite ? o->calib_n * 2 : o->calib_n;
+    struct sb_figure *f = calloc(1, sizeof *f);
+    if (!f)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    sb_figure_init(f, "calibrate", t->is_sqlite ? "open + close" : "connect + close", t, NULL, n);
+    int rc = 0;
+    for (int r = 0; r < o->repeat && rc == 0; r++) {
+        double t0 = zb_now_s();
+        for (int i = 0; i < n && rc == 0; i++) {
+            struct backend b;
+            rc = backend_open(&b, t->bc, err);
+            backend_close(&b);
+        }
+        if (rc == 0)
+            sb_figure_add(f, zb_now_s() - t0, 0, 0);
+    }
+    if (rc == 0)
+        sb_record(f);
+    free(f);
+    return rc;
+}
