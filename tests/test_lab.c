@@ -156,10 +156,16 @@ static void setup(void)
         setup_failed("scripts/lab server start");
 }
 
+static char clone[1200];           /* a fresh copy of the tree (the last test) */
+
 static void teardown(void)
 {
-    if (!skipped)
-        lab("down");
+    if (skipped)
+        return;
+    lab("down");
+    if (clone[0])
+        run_cmd(out, sizeof out, "[ ! -d '%s' ] || { cd '%s' && env -u ZB_LAB_DIR scripts/lab down --purge; "
+                "cd / && rm -rf '%s'; }", clone, clone, clone);
 }
 
 #define SETUP_OK()                                                                   \
@@ -360,45 +366,106 @@ START_TEST(reads_reach_primary_and_replica)
 }
 END_TEST
 
+/* loadgen on a client host, its exit status and counts from out: the
+ * report's lines, then "NNN" for each non-2xx status it met, counted
+ * ("  12 503"). */
+struct lg {
+    int exit, complete, failed, non2xx, non503;
+    double rps;
+};
+
+static struct lg loadgen_from(const char *host, const char *args, const char *path)
+{
+    struct lg g = { .exit = -1 };
+    lab("exec %s bash -c 'source \"$ZB_LAB_DIR/lab.env\"; o=$ZB_LAB_DIR/loadgen-%s.out; "
+        "%s -v 2 -s 10 %s \"$ZB_LAB_URL%s\" > $o 2>&1; echo exit=$?; "
+        "grep -E \"^(Complete|Failed|Non-2xx|Requests per)\" $o; "
+        "grep -o \"not 2xx ([0-9]*)\" $o | tr -dc \"0-9\\n\" | sort | uniq -c'",
+        host, host, prog("loadgen"), args, path);
+    const char *p;
+    if ((p = strstr(out, "exit=")))
+        g.exit = atoi(p + 5);
+    if ((p = strstr(out, "Complete requests:")))
+        g.complete = atoi(p + 18);
+    if ((p = strstr(out, "Failed requests:")))
+        g.failed = atoi(p + 16);
+    if ((p = strstr(out, "Non-2xx responses:")))
+        g.non2xx = atoi(p + 18);
+    if ((p = strstr(out, "Requests per second:")))
+        g.rps = atof(p + 20);
+    /* The status counts, after the report's lines. */
+    for (p = (p = strstr(out, "Requests per second:")) ? strchr(p, '\n') : NULL; p && *p; p = strchr(p, '\n')) {
+        int n, status;
+        if (sscanf(p, "%d %d", &n, &status) == 2 && status != 503)
+            g.non503 += n;
+        p++;
+    }
+    return g;
+}
+
 /* The replica stops while lookups run over both servers: the requests on
- * it at that moment may fail (503) or be retried on the primary, none
- * hangs or is lost; then every lookup is served by the primary; once the
- * replica is back it gets lookups again. */
+ * it at that moment get 503 (or, retried on a fresh connection, which then
+ * comes from the primary, 200), none hangs, fails or is lost; then every
+ * lookup is served by the primary; once the replica is back it gets
+ * lookups again. */
 START_TEST(replica_stops_under_load_and_comes_back)
 {
     SETUP_OK();
-    char path[128];
-    snprintf(path, sizeof path, "/zip/pg_spread/random");
+    const char *path = "/zip/pg_spread/random";
     pid_t stopper = fork();
     if (stopper == 0) {
         usleep(1500 * 1000);
         _exit(run_cmd(NULL, 0, "scripts/lab stop replica") == 0 ? 0 : 1);
     }
     uint64_t t0 = zb_now_ns();
-    struct ab a = ab_from("client1", "-t 5 -n 1000000 -c 8", path);
+    struct lg g = loadgen_from("client1", "-t 5 -c 8", path);
     double s = (double)(zb_now_ns() - t0) / 1e9;
     int st;
     waitpid(stopper, &st, 0);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "scripts/lab stop replica failed");
-    ck_assert_msg(a.exit == 0 && a.complete > 0 && !a.connect && !a.receive && !a.exceptions,
-                  "%s", out);
-    ck_assert_msg(s < 20, "ab -t 5 took %.1f s: something hung", s);
-    printf("lab: replica stopped under load: %d lookups, %d not 200 (%.0f/s)\n", a.complete,
-           a.non2xx, a.rps);
+    ck_assert_msg(g.exit == 0 && g.complete > 0 && !g.failed && !g.non503,
+                  "every request answered, 200 or 503: %s", out);
+    ck_assert_msg(s < 20, "loadgen -t 5 took %.1f s: something hung", s);
+    printf("lab: replica stopped under load: %d lookups, %d of them 503 (%.0f/s)\n", g.complete,
+           g.non2xx, g.rps);
     /* Now the primary alone. */
-    a = ab_from("client1", "-n 200 -c 8", path);
-    ck_assert_msg(a.exit == 0 && a.complete == 200 && !a.non2xx, "%s", out);
+    g = loadgen_from("client1", "-n 200 -c 8", path);
+    ck_assert_msg(g.exit == 0 && g.complete == 200 && !g.non2xx, "%s", out);
     /* Back: the replica gets its share again (a connection that fell back
      * to the primary is replaced after a second). */
     ck_assert_msg(lab("start replica") == 0, "%s", out);
     long long before = commits("db2"), now = before;
     bool used = false;
     for (int i = 0; i < 5 && !used; i++) {
-        a = ab_from("client1", "-t 2 -n 1000000 -c 8", path);
-        ck_assert_msg(a.exit == 0 && a.complete > 0 && !a.non2xx, "%s", out);
+        g = loadgen_from("client1", "-t 2 -c 8", path);
+        ck_assert_msg(g.exit == 0 && g.complete > 0 && !g.non2xx, "%s", out);
         used = commits_rise("db2", before, &now);
     }
     ck_assert_msg(used, "the replica's commits stayed at %lld after it came back", before);
+}
+END_TEST
+
+/* ---- loadgen agents on several client hosts ---- */
+
+START_TEST(loadgen_agents_on_two_clients)
+{
+    SETUP_OK();
+    ck_assert_msg(lab("loadgen --clients 2 -k -c 3 -n 150 /zip/sqlite/random") == 0, "%s", out);
+    /* One report for both: the sums. */
+    const char *p = strstr(out, "Complete requests:");
+    ck_assert_msg(p && atoi(p + 18) == 300, "%s", out);
+    p = strstr(out, "Concurrency Level:");
+    ck_assert_msg(p && atoi(p + 18) == 6, "%s", out);
+    ck_assert_msg(!strstr(out, "Non-2xx"), "%s", out);
+    /* Each agent ran on its own host, from its own address. */
+    ck_assert_msg(lab("exec client2 cat \"$ZB_LAB_DIR/loadgen/client2.out\"") == 0 &&
+                  strstr(out, "Complete requests:      150"), "%s", out);
+    /* The merged report as JSON. */
+    ck_assert_msg(lab("loadgen --clients 2 --json -c 1 -n 20 /zip/sqlite/random") == 0 &&
+                  strstr(out, "\"completed\":40"), "%s", out);
+    /* More agents than client hosts, or flags that would clash: refused. */
+    ck_assert_msg(lab("loadgen --clients 3 -n 1 /health") == 2 && strstr(out, "1..2"), "%s", out);
+    ck_assert_msg(lab("loadgen --clients 2 --hdr-log x -n 1 /health") == 2, "%s", out);
 }
 END_TEST
 
@@ -433,6 +500,30 @@ START_TEST(failed_up_leaves_nothing)
 }
 END_TEST
 
+/* From a fresh copy of the tree (no build/, no data: new clusters, a new
+ * replica), up with every service, then down: nothing left. */
+START_TEST(fresh_clone_up_then_down_leaves_nothing)
+{
+    SETUP_OK();
+    snprintf(clone, sizeof clone, "%s/clone", dir);
+    ck_assert_msg(run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && git ls-files -z --cached "
+                          "--others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | "
+                          "tar -xf - -C '%s'", clone, clone, clone) == 0, "%s", out);
+    char labdir[1300];
+    snprintf(labdir, sizeof labdir, "%s/build/lab", clone);
+    setenv("ZB_LAB_DIR", labdir, 1);   /* for record_nets and leftovers */
+    int rc = run_cmd(out, sizeof out, "cd '%s' && env -u ZB_LAB_DIR scripts/lab up --clients 1", clone);
+    record_nets();
+    ck_assert_msg(rc == 0 && strstr(out, "a replica of") && strstr(out, "pgbouncer") &&
+                  strstr(out, "pgpool") && strstr(out, "mariadbd"), "%s", out);
+    ck_assert_int_gt(nnets, 4);
+    ck_assert_msg(run_cmd(out, sizeof out, "cd '%s' && env -u ZB_LAB_DIR scripts/lab down --purge",
+                          clone) == 0, "%s", out);
+    ck_assert_msg(!leftovers()[0], "after up and down in a fresh copy: %s", leftovers());
+    run_cmd(NULL, 0, "rm -rf '%s'", clone);
+}
+END_TEST
+
 Suite *suite_lab(void)
 {
     Suite *s = suite_create("lab");
@@ -443,8 +534,10 @@ Suite *suite_lab(void)
     tcase_add_test(t, rtt_puts_a_delay_on_both_links);
     tcase_add_test(t, reads_reach_primary_and_replica);
     tcase_add_test(t, replica_stops_under_load_and_comes_back);
+    tcase_add_test(t, loadgen_agents_on_two_clients);
     tcase_add_test(t, down_leaves_nothing);      /* last two: the lab goes */
     tcase_add_test(t, failed_up_leaves_nothing);
+    tcase_add_test(t, fresh_clone_up_then_down_leaves_nothing);
     tcase_set_timeout(t, 240);
     suite_add_tcase(s, t);
     return s;

@@ -6,7 +6,10 @@
 // pgpool-II; MariaDB pooled and per-request), c 1, 10, 100, and where the
 // tiers are: loopback, the lab with no delay, the lab through the delay
 // relay at RTT 0, 0.2 and 1 ms. req/s and p50/p99 latency; a plot of req/s
-// against the RTT, a line per strategy.
+// against the RTT, a line per strategy. The relay's own cost is measured in
+// the same run at every relayed setting (a round trip to app's /health
+// through the relay against the same straight to app) and shown with every
+// figure that went through it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum } from '../lib/cells.mjs';
@@ -14,7 +17,6 @@ import { table, fmtRatio } from '../lib/table.mjs';
 import { draw, writeData } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
-import { parseAb } from '../lib/clients.mjs';
 import { median } from '../lib/stats.mjs';
 
 // label, backend, query: what picks each strategy.
@@ -52,33 +54,18 @@ function shellEnv(text) {
   return env;
 }
 
-// ab's percentile table, in ms (whole milliseconds: ab rounds).
-function abPercentile(text, p) {
-  const m = text.match(new RegExp(`^\\s*${p}%\\s+(\\d+)`, 'm'));
-  return m ? Number(m[1]) * 1000 : NaN;
-}
-
-// One run of the client, on client1 in the lab (through scripts/lab exec)
-// or here, for `seconds` or (requests) that many requests:
-// {value: req/s, p50, p99 (us), errors}, or NaN when nothing was answered
-// well (a run whose every answer is an error measures nothing).
-async function clientRun(ctx, { tool, inLab, env, url, c, seconds, requests }) {
+// One run of loadgen, on client1 in the lab (through scripts/lab exec) or
+// here, for `seconds` or (requests) that many requests: {value: req/s, p50,
+// p99 (us), errors}, or NaN when nothing was answered well (a run whose
+// every answer is an error measures nothing).
+async function clientRun(ctx, { inLab, env, url, c, seconds, requests }) {
   const prefix = inLab ? [path.join(ctx.root, 'scripts/lab'), 'exec', 'client1'] : [];
   const span = requests ? ['-n', String(requests)] : ['-t', String(seconds), '-n', '50000000'];
-  let res;
-  if (tool === 'loadgen') {
-    const cmd = [...prefix, ctx.bin('loadgen'), '-q', '--json', '-k', '-c', String(c), ...span, url];
-    const r = await runJSON(cmd[0], cmd.slice(1), { env, log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
-    const j = r.json[0];
-    if (j) res = { value: j.rps, completed: j.completed, p50: j.latency_us?.p50, p99: j.latency_us?.p99,
-                   errors: (j.failed || 0) + (j.non2xx || 0) };
-  } else {
-    const cmd = [...prefix, 'ab', '-q', '-k', '-s', '30', ...span, '-c', String(c), url];
-    const r = await run(cmd[0], cmd.slice(1), { env, log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
-    const a = parseAb(r.stdout);
-    if (a) res = { value: a.rps, completed: a.completed, p50: abPercentile(r.stdout, 50),
-                   p99: abPercentile(r.stdout, 99), errors: a.errors };
-  }
+  const cmd = [...prefix, ctx.bin('loadgen'), '-q', '--json', '-k', '-c', String(c), ...span, url];
+  const r = await runJSON(cmd[0], cmd.slice(1), { env, log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
+  const j = r.json[0];
+  const res = j && { value: j.rps, completed: j.completed, p50: j.latency_us?.p50, p99: j.latency_us?.p99,
+                     errors: (j.failed || 0) + (j.non2xx || 0) };
   if (!res || !res.completed || res.errors >= res.completed) {
     ctx.log(`${url} -c ${c}: ${res ? `${res.errors} errors of ${res.completed}` : 'no report'}`);
     return NaN;
@@ -86,12 +73,28 @@ async function clientRun(ctx, { tool, inLab, env, url, c, seconds, requests }) {
   return res;
 }
 
+// The relay's own cost in a relayed lab, in ms: the p50 of a keep-alive
+// round trip from client1 to app's /health through the relay, less the
+// same straight to app's own address, less the RTT it was asked to add.
+// At RTT 0 that is all the relay's doing; at a given RTT it also holds its
+// timers' lateness.
+async function relayCost(ctx, env, lab, rtt) {
+  const p50 = async addr => {
+    const r = await clientRun(ctx, { inLab: true, env, url: `http://${addr}:${lab.ZB_LAB_APP_PORT}/health`,
+                                     c: 1, requests: ctx.quick ? 500 : 3000 });
+    return Number.isFinite(r?.p50) ? r.p50 / 1000 : NaN;
+  };
+  const straight = await p50(lab.ZB_LAB_ADDR_APP), relayed = await p50(lab.ZB_LAB_APP);
+  return relayed - straight - rtt;
+}
+
 export default {
   title: 'connection strategies across a network (scripts/lab)',
   async run(ctx) {
     const seconds = ctx.quick ? 1 : 2;
     const levels = ctx.quick ? [10] : [1, 10, 100];
-    const settings = ctx.quick ? SETTINGS.filter(s => s.rtt !== 0.2 && s.rtt !== null) : SETTINGS;
+    // --quick: what every code path needs, loopback and the relay at 0.
+    const settings = ctx.quick ? SETTINGS.filter(s => !s.lab || s.rtt === 0) : SETTINGS;
     const work = path.resolve(ctx.build, 'bench-network');
     fs.mkdirSync(work, { recursive: true });
     // The run's own lab (named after its directory: a lab of yours in
@@ -125,13 +128,7 @@ export default {
     if (r.code !== 0) throw new Error(`scripts/lab load failed: ${tail(r)}`);
     const status = (await script(ctx, 'lab', ['status'], env)).stdout.trim();
 
-    // One client for every cell: loadgen, once it targets other hosts than
-    // loopback (issue 13: until then it refuses with exit 2); else ab.
-    const appAddr = shellEnv((await script(ctx, 'lab', ['env'], env)).stdout).ZB_LAB_ADDR_APP;
-    const probe = await script(ctx, 'lab', ['exec', 'client1', ctx.bin('loadgen'), '-q', '-n', '1', '-s', '1',
-                                            `http://${appAddr}:1/`], env);
-    const tool = probe.code === 2 ? 'ab' : 'loadgen';
-    const results = {};
+    const results = {}, relayMs = {};
     let delayKind = 'relay';
     for (const s of settings) {
       let base, srv = null;
@@ -144,6 +141,7 @@ export default {
         const e = shellEnv((await script(ctx, 'lab', ['env'], env)).stdout);
         base = e.ZB_LAB_URL;
         if (e.ZB_LAB_DELAY === 'netem') delayKind = 'netem';
+        if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
       } else {
         srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(PORT),
                                              '--backends', 'pg,pg_bouncer,pg_pool,innodb'],
@@ -153,7 +151,7 @@ export default {
         base = `http://127.0.0.1:${PORT}`;
       }
       try {
-        const go = (url, c, requests) => clientRun(ctx, { tool, inLab: s.lab, env, url, c, seconds, requests });
+        const go = (url, c, requests) => clientRun(ctx, { inLab: s.lab, env, url, c, seconds, requests });
         // Every request answered before the cells start (a run cut by -t
         // leaves requests in flight that the next run would wait behind).
         await go(`${base}/zip/pg_pool/random?persistent=0`, children, 2 * children);
@@ -184,18 +182,23 @@ export default {
                                'every chunk held RTT/2 each way, a new connection one RTT. ') +
       'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run.',
       `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?persistent=P\` (the server draws the key) ` +
-      `from \`${tool} -k\` (on client1 in the lab, here on loopback). ` +
+      'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
       'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +
       `pgpool-II's ${children} children (the lab's; loopback's as \`scripts/pooler\` started them) ` +
       'were each given a client before the runs.',
-      'What the lab costs: "loopback" against "lab, no relay"; what the relay costs: "lab, no relay" against ' +
-      '"relay, RTT 0". Every relayed figure carries that cost on top of its RTT.' +
-      (tool === 'ab' ? ' ab rounds its percentiles to whole milliseconds (loadgen does not target the ' +
-                       'lab\'s hosts yet, issue 13).' : ''), '',
+      'What the lab costs: "loopback" against "lab, no relay". What the relay itself costs, measured in ' +
+      'this run at each relayed setting: the p50 of a keep-alive round trip from client1 to app\'s `/health` ' +
+      'through the relay, less the same straight to app\'s own address, less the RTT asked for; its ' +
+      'zero-delay cost (at RTT 0) is in the header of every relayed column, and every figure there carries ' +
+      'it once per round trip on each relayed link (client-app, app-db).', '',
       '```', status, '```', ''];
+    const zero = relayMs['relay, RTT 0'];
+    const column = s => !(s.name in relayMs) ? s.name
+      : `${s.name}<br>(relay's own: +${fmtNum(zero, 3)} ms at RTT 0` +
+        (s.rtt ? `, +${fmtNum(relayMs[s.name], 3)} ms here)` : ')');
     for (const c of levels) {
       lines.push(`### c = ${c}: req/s, and p50 / p99 latency in ms`, '');
-      lines.push(table(['strategy', ...settings.map(s => s.name)],
+      lines.push(table(['strategy', ...settings.map(column)],
         STRATEGIES.map(([label]) => [label, ...settings.map(s => {
           const cell = results[s.name]?.get(`${label} ${c}`);
           if (!cell) return '-';
@@ -212,6 +215,9 @@ export default {
       lines.push('');
     }
     for (const s of settings) lines.push(`${s.name}: ${results[s.name].machineNote()}`);
+    if (Object.keys(relayMs).length)
+      lines.push('', 'The relay\'s own cost per round trip, this run (ms, p50; at RTT > 0 its timers\' lateness ' +
+                 'included): ' + Object.entries(relayMs).map(([n, v]) => `${n}: +${fmtNum(v, 3)}`).join('; ') + '.');
 
     // req/s against the RTT through the relay, a line per strategy, at c 10.
     const c = levels.includes(10) ? 10 : levels[0];
