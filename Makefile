@@ -56,10 +56,10 @@ $(BUILD)/tests/suites.h: $(TEST_SRC) Makefile
 $(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 
-# The server's HTTP side without its main(), for tests/fuzz/fuzz_http.c;
-# loadgen's parsers (response, HdrHistogram log, URL) for the unit tests
-# and tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
-SERVER_LIB_OBJ = $(BUILD)/obj/server/http.o $(BUILD)/obj/server/pool.o
+# The server without its main(), for tests/fuzz/fuzz_http.c; loadgen's
+# parsers (response, HdrHistogram log, URL) for the unit tests and
+# tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
+SERVER_LIB_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(wildcard server/*.c)))
 LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url)
 
 $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
@@ -109,9 +109,9 @@ valgrind: all $(BIN)/zbtest dataset hdrjs
 # libFuzzer on each tests/fuzz/fuzz_NAME.c for FUZZ_SECONDS, starting from
 # tests/fuzz/corpus/NAME; crashing inputs land in build/fuzz/crashes (copy
 # them into the corpus once fixed: the test suite replays it). A target
-# that includes loadgen.h is linked with loadgen's parsers; one
-# that includes server.h is also linked with server/http.c and pool.c
-# (not main.c: the target defines srv and starts the daemon itself). Those
+# that includes loadgen.h is linked with loadgen's parsers; one that
+# includes server.h is also linked with the server's objects (not main.c:
+# the target starts the server itself, server_start()). Those
 # run with -detect_leaks=0: libFuzzer's check between inputs would take the
 # pooled connections, which only APR pool memory (not scanned by LSan)
 # points to while the daemon runs, for leaks; LeakSanitizer's own check at
@@ -121,12 +121,12 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 fuzz:
 	$(MAKE) BUILD=build/fuzz CC=clang OPT="$(FUZZ_FLAGS)" build/fuzz/libzb.a \
-	  build/fuzz/obj/server/http.o build/fuzz/obj/server/pool.o \
+	  $(patsubst $(BUILD)/%,build/fuzz/%,$(SERVER_LIB_OBJ)) \
 	  $(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)
 	@mkdir -p build/fuzz/bin build/fuzz/crashes
 	@for t in $(FUZZ_TARGETS); do \
 	  extra=; args=; grep -q '"server.h"' tests/fuzz/fuzz_$$t.c && \
-	    extra="build/fuzz/obj/server/http.o build/fuzz/obj/server/pool.o" args=-detect_leaks=0; \
+	    extra="$(patsubst $(BUILD)/%,build/fuzz/%,$(SERVER_LIB_OBJ))" args=-detect_leaks=0; \
 	  grep -q '"loadgen.h"' tests/fuzz/fuzz_$$t.c && \
 	    extra="$(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)"; \
 	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_LIBFUZZER -Ilib -Itests -Iserver -Iloadgen $(PKG_CFLAGS) -O1 -g \

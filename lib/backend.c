@@ -8,15 +8,21 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct backend_driver backend_sqlite;
-extern const struct backend_driver backend_pg;
-extern const struct backend_driver backend_mysql;
+/* The drivers, the one list of them: each NAME is lib/backend_NAME.c,
+ * which defines `const struct backend_driver backend_NAME`. Adding a
+ * backend is its file and its line here. */
+#define DRIVERS(X) \
+    X(sqlite)      \
+    X(pg)          \
+    X(mysql)       \
+    /* end of the list */
 
-static const struct backend_driver *const drivers[] = {
-    &backend_sqlite,
-    &backend_pg,
-    &backend_mysql,
-};
+#define DECLARE(name) extern const struct backend_driver backend_##name;
+DRIVERS(DECLARE)
+#undef DECLARE
+#define ENTRY(name) &backend_##name,
+static const struct backend_driver *const drivers[] = { DRIVERS(ENTRY) };
+#undef ENTRY
 
 /* KEN_ALL's columns: nine text, then six integer flags. */
 #define POSTAL_COLUMNS(TEXT, FLAG)                                                              \
@@ -31,12 +37,24 @@ const char *const zb_sync_names[3] = { "full", "normal", "off" };
 
 bool zb_column_is_flag(int col) { return col >= 9; }
 
+#define NDRIVERS (sizeof drivers / sizeof drivers[0])
+
 const struct backend_driver *backend_driver(const char *name)
 {
-    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
+    for (size_t i = 0; i < NDRIVERS; i++)
         if (name && strcmp(drivers[i]->name, name) == 0)
             return drivers[i];
     return NULL;
+}
+
+void backend_driver_names(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < NDRIVERS && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : i + 1 < NDRIVERS ? ", "
+                                                                                          : " or ",
+                              drivers[i]->name);
 }
 
 enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns)
@@ -58,9 +76,12 @@ int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err
     b->conf = bc;
     b->db = NULL;
     b->drv = backend_driver(bc->driver);
-    if (!b->drv)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s' (sqlite, pg, mysql)",
-                       bc->name, bc->driver ? bc->driver : "");
+    if (!b->drv) {
+        char names[200];
+        backend_driver_names(names, sizeof names);
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s' (%s)", bc->name,
+                       bc->driver ? bc->driver : "", names);
+    }
     return b->drv->open(bc, &b->db, err);
 }
 

@@ -1,9 +1,12 @@
 /* The one seam between zipbench and a database.
  *
  * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql.c) fills one
- * struct backend_driver; the table in backend.c names them. The loader and
- * the server only ever talk to a database through these calls, so adding a
- * backend touches one new file and one line of that table.
+ * struct backend_driver; the table in backend.c names them, and it is the
+ * only list of drivers: the config checks `driver` against it and hands
+ * each driver the keys only it knows. The loader, sqlbench and the server
+ * only ever talk to a database through these calls, and tell errors apart
+ * by their kind (ZB_ERR_CONN, _TIMEOUT, _BUSY...), never by their text, so
+ * adding a backend touches one new file and one line of that table.
  *
  * SQL text given to exec/query/prepare is always zipbench's own; values
  * travel as bound parameters (text, NULL for SQL NULL), never pasted in.
@@ -19,6 +22,7 @@
 
 struct db;     /* a connection, driver-private */
 struct stmt;   /* a prepared statement on one connection */
+struct backend_async;
 
 /* Called once per result row; values are NUL-terminated text (NULL for SQL
  * NULL). Return non-zero to stop early. */
@@ -56,7 +60,12 @@ enum zb_sync { ZB_SYNC_DEFAULT = 0, ZB_SYNC_FULL, ZB_SYNC_NORMAL, ZB_SYNC_OFF };
 extern const char *const zb_sync_names[3];
 
 struct backend_driver {
-    const char *name;  /* "sqlite", "pg", "mysql" */
+    const char *name;  /* "sqlite", "pg", "mysql": the config's `driver` */
+
+    /* Its own config keys (those conf.c does not know): 0 if key=value is
+     * good, -1 if key is not one of its, -2 with why filled for a bad
+     * value. NULL: it has none. */
+    int  (*check_key)(const char *key, const char *value, char *why, size_t whylen);
 
     int  (*open)(const struct backend_conf *bc, struct db **out, struct zb_err *err);
     void (*close)(struct db *db);
@@ -99,9 +108,63 @@ struct backend_driver {
     const char *(*create_suffix)(struct db *db);
     /* Replace table `to` by table `from` atomically (old one dropped). */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
+
+    /* The non-blocking calls the server's event loops use; NULL for a
+     * database that runs in-process (SQLite), whose synchronous calls the
+     * server makes inline. */
+    const struct backend_async *async;
+};
+
+/* ---- the asynchronous side, for the server's event loops ----
+ *
+ * No call blocks. Those that wait on the database return what the
+ * connection waits for next: ZB_WANT_READ and/or ZB_WANT_WRITE on
+ * socket(); call again once the socket is ready for it. 0 means the step
+ * is complete, -1 that it failed (err filled). A connection opened this
+ * way is closed with the driver's close(), which never blocks on it, and
+ * frees its prepared statement too. The loader and sqlbench never use it. */
+enum { ZB_WANT_READ = 1, ZB_WANT_WRITE = 2 };
+
+struct backend_async {
+    /* Starts opening a read-only connection to bc; *out is set (and must
+     * be closed) whatever the outcome. Then connect_step() each time the
+     * socket is ready, until it returns 0. The caller bounds the time
+     * (connect_timeout_s): the driver sets no timer of its own. */
+    int (*connect_start)(const struct backend_conf *bc, struct db **out, struct zb_err *err);
+    int (*connect_step)(struct db *db, struct zb_err *err);
+    /* The socket to watch; it may change while connecting (pg tries each
+     * address of a host in turn), so read it again after every step. */
+    int (*socket)(struct db *db);
+
+    /* Sends PREPARE of sql (at most one prepared statement per connection
+     * opened this way); it completes through result(), with no rows. */
+    int (*prepare)(struct db *db, const char *sql, int nparams, struct stmt **out,
+                   struct zb_err *err);
+    /* Sends one run of st, or (st NULL) the one-shot parameterized sql. */
+    int (*send)(struct db *db, struct stmt *st, const char *sql, int nparams,
+                const char *const *params, struct zb_err *err);
+    /* Moves what it can both ways. Once the oldest statement sent has its
+     * whole answer, feeds its rows to fn and returns 0 (call again: the next
+     * one may be complete too). -1: that statement failed; if err->kind is
+     * ZB_ERR_CONN the connection is lost with everything sent on it, else
+     * it goes on. With nothing sent, it checks an idle connection: -1 if
+     * the database closed it. */
+    int (*result)(struct db *db, row_fn fn, void *arg, struct zb_err *err);
+
+    /* Pipelining, NULL where the client library cannot: pipeline() right
+     * after connecting lets send() be called again before the previous
+     * answers came back (they come in order); flush() ends a batch of sends
+     * and writes it. */
+    int (*pipeline)(struct db *db, struct zb_err *err);
+    int (*flush)(struct db *db, struct zb_err *err);
+    /* Makes every further read and write on the connection fail at once
+     * (a statement that timed out); close() then frees it. */
+    void (*abort)(struct db *db);
 };
 
 const struct backend_driver *backend_driver(const char *name);
+/* "sqlite, pg or mysql": the names of the table, for messages. */
+void backend_driver_names(char *buf, size_t len);
 
 /* A connection that failed: ZB_ERR_TIMEOUT if the attempt begun at
  * started_ns lasted limit_ns or more (the database accepted and then never

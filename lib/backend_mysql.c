@@ -1,9 +1,17 @@
 /* MySQL/MariaDB through libmariadb; InnoDB and MyISAM are the same driver
  * with a different ENGINE= on CREATE TABLE. Statements use the binary
- * protocol with string binds; results are fetched into growable buffers. */
+ * protocol with string binds; results are fetched into growable buffers.
+ *
+ * The asynchronous side (the server's) uses Connector/C's non-blocking API
+ * (MYSQL_OPT_NONBLOCK; mysql_real_connect_start/_cont,
+ * mysql_stmt_prepare/execute/store_result_start/_cont): each call runs the
+ * library's own coroutine until it would block and says which socket event
+ * it waits for. One statement at a time: the API has no pipelining. */
 #include <mysql.h>
+#include <sys/socket.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
+#include <errno.h>
 #include <pthread.h>
 #include <strings.h>
 #include <stdio.h>
@@ -12,9 +20,24 @@
 
 #include "backend.h"
 
+enum my_op { OP_NONE, OP_CONNECT, OP_PREPARE, OP_EXECUTE, OP_STORE };
+
 struct db {
     MYSQL *h;
     bool broken;
+    /* The asynchronous side's: the operation under way, what it waits for,
+     * and the statement it is for. */
+    enum my_op op;
+    int wait;                  /* MYSQL_WAIT_* bits of the last _start/_cont */
+    int status;                /* the operation's own result once it ends */
+    MYSQL *connected;          /* mysql_real_connect's result */
+    struct stmt *cur;          /* the statement being prepared or run */
+    bool execute_after;        /* cur: prepare, then run (a one-shot query) */
+    bool answered;             /* cur's operations are done, not yet reported */
+    bool executed;             /* ... and it ran: its rows are stored */
+    const char *const *params; /* cur's parameters (the caller keeps them) */
+    const char *sql;           /* cur's SQL while it is being prepared */
+    struct stmt *prepared, *oneshot;  /* freed on close */
     unsigned read_timeout_s;   /* per read from the server: query_timeout_ms rounded up */
     char engine[16];
     char suffix[64];
@@ -58,10 +81,26 @@ static int my_fail_code(struct db *db, struct zb_err *err, const char *what, uns
 {
     if (conn_errno(e))
         db->broken = true;
-    zb_fail(err, conn_errno(e) ? ZB_ERR_CONN : ZB_ERR_SQL, "mysql: %s: %s (%u)", what, msg, e);
+    enum zb_err_kind kind = conn_errno(e) ? ZB_ERR_CONN
+                            : e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT ? ZB_ERR_BUSY
+                                                                               : ZB_ERR_SQL;
+    zb_fail(err, kind, "mysql: %s: %s (%u)", what, msg, e);
     if (err)
         err->row = row_named_in(msg);
     return -1;
+}
+
+/* Its own config key: engine, the storage engine of the tables it
+ * creates (and what set_sync may tune). */
+static int my_check_key(const char *key, const char *value, char *why, size_t len)
+{
+    if (strcmp(key, "engine"))
+        return -1;
+    if (strcasecmp(value, "InnoDB") && strcasecmp(value, "MyISAM")) {
+        snprintf(why, len, "'%s' is not InnoDB or MyISAM", value);
+        return -2;
+    }
+    return 0;
 }
 
 static int my_fail(struct db *db, struct zb_err *err, const char *what)
@@ -74,24 +113,18 @@ static int stmt_fail(struct stmt *st, struct zb_err *err, const char *what)
     return my_fail_code(st->db, err, what, mysql_stmt_errno(st->s), mysql_stmt_error(st->s));
 }
 
-static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+/* A handle with the options both sides share; NULL when out of memory. */
+static struct db *my_new(const struct backend_conf *bc)
 {
     pthread_once(&library_once, library_init);
     struct db *db = calloc(1, sizeof *db);
     if (!db || !(db->h = mysql_init(NULL))) {
         free(db);
-        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+        return NULL;
     }
     db->saved_flush = -1;
-    unsigned timeout = bc->connect_timeout_s > 0 ? (unsigned)bc->connect_timeout_s : 5;
-    /* The library's timeouts are whole seconds, per read or write. */
-    unsigned rw_timeout = bc->query_timeout_ms > 0 ? (unsigned)(bc->query_timeout_ms + 999) / 1000 : 30;
-    db->read_timeout_s = rw_timeout;
-    my_bool on = 1;
-    mysql_options(db->h, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
-    mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
-    mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
+    const char *engine = conf_option(bc, "engine");
+    snprintf(db->engine, sizeof db->engine, "%s", engine ? engine : "InnoDB");
     mysql_options(db->h, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     /* Strict for every table, MyISAM's too: a value that does not fit is an
      * error, never cut to fit with a warning (STRICT_TRANS_TABLES, the
@@ -102,23 +135,54 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
                   "ANSI_QUOTES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'");
     if (bc->password_file)   /* its [client] password, as MariaDB's own clients read it */
         mysql_options(db->h, MYSQL_READ_DEFAULT_FILE, bc->password_file);
-    const char *host = bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
+    return db;
+}
+
+static const char *my_host(const struct backend_conf *bc)
+{
+    return bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
+}
+
+static int my_connect_failed(struct db *db, const struct backend_conf *bc, enum zb_err_kind kind,
+                             struct zb_err *err)
+{
+    char why[600];
+    return zb_fail(err, kind, "mysql: cannot connect to %s: %s (%u)%s",
+                   bc->socket ? bc->socket : my_host(bc), mysql_error(db->h), mysql_errno(db->h),
+                   zb_password_file_problem(bc, why, sizeof why));
+}
+
+static void my_connected(struct db *db)
+{
+    snprintf(db->suffix, sizeof db->suffix, " ENGINE=%s DEFAULT CHARSET=utf8mb4", db->engine);
+    snprintf(db->version, sizeof db->version, "MariaDB %s", mysql_get_server_info(db->h));
+}
+
+static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct db *db = my_new(bc);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+    unsigned timeout = bc->connect_timeout_s > 0 ? (unsigned)bc->connect_timeout_s : 5;
+    /* The library's timeouts are whole seconds, per read or write. */
+    unsigned rw_timeout = bc->query_timeout_ms > 0 ? (unsigned)(bc->query_timeout_ms + 999) / 1000 : 30;
+    db->read_timeout_s = rw_timeout;
+    my_bool on = 1;
+    mysql_options(db->h, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+    mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+    mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
     uint64_t t0 = zb_now_ns();
-    if (!mysql_real_connect(db->h, host, bc->user ? bc->user : "zipbench", bc->password,
+    if (!mysql_real_connect(db->h, my_host(bc), bc->user ? bc->user : "zipbench", bc->password,
                             bc->database ? bc->database : "zipbench",
                             (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0)) {
         /* Refused at once, or accepted and then never answered (frozen). */
-        char why[600];
-        zb_fail(err, zb_failure_kind(t0, (uint64_t)timeout * 1000000000u),
-                "mysql: cannot connect to %s: %s (%u)%s", bc->socket ? bc->socket : host,
-                mysql_error(db->h), mysql_errno(db->h), zb_password_file_problem(bc, why, sizeof why));
+        my_connect_failed(db, bc, zb_failure_kind(t0, (uint64_t)timeout * 1000000000u), err);
         mysql_close(db->h);
         free(db);
         return -1;
     }
-    snprintf(db->engine, sizeof db->engine, "%s", bc->engine ? bc->engine : "InnoDB");
-    snprintf(db->suffix, sizeof db->suffix, " ENGINE=%s DEFAULT CHARSET=utf8mb4", db->engine);
-    snprintf(db->version, sizeof db->version, "MariaDB %s", mysql_get_server_info(db->h));
+    my_connected(db);
     *out = db;
     return 0;
 }
@@ -156,10 +220,18 @@ static int set_flush_log(struct db *db, int value, struct zb_err *err)
     return my_exec(db, sql, err);
 }
 
+static void stmt_free(struct stmt *st);
+
 static void my_close(struct db *db)
 {
     if (db->saved_flush >= 0 && !db->broken)
         set_flush_log(db, db->saved_flush, NULL);
+    /* An operation still under way (given up): make its I/O fail first, so
+     * that closing never waits on the database. */
+    if (db->op != OP_NONE)
+        mariadb_cancel(db->h);
+    stmt_free(db->prepared);
+    stmt_free(db->oneshot);
     mysql_close(db->h);
     free(db);
 }
@@ -179,20 +251,42 @@ static void stmt_free(struct stmt *st)
     free(st);
 }
 
+static struct stmt *stmt_new(struct db *db)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    if (st && !(st->s = mysql_stmt_init(db->h))) {
+        free(st);
+        st = NULL;
+    }
+    if (st)
+        st->db = db;
+    return st;
+}
+
+/* Once prepared: bind buffers for the parameters and result columns. */
+static int stmt_setup(struct stmt *st, int nparams, struct zb_err *err);
+
 static int my_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
                       struct zb_err *err)
 {
-    struct stmt *st = calloc(1, sizeof *st);
-    if (!st || !(st->s = mysql_stmt_init(db->h))) {
-        free(st);
+    struct stmt *st = stmt_new(db);
+    if (!st)
         return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
-    }
-    st->db = db;
     if (mysql_stmt_prepare(st->s, sql, strlen(sql)) != 0) {
         stmt_fail(st, err, sql);
         stmt_free(st);
         return -1;
     }
+    if (stmt_setup(st, nparams, err) < 0) {
+        stmt_free(st);
+        return -1;
+    }
+    *out = st;
+    return 0;
+}
+
+static int stmt_setup(struct stmt *st, int nparams, struct zb_err *err)
+{
     st->nparams = nparams;
     MYSQL_RES *meta = mysql_stmt_result_metadata(st->s);
     st->ncols = meta ? (int)mysql_num_fields(meta) : 0;
@@ -208,18 +302,13 @@ static int my_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     st->rbuf = calloc((size_t)nc, sizeof *st->rbuf);
     st->rcap = calloc((size_t)nc, sizeof *st->rcap);
     if (!st->pbind || !st->plen || !st->rbind || !st->rlen || !st->rnull || !st->rerr ||
-        !st->rbuf || !st->rcap) {
-        stmt_free(st);
+        !st->rbuf || !st->rcap)
         return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
-    }
     for (int c = 0; c < st->ncols; c++) {
         st->rcap[c] = 256;
-        if (!(st->rbuf[c] = malloc(st->rcap[c] + 1))) {
-            stmt_free(st);
+        if (!(st->rbuf[c] = malloc(st->rcap[c] + 1)))
             return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
-        }
     }
-    *out = st;
     return 0;
 }
 
@@ -237,8 +326,7 @@ static void bind_results(struct stmt *st)
     }
 }
 
-static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void *arg,
-                    long long *affected, struct zb_err *err)
+static int bind_params(struct stmt *st, const char *const *params, struct zb_err *err)
 {
     for (int i = 0; i < st->nparams; i++) {
         MYSQL_BIND *b = &st->pbind[i];
@@ -255,12 +343,27 @@ static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void 
     }
     if (st->nparams && mysql_stmt_bind_param(st->s, st->pbind))
         return stmt_fail(st, err, "bind");
+    return 0;
+}
+
+/* The rows of an executed statement to fn, read as they come or from the
+ * stored result; then the result is freed, so the statement can run again. */
+static int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err);
+
+static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+                    long long *affected, struct zb_err *err)
+{
+    if (bind_params(st, params, err) < 0)
+        return -1;
     if (mysql_stmt_execute(st->s))
         return stmt_fail(st, err, "execute");
     if (affected)
         *affected = (long long)mysql_stmt_affected_rows(st->s);
-    if (!st->ncols)
-        return 0;
+    return st->ncols ? fetch_rows(st, fn, arg, err) : 0;
+}
+
+static int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)
+{
     bind_results(st);
     if (mysql_stmt_bind_result(st->s, st->rbind))
         return stmt_fail(st, err, "bind result");
@@ -534,8 +637,186 @@ static int my_swap_table(struct db *db, const char *from, const char *to, struct
     return my_exec(db, sql, err);
 }
 
+/* ---- asynchronous ---- */
+
+/* What the library waits for, as the server's epoll understands it. */
+static int my_wants(struct db *db, int status)
+{
+    db->wait = status;
+    int w = (status & MYSQL_WAIT_READ ? ZB_WANT_READ : 0) |
+            (status & MYSQL_WAIT_WRITE ? ZB_WANT_WRITE : 0);
+    return w ? w : ZB_WANT_READ;
+}
+
+static int my_connect_start(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct db *db = my_new(bc);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+    *out = db;
+    /* No timeouts of the library's: the server bounds every wait itself. */
+    mysql_options(db->h, MYSQL_OPT_NONBLOCK, 0);
+    db->op = OP_CONNECT;
+    int status = mysql_real_connect_start(&db->connected, db->h, my_host(bc),
+                                          bc->user ? bc->user : "zipbench", bc->password,
+                                          bc->database ? bc->database : "zipbench",
+                                          (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0);
+    if (status)
+        return my_wants(db, status);
+    db->op = OP_NONE;
+    if (!db->connected)
+        return my_connect_failed(db, bc, ZB_ERR_CONN, err);
+    my_connected(db);
+    return 0;
+}
+
+static int my_connect_step(struct db *db, struct zb_err *err)
+{
+    int status = mysql_real_connect_cont(&db->connected, db->h, db->wait);
+    if (status)
+        return my_wants(db, status);
+    db->op = OP_NONE;
+    if (!db->connected) {
+        db->broken = true;
+        return zb_fail(err, ZB_ERR_CONN, "mysql: cannot connect: %s (%u)", mysql_error(db->h),
+                       mysql_errno(db->h));
+    }
+    my_connected(db);
+    return 0;
+}
+
+static int my_sock(struct db *db) { return (int)mysql_get_socket(db->h); }
+
+/* The current statement's operation ended (its status in db->status): on
+ * to the next one of its chain (prepare, execute, store the result), until
+ * one has to wait. 0 once the whole chain is done. */
+static int my_next(struct db *db, int status, struct zb_err *err)
+{
+    struct stmt *st = db->cur;
+    while (!status) {
+        if (db->status) {
+            enum my_op op = db->op;
+            db->op = OP_NONE;
+            return stmt_fail(st, err, op == OP_PREPARE ? "prepare" : op == OP_EXECUTE ? "execute"
+                                                                                   : "store result");
+        }
+        switch (db->op) {
+        case OP_PREPARE:
+            if (stmt_setup(st, st->nparams, err) < 0 ||
+                (db->execute_after && bind_params(st, db->params, err) < 0)) {
+                db->op = OP_NONE;
+                return -1;
+            }
+            if (!db->execute_after) {
+                db->op = OP_NONE;
+                db->answered = true;
+                db->executed = false;
+                return 0;
+            }
+            db->op = OP_EXECUTE;
+            status = mysql_stmt_execute_start(&db->status, st->s);
+            break;
+        case OP_EXECUTE:
+            db->op = OP_STORE;
+            status = mysql_stmt_store_result_start(&db->status, st->s);
+            break;
+        default:
+            db->op = OP_NONE;
+            db->answered = db->executed = true;
+            return 0;
+        }
+    }
+    return my_wants(db, status);
+}
+
+static int my_cont(struct db *db)
+{
+    switch (db->op) {
+    case OP_PREPARE: return mysql_stmt_prepare_cont(&db->status, db->cur->s, db->wait);
+    case OP_EXECUTE: return mysql_stmt_execute_cont(&db->status, db->cur->s, db->wait);
+    default: return mysql_stmt_store_result_cont(&db->status, db->cur->s, db->wait);
+    }
+}
+
+static int my_start_prepare(struct db *db, struct stmt *st, const char *sql, int nparams,
+                            struct zb_err *err)
+{
+    st->nparams = nparams;
+    db->cur = st;
+    db->op = OP_PREPARE;
+    return my_next(db, mysql_stmt_prepare_start(&db->status, st->s, sql, strlen(sql)), err);
+}
+
+static int my_async_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                            struct zb_err *err)
+{
+    if (db->prepared || !(db->prepared = stmt_new(db)))
+        return zb_fail(err, ZB_ERR_SYS, db->prepared ? "mysql: one prepared statement only"
+                                                     : "mysql: out of memory");
+    *out = db->prepared;
+    db->execute_after = false;
+    return my_start_prepare(db, db->prepared, sql, nparams, err);
+}
+
+static int my_send(struct db *db, struct stmt *st, const char *sql, int nparams,
+                   const char *const *params, struct zb_err *err)
+{
+    db->params = params;
+    db->answered = false;
+    if (!st) {   /* one-shot: prepared, run, and kept until the next one */
+        stmt_free(db->oneshot);
+        if (!(db->oneshot = stmt_new(db)))
+            return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+        db->execute_after = true;
+        return my_start_prepare(db, db->oneshot, sql, nparams, err);
+    }
+    if (bind_params(st, params, err) < 0)
+        return -1;
+    db->cur = st;
+    db->op = OP_EXECUTE;
+    return my_next(db, mysql_stmt_execute_start(&db->status, st->s), err);
+}
+
+static int my_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *err)
+{
+    if (db->op != OP_NONE) {
+        int rc = my_next(db, my_cont(db), err);
+        if (rc != 0)
+            return rc;
+    }
+    if (!db->answered) {
+        /* Idle: the server closing its end is the only thing to read. */
+        char c;
+        ssize_t n = recv(my_sock(db), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) || n > 0) {
+            db->broken = true;
+            return zb_fail(err, ZB_ERR_CONN, "mysql: the server closed the connection");
+        }
+        return ZB_WANT_READ;
+    }
+    db->answered = false;
+    return db->executed && db->cur->ncols ? fetch_rows(db->cur, fn, arg, err) : 0;
+}
+
+static void my_abort(struct db *db)
+{
+    db->broken = true;
+    mariadb_cancel(db->h);
+}
+
+static const struct backend_async my_async = {
+    .connect_start = my_connect_start,
+    .connect_step = my_connect_step,
+    .socket = my_sock,
+    .prepare = my_async_prepare,
+    .send = my_send,
+    .result = my_async_result,
+    .abort = my_abort,
+};
+
 const struct backend_driver backend_mysql = {
     .name = "mysql",
+    .check_key = my_check_key,
     .open = my_open,
     .close = my_close,
     .alive = my_alive,
@@ -550,4 +831,5 @@ const struct backend_driver backend_mysql = {
     .version = my_version,
     .create_suffix = my_create_suffix,
     .swap_table = my_swap_table,
+    .async = &my_async,
 };

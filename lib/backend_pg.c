@@ -1,20 +1,34 @@
 /* PostgreSQL through libpq. Values go as text parameters; the server infers
  * their types from the columns. Results come back in text format.
  *
+ * The asynchronous side (the server's) uses libpq's non-blocking connect
+ * (PQconnectStartParams, PQconnectPoll) and queries (PQsendQueryPrepared,
+ * PQconsumeInput, PQisBusy, PQgetResult) on a non-blocking connection, and
+ * pipeline mode for the pipelined strategy. libpq 15's PQpipelineSync
+ * flushes as it sends the Sync (PQsendPipelineSync, which does not, is
+ * PostgreSQL 17), so a Sync per query would cost a send() each: flush()
+ * ends a batch instead, one Sync and one write for every query sent since
+ * the last. A statement that fails aborts the rest of its batch until that
+ * Sync; those come back as failed (PGRES_PIPELINE_ABORTED).
+ *
  * Several hosts (host = primary,replica,...; one port for all): libpq tries
  * them in order. A writer (the loader: not read_only) takes the one that
  * accepts writes (target_session_attrs=read-write). Read-only connections
  * (the server's) take the hosts in turn, each connection starting at the
  * next one and falling back to the others when it refuses, so lookups
- * spread over a primary and its replicas and go on when one is down. A
- * connection that had to fall back is alive() for FALLBACK_NS only, then
- * replaced by its owner, so a host that comes back gets its share again.
+ * spread over a primary and its replicas and go on when one is down: a
+ * host that failed is in effect marked down, and tried again by the next
+ * connection whose turn it is. A connection that had to fall back is
+ * alive() for FALLBACK_NS only, then replaced by its owner, so a host that
+ * comes back gets its share again. What was in flight on a host that went
+ * away fails with its connection (the server answers 503 or retries).
  *
- * prepare = no: prepare() keeps the statement text and run() sends it as
- * an unnamed statement (parse, bind, execute in one round trip), for a
- * pooler that hands each transaction to whichever server connection is
- * free, where a named statement of an earlier one does not exist
- * (pgbouncer's transaction pooling). */
+ * Its own keys: prepare = no makes prepare() keep the statement text and
+ * run() send it as an unnamed statement (parse, bind, execute in one round
+ * trip), for a pooler that hands each transaction to whichever server
+ * connection is free, where a named statement of an earlier one does not
+ * exist (pgbouncer's transaction pooling). application_name: what the
+ * server sees (pgpool-II routes by it). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
@@ -23,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "backend.h"
 
@@ -34,8 +49,18 @@ struct db {
     int timeout_ms;      /* query_timeout_ms, 0: wait as long as it takes */
     bool given_up;       /* a query timed out: the protocol state is unknown */
     bool named;          /* prepare = yes: server-side named statements */
+    bool prepared_here;  /* async prepare() of an unnamed statement: nothing to wait for */
     uint64_t fallback_until_ns; /* connected to another host than its turn's: alive until then */
+    char first[256];     /* the host of its turn */
     char version[64];
+    /* The asynchronous side's. */
+    struct stmt *async_stmt;   /* its one prepared statement, freed on close */
+    PGresult *last;      /* the statement being read: its result so far */
+    int sent;            /* statements sent whose answer is not yet delivered */
+    int unsynced;        /* pipeline: statements sent since the last Sync */
+    bool pipelined;
+    const struct backend_conf *conf; /* what it was opened with (outlives it) */
+    char where[2 * PATH_MAX + 32]; /* "HOSTS port N", for messages */
 };
 
 struct stmt {
@@ -44,60 +69,6 @@ struct stmt {
     char *sql;           /* unnamed (prepare = no): the text, sent at each run */
     int nparams;
 };
-
-/* libpq's connection parameters for a backend: what the blocking connect
- * here and an asynchronous one (PQconnectStartParams) both take. */
-struct pg_params {
-    const char *keys[13], *vals[13];
-    char port[16], timeout[16];
-    char hosts[2 * PATH_MAX]; /* the host list, starting at this connection's turn */
-    char first[256];         /* the host of its turn */
-    char socket_dir[PATH_MAX];
-};
-
-/* Which host the next read-only connection tries first. */
-static _Atomic unsigned next_turn;
-
-static void pg_params(const struct backend_conf *bc, struct pg_params *p)
-{
-    int n = 0;
-    snprintf(p->port, sizeof p->port, "%d", bc->port > 0 ? bc->port : 5432);
-    snprintf(p->timeout, sizeof p->timeout, "%d", bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
-    /* A socket directory wins over a TCP host, as libpq's own host= does. */
-    const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
-    /* libpq takes a socket directory only as an absolute path. */
-    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, p->socket_dir))
-        host = p->socket_dir;
-    int nhosts = 1;
-    for (const char *c = host; *c; c++)
-        nhosts += *c == ',';
-    /* Read-only: rotate the list to start at this connection's turn. */
-    int turn = bc->read_only && nhosts > 1
-                   ? (int)(atomic_fetch_add_explicit(&next_turn, 1, memory_order_relaxed) %
-                           (unsigned)nhosts)
-                   : 0;
-    const char *start = host;
-    for (int i = 0; i < turn; i++)
-        start = strchr(start, ',') + 1;
-    snprintf(p->first, sizeof p->first, "%.*s", (int)strcspn(start, ","), start);
-    if (turn)
-        snprintf(p->hosts, sizeof p->hosts, "%s,%.*s", start, (int)(start - host - 1), host);
-    else
-        snprintf(p->hosts, sizeof p->hosts, "%s", host);
-#define KV(k, v) do { const char *v_ = (v); if (v_) { p->keys[n] = (k); p->vals[n] = v_; n++; } } while (0)
-    KV("host", p->hosts);
-    KV("port", p->port);
-    KV("dbname", bc->database ? bc->database : "zipbench");
-    KV("user", bc->user ? bc->user : "zipbench");
-    KV("password", bc->password);
-    KV("passfile", bc->password_file);
-    KV("connect_timeout", p->timeout);
-    KV("application_name", bc->application_name ? bc->application_name : "zipbench");
-    if (nhosts > 1)
-        KV("target_session_attrs", bc->read_only ? "any" : "read-write");
-#undef KV
-    p->keys[n] = p->vals[n] = NULL;
-}
 
 /* A failed call on a connection that is no longer CONNECTION_OK means the
  * server went away: report it as such so the pool drops the connection. */
@@ -116,47 +87,149 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* Its own config keys. */
+static int pg_check_key(const char *key, const char *value, char *why, size_t len)
+{
+    if (!strcmp(key, "application_name"))
+        return 0;
+    if (strcmp(key, "prepare"))
+        return -1;
+    if (strcmp(value, "yes") && strcmp(value, "no")) {
+        snprintf(why, len, "'%s' is not yes or no", value);
+        return -2;
+    }
+    return 0;
+}
+
+/* The connection parameters of bc, for PQconnectdbParams and
+ * PQconnectStartParams alike. */
+struct pg_params {
+    const char *keys[11], *vals[11];
+    char port[16], timeout[16], socket_dir[PATH_MAX];
+    char hosts[2 * PATH_MAX]; /* the host list, starting at this connection's turn */
+};
+
+/* Which host the next read-only connection tries first. */
+static _Atomic unsigned next_turn;
+
+/* p's host list: bc's, rotated for a read-only connection to start at its
+ * turn; first gets the host of its turn. */
+static void pg_hosts(const struct backend_conf *bc, const char *host, struct pg_params *p,
+                     char *first, size_t firstlen, int *nhosts)
+{
+    *nhosts = 1;
+    for (const char *c = host; *c; c++)
+        *nhosts += *c == ',';
+    int turn = bc->read_only && *nhosts > 1
+                   ? (int)(atomic_fetch_add_explicit(&next_turn, 1, memory_order_relaxed) %
+                           (unsigned)*nhosts)
+                   : 0;
+    const char *start = host;
+    for (int i = 0; i < turn; i++)
+        start = strchr(start, ',') + 1;
+    snprintf(first, firstlen, "%.*s", (int)strcspn(start, ","), start);
+    if (turn)
+        snprintf(p->hosts, sizeof p->hosts, "%s,%.*s", start, (int)(start - host - 1), host);
+    else
+        snprintf(p->hosts, sizeof p->hosts, "%s", host);
+}
+
+static void pg_params(const struct backend_conf *bc, struct pg_params *p, struct db *db)
+{
+    snprintf(p->port, sizeof p->port, "%d", bc->port > 0 ? bc->port : 5432);
+    snprintf(p->timeout, sizeof p->timeout, "%d",
+             bc->connect_timeout_s > 0 ? bc->connect_timeout_s : 5);
+    /* A socket directory wins over a TCP host, as libpq's own host= does. */
+    const char *host = bc->socket ? bc->socket : (bc->host ? bc->host : "127.0.0.1");
+    /* libpq takes a socket directory only as an absolute path. */
+    if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, p->socket_dir))
+        host = p->socket_dir;
+    int n = 0, nhosts;
+    pg_hosts(bc, host, p, db->first, sizeof db->first, &nhosts);
+    const char *app = conf_option(bc, "application_name");
+#define KV(k, v) do { const char *v_ = (v); if (v_) { p->keys[n] = (k); p->vals[n] = v_; n++; } } while (0)
+    KV("host", p->hosts);
+    KV("port", p->port);
+    KV("dbname", bc->database ? bc->database : "zipbench");
+    KV("user", bc->user ? bc->user : "zipbench");
+    KV("password", bc->password);
+    KV("passfile", bc->password_file);
+    KV("connect_timeout", p->timeout);
+    KV("application_name", app ? app : "zipbench");
+    if (nhosts > 1)
+        KV("target_session_attrs", bc->read_only ? "any" : "read-write");
+#undef KV
+    p->keys[n] = p->vals[n] = NULL;
+    snprintf(db->where, sizeof db->where, "%s port %s", p->hosts, p->port);
+}
+
+static void first_line(char *out, size_t len, const char *msg)
+{
+    snprintf(out, len, "%s", msg);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A connection that is up: NOTICEs ("table does not exist, skipping") are
+ * not errors, keep them off the terminal. */
+static void pg_connected(struct db *db)
+{
+    PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
+    const char *at = PQhost(db->conn);
+    if (at && strcmp(at, db->first))
+        db->fallback_until_ns = zb_now_ns() + FALLBACK_NS;
+    int v = PQserverVersion(db->conn);
+    snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+}
+
+/* A connection not yet made, with its parameters; NULL when out of memory. */
+static struct db *pg_new(const struct backend_conf *bc, struct pg_params *p)
+{
+    struct db *db = calloc(1, sizeof *db);
+    if (db) {
+        pg_params(bc, p, db);
+        db->conf = bc;
+        db->timeout_ms = bc->query_timeout_ms;
+        const char *prepare = conf_option(bc, "prepare");
+        db->named = !prepare || strcmp(prepare, "no");
+    }
+    return db;
+}
+
 static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     struct pg_params p;
-    pg_params(bc, &p);
+    struct db *db = pg_new(bc, &p);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
     uint64_t t0 = zb_now_ns();
-    PGconn *conn = PQconnectdbParams(p.keys, p.vals, 0);
-    if (!conn)
+    db->conn = PQconnectdbParams(p.keys, p.vals, 0);
+    if (!db->conn) {
+        free(db);
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
-    if (PQstatus(conn) != CONNECTION_OK) {
+    }
+    if (PQstatus(db->conn) != CONNECTION_OK) {
         char msg[400];
-        snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
-        msg[strcspn(msg, "\n")] = 0;
-        PQfinish(conn);
+        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         /* Refused at once, or accepted and then never answered (frozen). */
         char why[600];
-        return zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
-                       "pg: cannot connect to %s port %s: %s%s", p.hosts, p.port, msg,
-                       zb_password_file_problem(bc, why, sizeof why));
+        zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
+                "pg: cannot connect to %s: %s%s", db->where, msg,
+                zb_password_file_problem(bc, why, sizeof why));
+        PQfinish(db->conn);
+        free(db);
+        return -1;
     }
-    /* NOTICEs ("table does not exist, skipping") are not errors: keep
-     * them off the terminal. */
-    PQsetNoticeProcessor(conn, ignore_notice, NULL);
-    struct db *db = calloc(1, sizeof *db);
-    if (!db) {
-        PQfinish(conn);
-        return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    }
-    db->conn = conn;
-    db->timeout_ms = bc->query_timeout_ms;
-    db->named = bc->prepare;
-    const char *at = PQhost(conn);
-    if (at && strcmp(at, p.first))
-        db->fallback_until_ns = zb_now_ns() + FALLBACK_NS;
-    int v = PQserverVersion(conn);
-    snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
+    pg_connected(db);
     *out = db;
     return 0;
 }
 
 static void pg_close(struct db *db)
 {
+    PQclear(db->last);
+    if (db->async_stmt)
+        free(db->async_stmt->sql);
+    free(db->async_stmt);
     PQfinish(db->conn);
     free(db);
 }
@@ -240,6 +313,23 @@ static char *pg_placeholders(const char *sql)
     return out;
 }
 
+/* What a failed statement's error means. A FATAL or PANIC error ends the
+ * session (the server was stopped, the backend terminated) even while
+ * libpq has not seen the socket close yet: the connection is lost. Lock
+ * conflicts are ZB_ERR_BUSY: the statement may simply be run again. */
+static enum zb_err_kind pg_error_kind(struct db *db, const PGresult *r)
+{
+    const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (PQstatus(db->conn) != CONNECTION_OK || (sev && (!strcmp(sev, "FATAL") ||
+                                                        !strcmp(sev, "PANIC"))))
+        return ZB_ERR_CONN;
+    if (state && (!strcmp(state, "40P01") || !strcmp(state, "55P03") ||
+                  !strcmp(state, "40001")))
+        return ZB_ERR_BUSY;   /* deadlock, lock not available, serialization failure */
+    return ZB_ERR_SQL;
+}
+
 /* Feeds the rows of a result to fn; returns 0 or -1. */
 static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long *affected,
                      struct zb_err *err, const char *what)
@@ -249,8 +339,10 @@ static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long
         char msg[400];
         snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
         msg[strcspn(msg, "\n")] = 0;
+        enum zb_err_kind kind = pg_error_kind(db, r);
         PQclear(r);
-        enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
+        if (kind == ZB_ERR_CONN)
+            db->given_up = true;
         return zb_fail(err, kind, "pg: %s: %s", what, msg[0] ? msg : PQerrorMessage(db->conn));
     }
     if (fn) {
@@ -319,12 +411,18 @@ static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     return 0;
 }
 
+/* Sends one run of st: by its name, or (unnamed) its text. */
+static int pg_send_stmt(struct db *db, const struct stmt *st, const char *const *params)
+{
+    return st->sql ? PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0)
+                   : PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+}
+
 static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
                   long long *affected, struct zb_err *err)
 {
     struct db *db = st->db;
-    if (!(st->sql ? PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0)
-                  : PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0)))
+    if (!pg_send_stmt(db, st, params))
         return pg_fail(db, err, st->name);
     PGresult *r = pg_await(db, err, st->name);
     return r ? pg_result(db, r, fn, arg, affected, err, st->name) : -1;
@@ -463,8 +561,209 @@ static int pg_swap_table(struct db *db, const char *from, const char *to, struct
     return 0;
 }
 
+/* ---- asynchronous ---- */
+
+/* The connection went away (or was never there): everything sent is lost. */
+static int pg_lost(struct db *db, struct zb_err *err, const char *what)
+{
+    char msg[400];
+    first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+    db->given_up = true;
+    return zb_fail(err, ZB_ERR_CONN, "pg: %s: %s", what, msg[0] ? msg : "connection lost");
+}
+
+static int pg_connect_start(const struct backend_conf *bc, struct db **out, struct zb_err *err)
+{
+    struct pg_params p;
+    struct db *db = pg_new(bc, &p);
+    if (!db)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    *out = db;
+    db->conn = PQconnectStartParams(p.keys, p.vals, 0);
+    if (!db->conn)
+        return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
+    if (PQstatus(db->conn) == CONNECTION_BAD)
+        return pg_lost(db, err, "cannot connect");
+    return ZB_WANT_WRITE;   /* as if PQconnectPoll had said PGRES_POLLING_WRITING */
+}
+
+static int pg_connect_step(struct db *db, struct zb_err *err)
+{
+    switch (PQconnectPoll(db->conn)) {
+    case PGRES_POLLING_READING:
+        return ZB_WANT_READ;
+    case PGRES_POLLING_WRITING:
+        return ZB_WANT_WRITE;
+    case PGRES_POLLING_OK:
+        if (PQsetnonblocking(db->conn, 1) != 0)
+            return pg_lost(db, err, "PQsetnonblocking");
+        pg_connected(db);
+        return 0;
+    default: {
+        char msg[400];
+        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+        db->given_up = true;
+        char why[600];
+        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s: %s%s", db->where, msg,
+                       zb_password_file_problem(db->conf, why, sizeof why));
+    }
+    }
+}
+
+static int pg_socket(struct db *db) { return PQsocket(db->conn); }
+
+/* What to wait for after sending: the answer, and the socket's room for
+ * what libpq could not write yet. */
+static int pg_wants(struct db *db, struct zb_err *err, const char *what)
+{
+    int pending = PQflush(db->conn);
+    if (pending < 0)
+        return pg_lost(db, err, what);
+    return ZB_WANT_READ | (pending ? ZB_WANT_WRITE : 0);
+}
+
+static int pg_sent(struct db *db, int ok, struct zb_err *err, const char *what)
+{
+    if (!ok)
+        return pg_lost(db, err, what);
+    db->sent++;
+    if (db->pipelined) {
+        db->unsynced++;
+        return ZB_WANT_READ;   /* written by flush() */
+    }
+    return pg_wants(db, err, what);
+}
+
+static int pg_async_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+                            struct zb_err *err)
+{
+    struct stmt *st = calloc(1, sizeof *st);
+    char *q = pg_placeholders(sql);
+    if (!st || !q || db->async_stmt) {
+        free(st);
+        free(q);
+        return zb_fail(err, ZB_ERR_SYS, db->async_stmt ? "pg: one prepared statement only"
+                                                       : "out of memory");
+    }
+    st->db = db;
+    st->nparams = nparams;
+    db->async_stmt = st;
+    *out = st;
+    if (!db->named) {   /* kept here, sent with each run: no answer to wait for */
+        st->sql = q;
+        snprintf(st->name, sizeof st->name, "unnamed");
+        db->prepared_here = true;
+        return ZB_WANT_WRITE;
+    }
+    snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
+    int ok = PQsendPrepare(db->conn, st->name, q, nparams, NULL);
+    free(q);
+    return pg_sent(db, ok, err, "PREPARE");
+}
+
+static int pg_send(struct db *db, struct stmt *st, const char *sql, int nparams,
+                   const char *const *params, struct zb_err *err)
+{
+    if (st)
+        return pg_sent(db, pg_send_stmt(db, st, params), err, st->name);
+    char *q = pg_placeholders(sql);
+    if (!q)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    int ok = PQsendQueryParams(db->conn, q, nparams, NULL, params, NULL, NULL, 0);
+    free(q);
+    return pg_sent(db, ok, err, "query");
+}
+
+static int pg_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *err)
+{
+    if (db->prepared_here) {   /* the unnamed statement's "PREPARE": done */
+        db->prepared_here = false;
+        return 0;
+    }
+    int wants = pg_wants(db, err, "send");
+    if (wants < 0)
+        return -1;
+    /* Read only when what libpq holds does not finish the next result
+     * (a pipeline's answers often come in one read), at most once a call:
+     * no read that would only say EAGAIN. */
+    bool consumed = false;
+    for (;;) {
+        if (db->sent == 0 || PQisBusy(db->conn)) {
+            if (consumed)
+                return wants;
+            if (!PQconsumeInput(db->conn))
+                return pg_lost(db, err, "receive");
+            consumed = true;
+            if (db->sent == 0)
+                return wants;   /* an idle connection: still there */
+            continue;
+        }
+        PGresult *r = PQgetResult(db->conn);
+        if (r && PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+            PQclear(r);            /* the end of a batch: no statement of ours */
+            continue;
+        }
+        if (r) {                   /* keep the last, as PQexec does */
+            PQclear(db->last);
+            db->last = r;
+            continue;
+        }
+        /* NULL: the statement is over. */
+        r = db->last;
+        db->last = NULL;
+        db->sent--;
+        if (!r)
+            return pg_lost(db, err, "no result");
+        if (PQresultStatus(r) == PGRES_PIPELINE_ABORTED) {
+            PQclear(r);
+            return zb_fail(err, ZB_ERR_SQL, "pg: not run: an earlier statement of its "
+                           "pipeline batch failed");
+        }
+        return pg_result(db, r, fn, arg, NULL, err, "lookup");
+    }
+}
+
+static int pg_pipeline(struct db *db, struct zb_err *err)
+{
+    if (!PQenterPipelineMode(db->conn))
+        return pg_lost(db, err, "PQenterPipelineMode");
+    db->pipelined = true;
+    return 0;
+}
+
+static int pg_flush(struct db *db, struct zb_err *err)
+{
+    if (db->pipelined && db->unsynced) {
+        db->unsynced = 0;
+        if (!PQpipelineSync(db->conn))
+            return pg_lost(db, err, "Sync");
+    }
+    return pg_wants(db, err, "send");
+}
+
+static void pg_abort(struct db *db)
+{
+    db->given_up = true;
+    int fd = PQsocket(db->conn);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+}
+
+static const struct backend_async pg_async = {
+    .connect_start = pg_connect_start,
+    .connect_step = pg_connect_step,
+    .socket = pg_socket,
+    .prepare = pg_async_prepare,
+    .send = pg_send,
+    .result = pg_async_result,
+    .pipeline = pg_pipeline,
+    .flush = pg_flush,
+    .abort = pg_abort,
+};
+
 const struct backend_driver backend_pg = {
     .name = "pg",
+    .check_key = pg_check_key,
     .open = pg_open,
     .close = pg_close,
     .alive = pg_alive,
@@ -479,4 +778,5 @@ const struct backend_driver backend_pg = {
     .version = pg_version,
     .create_suffix = pg_create_suffix,
     .swap_table = pg_swap_table,
+    .async = &pg_async,
 };

@@ -1,6 +1,17 @@
 /* SQLite: the embedded default. One sqlite3 handle per connection; the
- * server opens them read-only, one per pool slot (SQLITE_OPEN_NOMUTEX: a
- * connection is only ever used by the thread that holds it from the pool). */
+ * server opens them read-only, one per loop (SQLITE_OPEN_NOMUTEX: a
+ * connection is only ever used by one thread at a time).
+ *
+ * Its own config keys:
+ *   busy_timeout_ms  how long a statement waits for another connection's
+ *                    lock (a writer, the loader swapping tables) before it
+ *                    fails with ZB_ERR_BUSY (default 2000)
+ *   cache_mib        the page cache of a read-only connection, MiB (default
+ *                    64). With SQLite's 2 MiB, random lookups on the real
+ *                    list (~38 MB on disk) keep re-reading pages with pread:
+ *                    the bigger cache took pooled lookups from ~24-42k to
+ *                    ~62-64k req/s here. It fills only as pages are read. */
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +30,46 @@ struct stmt {
     int nparams;
 };
 
+/* SQLITE_BUSY and SQLITE_LOCKED (primary codes) are lock conflicts. */
 static int sql_fail(struct db *db, struct zb_err *err, const char *what)
 {
-    return zb_fail(err, ZB_ERR_SQL, "sqlite: %s: %s", what, sqlite3_errmsg(db->h));
+    int code = sqlite3_errcode(db->h) & 0xff;
+    return zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
+                   "sqlite: %s: %s", what, sqlite3_errmsg(db->h));
+}
+
+static int int_key(const char *value, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int sqlite_check_key(const char *key, const char *value, char *why, size_t len)
+{
+    long v, hi;
+    if (!strcmp(key, "busy_timeout_ms"))
+        hi = 600000;
+    else if (!strcmp(key, "cache_mib"))
+        hi = 65536;
+    else
+        return -1;
+    if (int_key(value, 0, hi, &v) < 0) {
+        snprintf(why, len, "'%s' is not an integer in 0..%ld", value, hi);
+        return -2;
+    }
+    return 0;
+}
+
+/* A key's value (checked already), or def. */
+static long key_or(const struct backend_conf *bc, const char *key, long def)
+{
+    const char *v = conf_option(bc, key);
+    long n;
+    return v && int_key(v, 0, LONG_MAX, &n) == 0 ? n : def;
 }
 
 static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
@@ -40,7 +88,13 @@ static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb
         return -1;
     }
     /* Wait for a writer (the loader swapping tables) instead of failing. */
-    sqlite3_busy_timeout(db->h, bc->acquire_timeout_ms > 0 ? bc->acquire_timeout_ms : 5000);
+    sqlite3_busy_timeout(db->h, (int)key_or(bc, "busy_timeout_ms", 2000));
+    long cache_mib = key_or(bc, "cache_mib", 64);
+    if (bc->read_only && cache_mib > 0) {
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA cache_size = -%ld", cache_mib * 1024);
+        sqlite3_exec(db->h, pragma, NULL, NULL, NULL);
+    }
     snprintf(db->version, sizeof db->version, "SQLite %s", sqlite3_libversion());
     *out = db;
     return 0;
@@ -58,7 +112,9 @@ static int sqlite_exec(struct db *db, const char *sql, struct zb_err *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        zb_fail(err, ZB_ERR_SQL, "sqlite: %s: %s", sql, msg ? msg : sqlite3_errmsg(db->h));
+        int code = sqlite3_errcode(db->h) & 0xff;
+        zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
+                "sqlite: %s: %s", sql, msg ? msg : sqlite3_errmsg(db->h));
         sqlite3_free(msg);
         return -1;
     }
@@ -244,6 +300,7 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
 
 const struct backend_driver backend_sqlite = {
     .name = "sqlite",
+    .check_key = sqlite_check_key,
     .open = sqlite_open,
     .close = sqlite_close,
     .alive = sqlite_alive,

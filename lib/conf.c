@@ -4,6 +4,8 @@
 #include "conf.h"
 #include "dataset.h"
 
+#include "backend.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -43,7 +45,7 @@ static void backend_defaults(struct backend_conf *b)
     b->acquire_timeout_ms = 2000;
     b->connect_timeout_s = 2;
     b->persistent = true;
-    b->prepare = true;
+    b->pipeline_connections = 1;
 }
 
 static void dataset_defaults(struct dataset_conf *d, const char *name)
@@ -71,8 +73,9 @@ void conf_defaults(struct zb_conf *conf)
     conf->file = "(defaults)";
     conf->server.bind = "127.0.0.1";
     conf->server.port = 8080;
-    conf->server.threads = 2;
+    conf->server.threads = 0;   /* one per online CPU */
     conf->server.connection_timeout_s = 10;
+    conf->server.header_timeout_s = 10;
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
     conf->server.default_backend = "sqlite";
@@ -115,41 +118,46 @@ static bool is_identifier(const char *s)
 
 struct field {
     const char *key;
-    enum { F_STR, F_INT, F_BOOL, F_IDENT } type;
+    enum { F_STR, F_INT, F_BOOL, F_IDENT, F_CHOICE } type;
     size_t offset;
     int lo, hi;
+    const char *const *choices;   /* F_CHOICE: the values allowed, NULL-terminated */
 };
 
-#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0 }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi }
+static const char *const strategies[] = { "pooled", "per-request", "pipelined", NULL };
+
+#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0, NULL }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi, NULL }
 static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
+    I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
-    S(default_backend),
+    S(default_backend), { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0, NULL },
 };
 #undef S
 #undef I
-#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0 }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi }
-#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
+#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0, NULL }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi, NULL }
+#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
-    S(driver), S(engine), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0 },
+    S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
+    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
-    B(persistent), B(read_only), B(prepare), S(application_name), B(named_only),
+    B(persistent), B(read_only), I(pipeline_connections, 1, 8), B(named_only),
+    { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, strategies },
 };
 #undef S
 #undef I
 #undef B
-#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0 }
-#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0 }
-#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0 }
+#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0, NULL }
+#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0, NULL }
+#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0, NULL }
 static const struct field dataset_fields[] = {
     S(file), S(format), S(encoding), B(raw), B(header), S(delimiter), S(quote), S(null), N(table),
     N(key), S(columns), { "sample_rows", F_INT, offsetof(struct dataset_conf, sample_rows), 1,
-                          100000000 },
+                          100000000, NULL },
 };
 #undef S
 #undef B
@@ -216,14 +224,22 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
             if (!is_identifier(value))
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not a plain SQL name "
                                "(letters, digits, _)", where, key, value);
-            /* fall through */
-        case F_STR: {
-            const char *s = keep(conf, value);
-            if (!s)
-                return zb_fail(err, ZB_ERR_SYS, "out of memory");
-            *(const char **)p = s;
-            return 0;
+            break;
+        case F_CHOICE: {
+            bool ok = false;
+            char list[200] = "";
+            for (const char *const *c = f[i].choices; *c; c++) {
+                ok |= !strcmp(*c, value);
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         c == f[i].choices ? "" : c[1] ? ", " : " or ", *c);
+            }
+            if (!ok)
+                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not %s", where, key, value,
+                               list);
+            break;
         }
+        case F_STR:
+            break;
         case F_INT:
             if (parse_int(value, f[i].lo, f[i].hi, p) < 0)
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not an integer in %d..%d",
@@ -234,8 +250,81 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not yes or no", where, key, value);
             return 0;
         }
+        /* The string kinds. */
+        const char *s = keep(conf, value);
+        if (!s)
+            return zb_fail(err, ZB_ERR_SYS, "out of memory");
+        *(const char **)p = s;
+        return 0;
     }
     return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s'", where, key);
+}
+
+static bool known_field(const struct field *f, size_t nf, const char *key)
+{
+    for (size_t i = 0; i < nf; i++)
+        if (!strcmp(f[i].key, key))
+            return true;
+    return false;
+}
+
+#define NFIELDS(a) (sizeof (a) / sizeof (a)[0])
+
+const char *conf_option(const struct backend_conf *bc, const char *key)
+{
+    for (int i = bc->nopts - 1; i >= 0; i--)   /* the last one given wins */
+        if (!strcmp(bc->opt[i].key, key))
+            return bc->opt[i].value;
+    return NULL;
+}
+
+/* "file:line: " (or "--set: ") for a driver key's message. */
+static void opt_where(const struct zb_conf *conf, const struct conf_option *o, char *out,
+                      size_t len)
+{
+    if (o->line)
+        snprintf(out, len, "%s:%d", conf->file, o->line);
+    else
+        snprintf(out, len, "--set");
+}
+
+/* Asks b's driver about its key o. */
+static int check_option(const struct zb_conf *conf, const struct backend_conf *b,
+                        const struct conf_option *o, struct zb_err *err)
+{
+    const struct backend_driver *drv = backend_driver(b->driver);
+    char why[300], where[300];
+    opt_where(conf, o, where, sizeof where);
+    int rc = drv->check_key ? drv->check_key(o->key, o->value, why, sizeof why) : -1;
+    if (rc == -1)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s' (for a %s backend)", where,
+                       o->key, b->driver);
+    if (rc < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: %s: %s", where, b->name, o->key, why);
+    return 0;
+}
+
+/* A backend key conf.c does not know: its driver's, checked once the
+ * driver is known (by validate() for the file, at once for --set). */
+static int add_option(struct zb_conf *conf, struct backend_conf *b, const char *key,
+                      const char *value, int line, struct zb_err *err)
+{
+    char where[300];
+    snprintf(where, sizeof where, "%s:%d", conf->file, line);
+    if (b->nopts == ZB_MAX_DRIVER_KEYS)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: more than %d driver keys", where,
+                       b->name, ZB_MAX_DRIVER_KEYS);
+    struct conf_option *o = &b->opt[b->nopts];
+    o->key = keep(conf, key);
+    o->value = keep(conf, value);
+    o->line = line;
+    if (!o->key || !o->value)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    if (!line && (!b->driver || check_option(conf, b, o, err) < 0))
+        return b->driver ? -1 : zb_fail(err, ZB_ERR_INPUT, "--set: [backend %s]: unknown key "
+                                         "'%s' (no driver)", b->name, key);
+    b->nopts++;
+    return 0;
 }
 
 static struct backend_conf *find_backend(struct zb_conf *conf, const char *name)
@@ -262,6 +351,9 @@ static struct backend_conf *add_backend(struct zb_conf *conf, const char *name, 
     b->name = keep(conf, name);
     return b;
 }
+
+static int driver_error(const char *where, const struct backend_conf *b, const char *value,
+                        struct zb_err *err);
 
 static struct dataset_conf *find_dataset(struct zb_conf *conf, const char *name)
 {
@@ -300,8 +392,7 @@ static int set_dataset_field(struct zb_conf *conf, struct dataset_conf *d, const
 {
     if (dataset_check_value(key, value, where, err) < 0)
         return -1;
-    return set_field(conf, d, dataset_fields, sizeof dataset_fields / sizeof dataset_fields[0], key,
-                     value, where, err);
+    return set_field(conf, d, dataset_fields, NFIELDS(dataset_fields), key, value, where, err);
 }
 
 int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
@@ -310,8 +401,8 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
     char where[160];
     snprintf(where, sizeof where, "[%s]", section ? section : "server");
     if (!section || !strcmp(section, "server"))
-        return set_field(conf, &conf->server, server_fields,
-                         sizeof server_fields / sizeof server_fields[0], key, value, where, err);
+        return set_field(conf, &conf->server, server_fields, NFIELDS(server_fields), key, value,
+                         where, err);
     if (!strncmp(section, "dataset ", 8)) {
         struct dataset_conf *d = find_dataset(conf, section + 8);
         if (!d)
@@ -321,8 +412,11 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
     struct backend_conf *b = find_backend(conf, section);
     if (!b)
         return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
-    return set_field(conf, b, backend_fields, sizeof backend_fields / sizeof backend_fields[0],
-                     key, value, where, err);
+    if (!known_field(backend_fields, NFIELDS(backend_fields), key))
+        return add_option(conf, b, key, value, 0, err);
+    if (!strcmp(key, "driver") && !backend_driver(value))
+        return driver_error(where, b, value, err);
+    return set_field(conf, b, backend_fields, NFIELDS(backend_fields), key, value, where, err);
 }
 
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
@@ -467,28 +561,32 @@ static int on_entry(void *user, const char *section, const char *name, const cha
             ps->failed = true;
         return 1;
     }
-    int rc = ps->current
-                 ? set_field(ps->conf, ps->current, backend_fields,
-                             sizeof backend_fields / sizeof backend_fields[0], name, value, where,
-                             ps->err)
-                 : set_field(ps->conf, &ps->conf->server, server_fields,
-                             sizeof server_fields / sizeof server_fields[0], name, value, where,
-                             ps->err);
-    /* The values validate() checks again after --set, named here with
-     * their line while it is known. */
-    if (rc == 0 && ps->current && !strcmp(name, "driver") && strcmp(value, "sqlite") &&
-        strcmp(value, "pg") && strcmp(value, "mysql"))
-        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
-                     "or mysql", where, ps->current->name, value);
-    if (rc == 0 && ps->current && !strcmp(name, "engine") && strcasecmp(value, "InnoDB") &&
-        strcasecmp(value, "MyISAM"))
-        rc = zb_fail(ps->err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
-                     "MyISAM", where, ps->current->name, value);
+    int rc;
+    if (!ps->current)
+        rc = set_field(ps->conf, &ps->conf->server, server_fields, NFIELDS(server_fields), name,
+                       value, where, ps->err);
+    else if (!known_field(backend_fields, NFIELDS(backend_fields), name))
+        rc = add_option(ps->conf, ps->current, name, value, ps->line, ps->err);
+    else if (!strcmp(name, "driver") && !backend_driver(value))
+        rc = driver_error(where, ps->current, value, ps->err);
+    else
+        rc = set_field(ps->conf, ps->current, backend_fields, NFIELDS(backend_fields), name,
+                       value, where, ps->err);
     if (rc == 0 && ps->current && !strncmp(name, "pool_", 5))
         ps->pool_line[ps->current - ps->conf->backend] = ps->line;
     if (rc < 0)
         ps->failed = true;
     return 1;
+}
+
+/* The drivers are lib/backend.c's table; every message lists them. */
+static int driver_error(const char *where, const struct backend_conf *b, const char *value,
+                        struct zb_err *err)
+{
+    char names[200];
+    backend_driver_names(names, sizeof names);
+    return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not %s", where, b->name,
+                   value, names);
 }
 
 static int validate_dataset(const struct zb_conf *conf, const struct dataset_conf *d,
@@ -518,22 +616,15 @@ static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *e
             return -1;
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
-        if (!b->driver)
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: missing key 'driver' "
-                           "(sqlite, pg or mysql)", conf->file, b->name);
-        if (strcmp(b->driver, "sqlite") && strcmp(b->driver, "pg") && strcmp(b->driver, "mysql"))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: driver: '%s' is not sqlite, pg "
-                           "or mysql", conf->file, b->name, b->driver);
-        if (b->engine && strcasecmp(b->engine, "InnoDB") && strcasecmp(b->engine, "MyISAM"))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: engine: '%s' is not InnoDB or "
-                           "MyISAM", conf->file, b->name, b->engine);
-        if (strcmp(b->driver, "pg") && b->host && strchr(b->host, ','))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: host: '%s': several hosts are "
-                           "for the pg driver only", conf->file, b->name, b->host);
-        if (strcmp(b->driver, "pg") && (!b->prepare || b->application_name))
-            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: %s is a pg key (driver is %s)",
-                           conf->file, b->name, b->prepare ? "application_name" : "prepare",
-                           b->driver);
+        if (!b->driver) {
+            char names[200];
+            backend_driver_names(names, sizeof names);
+            return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: missing key 'driver' (%s)",
+                           conf->file, b->name, names);
+        }
+        for (int k = 0; k < b->nopts; k++)
+            if (check_option(conf, b, &b->opt[k], err) < 0)
+                return -1;
         if (b->pool_hard_max < b->pool_min || b->pool_hard_max < b->pool_soft_max)
             return zb_fail(err, ZB_ERR_INPUT, "%s:%d: [backend %s]: pool_hard_max (%d) is below "
                            "pool_min (%d) or pool_soft_max (%d)", conf->file, pool_line[i],

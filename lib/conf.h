@@ -9,12 +9,19 @@
 #include "util.h"
 
 #define ZB_MAX_BACKENDS 16
+#define ZB_MAX_DRIVER_KEYS 8
+
+/* A key of a driver's own, kept as written: the driver checks it
+ * (backend_driver.check_key) and reads it with conf_option(). */
+struct conf_option {
+    const char *key, *value;
+    int line;              /* in the file; 0 when it came from --set */
+};
 
 /* One [backend NAME] section. Strings are owned by the conf. */
 struct backend_conf {
     const char *name;      /* section name: "sqlite", "pg", "innodb", ... */
-    const char *driver;    /* "sqlite", "pg" or "mysql" */
-    const char *engine;    /* mysql only: "InnoDB" or "MyISAM" */
+    const char *driver;    /* a name of lib/backend.c's table of drivers */
     const char *path;      /* sqlite: database file or ":memory:" */
     const char *host;      /* pg/mysql: TCP host; pg: "a,b,...", several (see
                             * backend_pg.c: a primary and its replicas) */
@@ -34,12 +41,14 @@ struct backend_conf {
     int acquire_timeout_ms;/* a request waits this long for a connection, then 503 */
     int connect_timeout_s;
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
-    bool persistent;       /* false: connect per request */
+    bool persistent;       /* false: connect per request (strategy per-request) */
+    const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: by persistent) */
+    int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
-    bool prepare;          /* pg: false = unnamed statements only, for a pooler
-                            * that moves sessions between server connections
-                            * (pgbouncer's transaction pooling) */
-    const char *application_name; /* pg: what the server sees (pgpool-II routes by it) */
+    /* The keys only its driver knows (mysql's engine, sqlite's cache_mib
+     * and busy_timeout_ms...). */
+    struct conf_option opt[ZB_MAX_DRIVER_KEYS];
+    int nopts;
     bool named_only;       /* left out of "all" (server, loader, sqlbench): a
                             * second way to the data of another backend, such
                             * as a pooler in front of pg, used when named */
@@ -48,10 +57,12 @@ struct backend_conf {
 struct server_conf {
     const char *bind;      /* default 127.0.0.1 */
     int port;              /* default 8080 */
-    int threads;           /* libmicrohttpd thread pool size */
-    int connection_timeout_s;
+    int threads;           /* event-loop threads (0: one per online CPU) */
+    int connection_timeout_s; /* an idle connection is closed after this */
+    int header_timeout_s;  /* a request's whole header must come within this (0: no limit) */
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
+    bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */
     const char *default_backend;
 };
 
@@ -130,6 +141,9 @@ int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, st
  * -1 with err naming an unknown one. */
 int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
                 struct zb_err *err);
+
+/* The value of one of bc's driver keys, or NULL if not given. */
+const char *conf_option(const struct backend_conf *bc, const char *key);
 
 void conf_free(struct zb_conf *conf);
 

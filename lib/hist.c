@@ -95,6 +95,34 @@ void hist_record_atomic(struct hist *h, uint64_t ns)
         ;
 }
 
+#define LOAD(p) atomic_load_explicit(AT(p), memory_order_relaxed)
+#define STORE(p, v) atomic_store_explicit(AT(p), (v), memory_order_relaxed)
+
+void hist_record_own(struct hist *h, uint64_t ns)
+{
+    uint64_t *b = &h->bucket[bucket_of(ns)];
+    STORE(b, LOAD(b) + 1);
+    STORE(&h->count, LOAD(&h->count) + 1);
+    STORE(&h->sum, LOAD(&h->sum) + ns);
+    if (ns < LOAD(&h->min))
+        STORE(&h->min, ns);
+    if (ns > LOAD(&h->max))
+        STORE(&h->max, ns);
+}
+
+void hist_merge_live(struct hist *into, const struct hist *from)
+{
+    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+        into->bucket[i] += LOAD(&from->bucket[i]);
+    into->count += LOAD(&from->count);
+    into->sum += LOAD(&from->sum);
+    uint64_t min = LOAD(&from->min), max = LOAD(&from->max);
+    if (min < into->min)
+        into->min = min;
+    if (max > into->max)
+        into->max = max;
+}
+
 void hist_merge(struct hist *into, const struct hist *from)
 {
     for (unsigned i = 0; i < HIST_BUCKETS; i++)

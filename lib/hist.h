@@ -8,8 +8,10 @@
  * keep one per thread and hist_merge() them at the end.
  *
  * hist_record_atomic() may be called from several threads on one shared
- * histogram (the server's /stats does); it costs three relaxed atomic adds,
- * plus a compare-and-swap only when a value is a new min or max.
+ * histogram; it costs three relaxed atomic adds, plus a compare-and-swap
+ * only when a value is a new min or max. The server keeps one histogram
+ * per thread instead (hist_record_own, plain loads and stores) and merges
+ * them for /stats (hist_merge_live).
  * Readers that run while writers record see a consistent-enough snapshot
  * (counts may be a few values apart), which is all /stats needs. */
 #ifndef ZB_HIST_H
@@ -36,8 +38,15 @@ void hist_record(struct hist *h, uint64_t ns);
 void hist_record_n(struct hist *h, uint64_t ns, uint64_t n);
 /* Same as hist_record, safe against other hist_record_atomic callers. */
 void hist_record_atomic(struct hist *h, uint64_t ns);
+/* Same as hist_record, for a histogram with one writer whose readers are
+ * other threads (hist_merge_live): relaxed atomic loads and stores, no
+ * locked instruction. */
+void hist_record_own(struct hist *h, uint64_t ns);
 /* into += from; either may be empty. */
 void hist_merge(struct hist *into, const struct hist *from);
+/* The same while another thread records into from (hist_record_own or
+ * _atomic): a snapshot good to within the values recorded meanwhile. */
+void hist_merge_live(struct hist *into, const struct hist *from);
 
 /* The lowest value that bucket i (0 .. HIST_BUCKETS-1) holds: how another
  * histogram layout (HdrHistogram's, in loadgen's logs) finds its buckets. */

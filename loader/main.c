@@ -88,8 +88,8 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         printf(",\"driver\":");
         zb_json_string(bc->driver);
         printf(",\"engine\":");
-        if (bc->engine)
-            zb_json_string(bc->engine);
+        if (conf_option(bc, "engine"))
+            zb_json_string(conf_option(bc, "engine"));
         else
             printf("null");
         printf(",\"mode\":\"%s\",\"batch\":%d,\"rows\":%lld,\"lines\":%ld,\"seconds\":%.6f,"
@@ -119,7 +119,7 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         printf(",\"types_inferred_from_rows\":%ld}\n", o->data->sampled);
     } else {
         printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s\n", bc->name,
-               bc->engine ? bc->engine : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
+               conf_option(bc, "engine") ? conf_option(bc, "engine") : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
                r->index_seconds, (double)r->table_bytes / (1024.0 * 1024.0), r->version, r->sync);
     }
     fflush(stdout);

@@ -1,14 +1,25 @@
-/* The HTTP side: libmicrohttpd handler, routing, JSON.
+/* The HTTP side: libmicrohttpd's callbacks, routes, answers.
  *
- * The fast path (GET /zip/B/CODE on a pooled connection) builds its JSON
- * into a per-thread buffer that only ever grows, hands it to MHD with
- * MHD_RESPMEM_MUST_COPY (MHD sends after we return, possibly after this
- * thread served another connection, so the buffer cannot be lent), and
- * touches shared state only through relaxed atomic counters. No logging
- * per request, no allocation of ours per request. */
+ * A request is a struct req, taken from its loop's spares at the first
+ * handler call and given back when libmicrohttpd says it is complete. Its
+ * life:
+ *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
+ *               does not (a NUL in the request line, Host, two
+ *               Content-Lengths) and the method; a refusal is answered at
+ *               once (libmicrohttpd then closes the connection);
+ *   RQ_READ     the final call routes it: /stats at once; a lookup starts,
+ *               and unless it finished inline the connection is suspended
+ *               (MHD_suspend_connection);
+ *   RQ_RUNNING  ...until the lookup's done() writes the answer and resumes
+ *               it, on this loop;
+ *   RQ_ANSWERED the next handler call queues that answer;
+ *   RQ_QUEUED   then nothing but dropping a body.
+ * The body is the request's own buffer, handed to libmicrohttpd without a
+ * copy (MHD_RESPMEM_PERSISTENT): it lives until the completion callback.
+ * No logging per request, no allocation per request once the spares are
+ * warm. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -16,166 +27,92 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "server.h"
 
-#define RELAXED memory_order_relaxed
-#define INC(c) atomic_fetch_add_explicit(&(c), 1, RELAXED)
+enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
-/* ---- JSON into a per-thread buffer ---- */
+struct health;
 
-struct jbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
+struct req {
+    APR_RING_ENTRY(req) link;      /* in the loop's keys_waiting list */
+    struct loop *loop;
+    struct MHD_Connection *c;
+    struct req *next_free;
+    size_t rawlen;                 /* the raw URI's length + 1 (see log_uri) */
+    enum req_state state;
+    bool suspended;
+    bool orphaned;                 /* its connection went while it ran: free it when done */
+    unsigned status;
+    struct jbuf body;
+    struct lb *lb;                 /* /zip: the backend, on this loop */
+    enum strategy strategy;
+    uint64_t t0;
+    double miss;                   /* /random?miss= */
+    uint64_t waiting_since;        /* waiting for a key set since */
+    struct lookup lk;
+    struct health *health;
 };
 
-static _Thread_local struct jbuf tbuf;
-/* Frees a thread's buffer when MHD's thread ends (set on every growth). */
-static pthread_key_t tbuf_key;
-static _Thread_local uint64_t trng;   /* per-thread PRNG state for /random */
+/* ---- answers ---- */
 
-static bool jb_reserve(struct jbuf *b, size_t more)
+static void count_answer(struct req *rq)
 {
-    if (b->n + more <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 16384;
-    while (cap < b->n + more)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    if (b == &tbuf)
-        pthread_setspecific(tbuf_key, p);
-    return true;
-}
-
-static inline void jb_put(struct jbuf *b, const char *s, size_t len)
-{
-    if (jb_reserve(b, len)) {
-        memcpy(b->p + b->n, s, len);
-        b->n += len;
-    }
-}
-
-#define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
-
-/* A JSON string: quotes, backslash and control characters escaped; the
- * bytes are UTF-8 as stored (the loader only stores UTF-8). */
-static void jb_str(struct jbuf *b, const char *s, size_t len)
-{
-    if (!jb_reserve(b, len * 6 + 2))
+    struct loop *l = rq->loop;
+    unsigned status = rq->status;
+    BUMP(l->requests);
+    counter *c = status < 400 ? &l->ok : status < 500 ? &l->e4xx : &l->e5xx;
+    BUMP(*c);
+    struct lb_stats *st = rq->lb ? &rq->lb->st : NULL;
+    if (!st)
         return;
-    char *o = b->p + b->n;
-    *o++ = '"';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') {
-            *o++ = (char)ch;
-            continue;
-        }
-        *o++ = '\\';
-        switch (ch) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            o += sprintf(o, "u%04x", ch);
-        }
+    BUMP(st->requests);
+    c = status < 400 ? &st->ok : status < 500 ? &st->e4xx : &st->e5xx;
+    BUMP(*c);
+    if (status == 404)
+        BUMP(st->not_found);
+    hist_record_own(&st->latency, zb_now_ns() - rq->t0);
+}
+
+/* The answer is in rq->body: counted now, queued on the next handler call
+ * (or at once by the caller if it runs inside one). A suspended request
+ * is resumed. */
+static void set_answer(struct req *rq, unsigned status)
+{
+    rq->status = status;
+    if (rq->body.oom) {
+        static const char oom[] = "{\"error\":\"out of memory\",\"status\":500}";
+        rq->body.oom = false;
+        rq->body.n = 0;
+        JB_LIT(&rq->body, oom);
+        rq->status = 500;
     }
-    *o++ = '"';
-    b->n = (size_t)(o - b->p);
-}
-
-static void jb_cstr(struct jbuf *b, const char *s) { jb_str(b, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void jb_printf(struct jbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    for (int tries = 0; tries < 2; tries++) {
-        size_t room = b->cap - b->n;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if ((size_t)n < room) {
-            b->n += (size_t)n;
-            return;
-        }
-        if (!jb_reserve(b, (size_t)n + 1))
-            return;
+    count_answer(rq);
+    rq->state = RQ_ANSWERED;
+    if (rq->suspended) {
+        rq->suspended = false;
+        MHD_resume_connection(rq->c);
     }
-}
-
-/* ---- responses ---- */
-
-static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, const char *body,
-                                 size_t len)
-{
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (atomic_load_explicit(&srv.stopping, RELAXED))
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static void count_status(unsigned status)
-{
-    INC(srv.requests);
-    if (status < 400)
-        INC(srv.ok);
-    else if (status < 500)
-        INC(srv.e4xx);
-    else
-        INC(srv.e5xx);
-}
-
-static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, struct jbuf *b)
-{
-    count_status(status);
-    if (b->oom) {
-        b->oom = false;
-        static const char oom[] = "{\"error\":\"out of memory\"}";
-        count_status(500);
-        return send_body(c, 500, oom, sizeof oom - 1);
-    }
-    return send_body(c, status, b->p, b->n);
 }
 
 /* {"error":"msg"} plus the backend and code when known. */
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
-                                  struct srv_backend *sb, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
-                                  struct srv_backend *sb, const char *code, const char *fmt, ...)
+static void set_error(struct req *rq, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_error(struct req *rq, unsigned status, const char *code, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    struct jbuf *b = &tbuf;
+    struct jbuf *b = &rq->body;
     b->n = 0;
     JB_LIT(b, "{");
-    if (sb) {
+    if (rq->lb) {
         JB_LIT(b, "\"backend\":");
-        jb_cstr(b, sb->conf.name);
+        jb_cstr(b, rq->lb->sb->conf.name);
         JB_LIT(b, ",");
     }
     if (code) {
@@ -185,22 +122,33 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status,
     }
     JB_LIT(b, "\"error\":");
     jb_cstr(b, msg);
-    JB_LIT(b, ",\"status\":");
-    jb_printf(b, "%u}", status);
-    return send_buf(c, status, b);
+    jb_printf(b, ",\"status\":%u}", status);
+    set_answer(rq, status);
+}
+
+static enum MHD_Result queue(struct req *rq)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(rq->body.n, rq->body.p, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
+    if (rq->status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (atomic_load_explicit(&rq->loop->srv->stopping, RELAXED))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(rq->c, rq->status, r);
+    MHD_destroy_response(r);
+    rq->state = RQ_QUEUED;
+    return ret;
 }
 
 /* ---- lookups ---- */
 
 /* `"jis_code":` and `,"old_code":` ...: the keys, written once. */
 static struct { char s[40]; size_t len; } key_prefix[ZB_NCOLS];
-
-static void init_keys(void)
-{
-    for (int i = 0; i < ZB_NCOLS; i++)
-        key_prefix[i].len = (size_t)snprintf(key_prefix[i].s, sizeof key_prefix[i].s, "%s\"%s\":",
-                                             i ? "," : "", zb_columns[i]);
-}
 
 static bool is_integer(const char *s, size_t len)
 {
@@ -213,16 +161,11 @@ static bool is_integer(const char *s, size_t len)
     return true;
 }
 
-struct rowctx {
-    struct jbuf *b;
-    long rows;
-};
-
 static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
-    struct rowctx *rc = arg;
-    struct jbuf *b = rc->b;
-    if (rc->rows++)
+    struct req *rq = arg;
+    struct jbuf *b = &rq->body;
+    if (rq->lk.rows > 1)
         JB_LIT(b, ",{");
     else
         JB_LIT(b, "{");
@@ -240,34 +183,48 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
     return 0;
 }
 
-static bool is_code(const char *s)
-{
-    for (int i = 0; i < 7; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    return s[7] == 0;
-}
+static struct req *req_get(struct loop *l);
+static void req_free(struct req *rq);
 
-static struct srv_backend *find_backend(const char *name, size_t len)
+static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
-    for (int i = 0; i < srv.nbackends; i++) {
-        const char *n = srv.backend[i]->conf.name;
-        if (strlen(n) == len && !memcmp(n, name, len))
-            return srv.backend[i];
+    struct req *rq = lk->arg;
+    if (rq->orphaned) {
+        req_free(rq);
+        return;
     }
-    return NULL;
+    if (rc == LOOKUP_UNAVAILABLE)
+        set_error(rq, 503, lk->code, "%s", err->msg);
+    else if (rc != LOOKUP_OK)
+        set_error(rq, 500, lk->code, "%s", err->msg);
+    else if (lk->rows == 0)
+        set_error(rq, 404, lk->code, "no such code");
+    else {
+        JB_LIT(&rq->body, "]}");
+        set_answer(rq, 200);
+    }
 }
 
-static int parse_bool_arg(const char *v, bool *out)
+/* Starts the lookup of code; the request waits, suspended, unless the
+ * answer is already in. */
+static void start_lookup(struct req *rq, const char *code)
 {
-    if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on"))
-        *out = true;
-    else if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
-             !strcasecmp(v, "off"))
-        *out = false;
-    else
-        return -1;
-    return 0;
+    struct jbuf *b = &rq->body;
+    struct lookup *lk = &rq->lk;
+    memcpy(lk->code, code, 8);
+    b->n = 0;
+    JB_LIT(b, "{\"backend\":");
+    jb_cstr(b, rq->lb->sb->conf.name);
+    JB_LIT(b, ",\"code\":\"");
+    jb_put(b, code, 7);
+    JB_LIT(b, "\",\"rows\":[");
+    lk->lb = rq->lb;
+    lk->strategy = rq->strategy;
+    lk->on_row = put_row;
+    lk->arg = rq;
+    lk->done = lookup_done;
+    rq->state = RQ_RUNNING;
+    lookup_start(lk, false);
 }
 
 static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
@@ -283,281 +240,579 @@ static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
     return lo < n && keys[lo] == k;
 }
 
-static void backend_status(struct srv_backend *sb, unsigned status, uint64_t t0)
+/* /random: a code of the key set (or, with probability miss, one that is
+ * not in it); false while the key set is still loading. */
+static bool start_random(struct req *rq)
 {
-    INC(sb->requests);
-    if (status < 400)
-        INC(sb->ok);
-    else if (status < 500) {
-        INC(sb->e4xx);
-        if (status == 404)
-            INC(sb->not_found);
-    } else
-        INC(sb->e5xx);
-    hist_record_atomic(&sb->latency, zb_now_ns() - t0);
-}
-
-static enum MHD_Result zip(struct MHD_Connection *c, struct srv_backend *sb, const char *what,
-                           uint64_t t0)
-{
-    char code[8];
-    unsigned status;
-    enum MHD_Result ret;
-    bool persistent = sb->conf.persistent;
-    const char *p = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "persistent");
-    if (p && parse_bool_arg(p, &persistent) < 0) {
-        ret = send_error(c, status = 400, sb, NULL, "persistent must be 0 or 1");
-        goto done;
-    }
-    if (!strcmp(what, "random")) {
-        double miss = 0;
-        const char *m = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "miss");
-        if (m) {
-            char *end;
-            errno = 0;
-            miss = strtod(m, &end);
-            if (errno || end == m || *end || !(miss >= 0 && miss <= 1)) {
-                ret = send_error(c, status = 400, sb, NULL, "miss must be a number in 0..1");
-                goto done;
-            }
-        }
-        struct zb_err err = { 0 };
-        size_t n;
-        const uint32_t *keys = pool_keys(sb, &n, &err);
-        if (!keys) {
-            ret = send_error(c, status = 503, sb, NULL, "%s", err.msg);
-            goto done;
-        }
-        if (!trng)
-            trng = zb_now_ns() ^ (uint64_t)(uintptr_t)&trng;
-        uint32_t k = 0;
-        if (n > 0 && !(miss > 0 && zb_rand_unit(&trng) < miss)) {
-            k = keys[zb_rand_below(&trng, (uint32_t)n)];
-        } else {
-            /* A code that is not in the table: random 7-digit numbers are
-             * almost all misses (a full list fills ~1.2% of them). */
-            for (int tries = 0; tries < 1000; tries++) {
-                k = zb_rand_below(&trng, 10000000);
-                if (!has_key(keys, n, k))
-                    break;
-            }
-        }
-        snprintf(code, sizeof code, "%07u", k);
-    } else if (is_code(what)) {
-        memcpy(code, what, 8);
-    } else {
-        ret = send_error(c, status = 400, sb, NULL,
-                         "the code must be exactly 7 digits 0-9 (or 'random')");
-        goto done;
-    }
-
-    struct jbuf *b = &tbuf;
-    b->n = 0;
-    JB_LIT(b, "{\"backend\":");
-    jb_cstr(b, sb->conf.name);
-    JB_LIT(b, ",\"code\":\"");
-    jb_put(b, code, 7);
-    JB_LIT(b, "\",\"rows\":[");
-    struct rowctx rc = { b, 0 };
     struct zb_err err = { 0 };
-    int lr = pool_lookup(sb, code, persistent, put_row, &rc, &err);
-    if (lr == LOOKUP_UNAVAILABLE)
-        ret = send_error(c, status = 503, sb, code, "%s", err.msg);
-    else if (lr != LOOKUP_OK)
-        ret = send_error(c, status = 500, sb, code, "%s", err.msg);
-    else if (rc.rows == 0)
-        ret = send_error(c, status = 404, sb, code, "no such code");
-    else {
-        JB_LIT(b, "]}");
-        ret = send_buf(c, status = 200, b);
+    size_t n;
+    bool loading;
+    const uint32_t *keys = backend_keys(rq->lb->sb, rq->loop->srv, &n, &loading, &err);
+    if (!keys) {
+        if (!loading)
+            set_error(rq, 503, NULL, "%s", err.msg);
+        return !loading;
     }
-done:
-    backend_status(sb, status, t0);
-    return ret;
+    uint64_t *rng = &rq->loop->rng;
+    uint32_t k = 0;
+    if (n > 0 && !(rq->miss > 0 && zb_rand_unit(rng) < rq->miss)) {
+        k = keys[zb_rand_below(rng, (uint32_t)n)];
+    } else {
+        /* A code that is not in the table: random 7-digit numbers are
+         * almost all misses (a full list fills ~1.2% of them). */
+        for (int tries = 0; tries < 1000; tries++) {
+            k = zb_rand_below(rng, 10000000);
+            if (!has_key(keys, n, k))
+                break;
+        }
+    }
+    char code[8];
+    snprintf(code, sizeof code, "%07u", k);
+    start_lookup(rq, code);
+    return true;
 }
 
-/* ---- /health and /stats ---- */
-
-static enum MHD_Result health(struct MHD_Connection *c)
+void http_keys_changed(struct loop *l)
 {
-    bool all = true;
-    struct jbuf *b = &tbuf;
-    /* The checks may take a round trip each: collect first, write after. */
-    bool up[ZB_MAX_BACKENDS];
-    char reasons[ZB_MAX_BACKENDS][sizeof ((struct zb_err *)0)->msg];
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct zb_err err = { 0 };
-        up[i] = pool_check(srv.backend[i], &err);
-        snprintf(reasons[i], sizeof reasons[i], "%s", err.msg);
-        all &= up[i];
+    struct req *rq = APR_RING_FIRST(&l->keys_waiting), *nx;
+    for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
+        nx = APR_RING_NEXT(rq, link);
+        struct srv_backend *sb = rq->lb->sb;
+        if (atomic_load(&sb->keys) || !atomic_load(&sb->keys_loading)) {
+            APR_RING_REMOVE(rq, link);
+            start_random(rq);
+        }
     }
+}
+
+static bool is_code(const char *s)
+{
+    for (int i = 0; i < 7; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return s[7] == 0;
+}
+
+static int parse_bool_arg(const char *v, bool *out)
+{
+    if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on"))
+        *out = true;
+    else if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+             !strcasecmp(v, "off"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+/* ?strategy= (or the older ?persistent=0|1); false after answering 400. */
+static bool pick_strategy(struct req *rq)
+{
+    struct srv_backend *sb = rq->lb->sb;
+    rq->strategy = sb->strategy;
+    const char *s = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "strategy");
+    const char *p = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "persistent");
+    bool persistent;
+    if (s) {
+        int st = strategy_by_name(s);
+        if (st < 0) {
+            set_error(rq, 400, NULL, "strategy must be pooled, per-request or pipelined");
+            return false;
+        }
+        rq->strategy = (enum strategy)st;
+    } else if (p) {
+        if (parse_bool_arg(p, &persistent) < 0) {
+            set_error(rq, 400, NULL, "persistent must be 0 or 1");
+            return false;
+        }
+        rq->strategy = persistent ? ST_POOLED : ST_PER_REQUEST;
+    }
+    if (!lookup_strategy_ok(sb, rq->strategy)) {
+        set_error(rq, 400, NULL, "strategy %s: the %s driver cannot pipeline",
+                  strategy_names[rq->strategy], sb->conf.driver);
+        return false;
+    }
+    return true;
+}
+
+static void zip(struct req *rq, const char *what)
+{
+    if (!pick_strategy(rq))
+        return;
+    if (is_code(what)) {
+        start_lookup(rq, what);
+        return;
+    }
+    if (strcmp(what, "random")) {
+        set_error(rq, 400, NULL, "the code must be exactly 7 digits 0-9 (or 'random')");
+        return;
+    }
+    rq->miss = 0;
+    const char *m = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "miss");
+    if (m) {
+        char *end;
+        errno = 0;
+        rq->miss = strtod(m, &end);
+        if (errno || end == m || *end || !(rq->miss >= 0 && rq->miss <= 1)) {
+            set_error(rq, 400, NULL, "miss must be a number in 0..1");
+            return;
+        }
+    }
+    if (!start_random(rq)) {   /* the key set is loading: wait for it */
+        rq->state = RQ_RUNNING;
+        rq->waiting_since = zb_now_ns();
+        APR_RING_INSERT_TAIL(&rq->loop->keys_waiting, rq, req, link);
+        loop_deadline(rq->loop, rq->waiting_since +
+                      (uint64_t)rq->lb->sb->conf.acquire_timeout_ms * 1000000u);
+    }
+}
+
+/* ---- /health ---- */
+
+/* One round trip per backend, all at once; the answer when the last is in. */
+struct health {
+    int pending;
+    struct health_item {
+        struct lookup lk;          /* first: the item is found from its lookup */
+        struct req *rq;
+        bool up;
+        char reason[512];
+    } item[ZB_MAX_BACKENDS];
+};
+
+static void health_answer(struct req *rq)
+{
+    struct server *srv = rq->loop->srv;
+    struct health *h = rq->health;
+    struct jbuf *b = &rq->body;
+    bool all = true;
+    for (int i = 0; i < srv->nbackends; i++)
+        all &= h->item[i].up;
     b->n = 0;
     jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct srv_backend *sb = srv->backend[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
         jb_cstr(b, sb->conf.name);
         JB_LIT(b, ",\"driver\":");
         jb_cstr(b, sb->conf.driver);
-        jb_printf(b, ",\"up\":%s", up[i] ? "true" : "false");
-        if (!up[i]) {
+        jb_printf(b, ",\"up\":%s", h->item[i].up ? "true" : "false");
+        if (!h->item[i].up) {
             JB_LIT(b, ",\"error\":");
-            jb_cstr(b, reasons[i]);
+            jb_cstr(b, h->item[i].reason);
         }
         JB_LIT(b, "}");
     }
     JB_LIT(b, "]}");
-    return send_buf(c, all ? 200 : 503, b);
+    free(h);
+    rq->health = NULL;
+    set_answer(rq, all ? 200 : 503);
 }
 
-#define LD(x) ((unsigned long long)atomic_load_explicit(&(x), RELAXED))
-
-static void put_latency(struct jbuf *b, const struct hist *h)
+/* One more check is in (or, the last time, all were started). */
+static void health_settle(struct req *rq)
 {
-    jb_printf(b, "\"latency_us\":{\"count\":%llu,\"mean\":%.1f,\"p50\":%.1f,\"p90\":%.1f,"
-              "\"p99\":%.1f,\"max\":%.1f}",
-              (unsigned long long)hist_count(h), hist_mean(h) / 1e3,
-              (double)hist_percentile(h, 50) / 1e3, (double)hist_percentile(h, 90) / 1e3,
-              (double)hist_percentile(h, 99) / 1e3, (double)hist_max(h) / 1e3);
-}
-
-static enum MHD_Result stats(struct MHD_Connection *c)
-{
-    struct jbuf *b = &tbuf;
-    static _Thread_local struct hist all, snap;
-    hist_init(&all);
-    b->n = 0;
-    JB_LIT(b, "{\"backends\":[");
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
-        const struct backend_conf *bc = &sb->conf;
-        /* A copy, so the percentiles all come from one snapshot. */
-        memcpy(&snap, &sb->latency, sizeof snap);
-        hist_merge(&all, &snap);
-        long long open = atomic_load_explicit(&sb->open, RELAXED);
-        long long in_use = atomic_load_explicit(&sb->in_use, RELAXED);
-        size_t nkeys = atomic_load_explicit(&sb->keys, RELAXED)
-                           ? atomic_load_explicit(&sb->nkeys, RELAXED) : 0;
-        jb_printf(b, "%s{\"name\":", i ? "," : "");
-        jb_cstr(b, bc->name);
-        JB_LIT(b, ",\"driver\":");
-        jb_cstr(b, bc->driver);
-        jb_printf(b, ",\"up\":%s,\"persistent\":%s,\"requests\":%llu,\"ok\":%llu,"
-                  "\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,",
-                  atomic_load(&sb->up) ? "true" : "false", bc->persistent ? "true" : "false",
-                  LD(sb->requests), LD(sb->ok), LD(sb->not_found), LD(sb->e4xx), LD(sb->e5xx));
-        jb_printf(b, "\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
-                  "\"acquire_timeout_ms\":%d,\"size\":%lld,\"in_use\":%lld,\"idle\":%lld,"
-                  "\"waits\":%llu,\"timeouts\":%llu},",
-                  bc->pool_min, bc->pool_soft_max, bc->pool_hard_max, bc->pool_ttl_s,
-                  bc->acquire_timeout_ms, open, in_use, open > in_use ? open - in_use : 0,
-                  LD(sb->waits), LD(sb->timeouts));
-        jb_printf(b, "\"connects\":%llu,\"connects_per_request\":%llu,\"connect_failures\":%llu,"
-                  "\"reconnects\":%llu,\"discarded\":%llu,\"keys\":%zu,",
-                  LD(sb->connects), LD(sb->connects_per_request), LD(sb->connect_failures),
-                  LD(sb->reconnects), LD(sb->discarded), nkeys);
-        put_latency(b, &snap);
-        JB_LIT(b, "}");
+    if (--rq->health->pending)
+        return;
+    if (rq->orphaned) {
+        free(rq->health);
+        rq->health = NULL;
+        req_free(rq);
+        return;
     }
-    double up_s = (double)(zb_now_ns() - srv.started_ns) / 1e9;
-    jb_printf(b, "],\"server\":{\"uptime_s\":%.1f,\"threads\":%d,\"requests\":%llu,\"ok\":%llu,"
-              "\"errors_4xx\":%llu,\"errors_5xx\":%llu,",
-              up_s, srv.conf->server.threads, LD(srv.requests), LD(srv.ok),
-              LD(srv.e4xx), LD(srv.e5xx));
-    put_latency(b, &all);
-    JB_LIT(b, "}}");
-    return send_buf(c, 200, b);
+    health_answer(rq);
+}
+
+static void health_done(struct lookup *lk, int rc, const struct zb_err *err)
+{
+    struct health_item *it = (struct health_item *)lk;
+    it->up = rc == LOOKUP_OK;
+    if (err)
+        snprintf(it->reason, sizeof it->reason, "%s", err->msg);
+    health_settle(it->rq);
+}
+
+static void health(struct req *rq)
+{
+    struct server *srv = rq->loop->srv;
+    struct health *h = calloc(1, sizeof *h);
+    if (!h) {
+        set_error(rq, 500, NULL, "out of memory");
+        return;
+    }
+    rq->health = h;
+    rq->state = RQ_RUNNING;
+    h->pending = srv->nbackends + 1;   /* + 1: no answer before all are started */
+    for (int i = 0; i < srv->nbackends; i++) {
+        struct health_item *it = &h->item[i];
+        it->rq = rq;
+        it->lk.lb = &rq->loop->lb[i];
+        it->lk.strategy = ST_POOLED;
+        memcpy(it->lk.code, "0000000", 8);
+        it->lk.done = health_done;
+        lookup_start(&it->lk, true);
+    }
+    health_settle(rq);
 }
 
 /* ---- the handler ---- */
 
-/* *con_cls: before the first call, what log_uri returned (the raw URI's
- * length + 1); then &request_seen; &request_done once a response is queued. */
-static char request_seen, request_done;
-
-/* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
- * the split at '?') once MHD has put a NUL in place of the space before the
- * version. A NUL byte in the request line itself cuts MHD's C string short:
- * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So
- * the URI's length as a string is kept here, and the handler checks that it
- * reaches the version, which MHD passes it as a pointer into the same line:
- * url + length + 1 == version, or the URI held a NUL byte. */
-static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
+static struct srv_backend *find_backend(struct server *srv, const char *name, size_t len)
 {
-    (void)cls, (void)c;
-    return (void *)(uintptr_t)(strlen(uri) + 1);
+    for (int i = 0; i < srv->nbackends; i++) {
+        const char *n = srv->backend[i]->conf.name;
+        if (strlen(n) == len && !memcmp(n, name, len))
+            return srv->backend[i];
+    }
+    return NULL;
 }
 
-static bool first_call(void *con_cls)
+/* An absolute-form target (RFC 9112 3.2.2, "GET http://host/path"): the
+ * path part. */
+static const char *origin_path(const char *url)
 {
-    return con_cls != &request_seen && con_cls != &request_done;
+    if (url[0] == '/')
+        return url;
+    const char *p = !strncasecmp(url, "http://", 7) ? url + 7
+                    : !strncasecmp(url, "https://", 8) ? url + 8 : NULL;
+    if (!p)
+        return url;
+    p = strchr(p, '/');
+    return p ? p : "/";
 }
+
+static void route(struct req *rq, const char *url)
+{
+    struct loop *l = rq->loop;
+    const char *path = origin_path(url);
+    rq->t0 = zb_now_ns();
+    if (!strncmp(path, "/zip/", 5)) {
+        const char *name = path + 5, *slash = strchr(name, '/');
+        if (slash) {
+            struct srv_backend *sb = find_backend(l->srv, name, (size_t)(slash - name));
+            if (!sb) {
+                set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+                return;
+            }
+            rq->lb = &l->lb[sb->index];
+            zip(rq, slash + 1);
+            return;
+        }
+    } else if (!strcmp(path, "/health")) {
+        health(rq);
+        return;
+    } else if (!strcmp(path, "/stats")) {
+        rq->body.n = 0;
+        stats_json(l->srv, &rq->body);
+        set_answer(rq, 200);
+        return;
+    }
+    set_error(rq, 404, NULL, "no such resource: GET /zip/{backend}/{code}, /zip/{backend}/random, "
+              "/health or /stats");
+}
+
+struct clen { const char *first; bool differ; };
+
+static enum MHD_Result each_clen(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    (void)kind;
+    struct clen *cl = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        return MHD_YES;
+    if (!cl->first)
+        cl->first = value;
+    else if (strcmp(cl->first, value))
+        cl->differ = true;
+    return MHD_YES;
+}
+
+/* What libmicrohttpd 0.9.75 lets through and a strict server refuses; a
+ * message, or NULL. */
+static const char *malformed(struct req *rq, const char *url, const char *version)
+{
+    /* A NUL byte in the request line cuts MHD's C string short: see
+     * log_uri. */
+    if (rq->rawlen && *version && url + rq->rawlen != version)
+        return "NUL byte in the request line";
+    if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
+        !MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+        return "HTTP/1.1 request without a Host header";
+    /* MHD takes the first of several Content-Length headers, and the
+     * Transfer-Encoding over a Content-Length (RFC 9112 6.1 lets a server
+     * refuse both, the way to rule out request smuggling). */
+    if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        struct clen cl = { 0 };
+        MHD_get_connection_values(rq->c, MHD_HEADER_KIND, each_clen, &cl);
+        if (cl.differ)
+            return "two different Content-Length headers";
+        if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND,
+                                        MHD_HTTP_HEADER_TRANSFER_ENCODING))
+            return "both Content-Length and Transfer-Encoding";
+    }
+    return NULL;
+}
+
+static void client_answered(struct loop *l, struct MHD_Connection *c);
+static void client_got_header(struct loop *l, struct MHD_Connection *c);
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
 {
-    (void)cls, (void)version, (void)upload_data;
-    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-    if (first_call(*con_cls)) {
-        uintptr_t rawlen = (uintptr_t)*con_cls;
-        *con_cls = &request_seen;
-        atomic_fetch_add_explicit(&srv.inflight, 1, RELAXED);
-        if (rawlen && *version && url + rawlen != version) {
-            *con_cls = &request_done;
-            return send_error(c, 400, NULL, NULL, "NUL byte in the request line");
+    (void)upload_data;
+    struct loop *l = cls;
+    struct req *rq = *con_cls;
+    if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what log_uri left */
+        size_t rawlen = (uintptr_t)rq >> 1;
+        if (!(rq = req_get(l)))
+            return MHD_NO;
+        rq->c = c;
+        rq->rawlen = rawlen;
+        *con_cls = rq;
+    }
+    switch (rq->state) {
+    case RQ_NEW: {
+        BUMP(l->inflight);
+        client_got_header(l, c);
+        rq->state = RQ_READ;
+        const char *bad = malformed(rq, url, version);
+        if (bad) {
+            rq->t0 = zb_now_ns();
+            set_error(rq, 400, NULL, "%s", bad);
+            return queue(rq);
         }
         /* Other methods get their 405 at once; MHD then discards any body
-         * and closes the connection. A GET is answered on the second call:
+         * and closes the connection. A GET is answered on the final call:
          * MHD 0.9.75 treats a response queued on the first call as "early"
          * and closes the connection after it, which would defeat keep-alive. */
-        if (!get) {
-            *con_cls = &request_done;
-            return send_error(c, 405, NULL, NULL, "method not allowed: only GET and HEAD");
+        if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+            rq->t0 = zb_now_ns();
+            set_error(rq, 405, NULL, "method not allowed: only GET and HEAD");
+            return queue(rq);
         }
         return MHD_YES;
     }
-    if (*con_cls == &request_done || *upload_data_size) {
-        /* A body with a GET, or the rest of a refused upload: dropped. */
-        *upload_data_size = 0;
+    case RQ_READ:
+        if (*upload_data_size) {   /* a body with a GET: dropped */
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        route(rq, url);
+        if (rq->state == RQ_ANSWERED)
+            return queue(rq);
+        MHD_suspend_connection(c);
+        rq->suspended = true;
+        return MHD_YES;
+    case RQ_ANSWERED:
+        return queue(rq);
+    default:
+        *upload_data_size = 0;     /* the rest of a refused upload */
         return MHD_YES;
     }
-    *con_cls = &request_done;
-    uint64_t t0 = zb_now_ns();
+}
 
-    if (!strncmp(url, "/zip/", 5)) {
-        const char *name = url + 5, *slash = strchr(name, '/');
-        if (slash) {
-            struct srv_backend *sb = find_backend(name, (size_t)(slash - name));
-            if (!sb)
-                return send_error(c, 404, NULL, NULL, "no such backend (see /health for the list)");
-            return zip(c, sb, slash + 1, t0);
-        }
-    } else if (!strcmp(url, "/health")) {
-        return health(c);
-    } else if (!strcmp(url, "/stats")) {
-        return stats(c);
-    }
-    return send_error(c, 404, NULL, NULL,
-                      "no such resource: GET /zip/{backend}/{code}, /zip/{backend}/random, "
-                      "/health or /stats");
+/* ---- the loop's spare requests and clients ---- */
+
+static struct req *req_get(struct loop *l)
+{
+    struct req *rq = l->free_reqs;
+    if (rq)
+        l->free_reqs = rq->next_free;
+    else if (!(rq = calloc(1, sizeof *rq)))
+        return NULL;
+    struct jbuf body = rq->body;
+    memset(rq, 0, sizeof *rq);
+    rq->body = body;
+    rq->body.n = 0;
+    rq->loop = l;
+    return rq;
+}
+
+static void req_free(struct req *rq)
+{
+    struct loop *l = rq->loop;
+    free(rq->health);
+    rq->health = NULL;
+    rq->next_free = l->free_reqs;
+    l->free_reqs = rq;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
+ * the split at '?') once MHD has put a NUL in place of the space before the
+ * version. A NUL byte in the request line itself cuts MHD's C string short:
+ * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So the
+ * URI's length as a string is kept, and the handler checks that it reaches
+ * the version, which MHD passes as a pointer into the same line: url +
+ * length + 1 == version, or the URI held a NUL. The length travels in
+ * *con_cls, odd so it is never taken for a struct req: no request is made
+ * here, as 0.9.75 does not always call the completion callback for a
+ * request it refuses between the request line and the handler (431 for too
+ * many arguments for max_request_bytes). */
+static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    return (void *)(((uintptr_t)strlen(uri) + 1) << 1 | 1);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
-    if (!first_call(*con_cls))
-        atomic_fetch_sub_explicit(&srv.inflight, 1, RELAXED);
+    (void)toe;
+    struct loop *l = cls;
+    struct req *rq = *con_cls;
     *con_cls = NULL;
+    client_answered(l, c);
+    if (!rq || ((uintptr_t)rq & 1))
+        return;   /* refused before the handler saw it */
+    if (rq->state != RQ_NEW)
+        DROP(l->inflight);
+    if (rq->state == RQ_RUNNING) {
+        /* Cannot happen while it is suspended (the loop resumes every
+         * request before the daemon stops); if it does, its lookup still
+         * holds it: it is freed when that is done. */
+        rq->orphaned = true;
+        return;
+    }
+    req_free(rq);
+}
+
+/* ---- clients: the header deadline ---- */
+
+/* A connection must bring each request's header whole within
+ * header_timeout_s of opening or of its previous answer; libmicrohttpd's
+ * connection_timeout_s only counts idleness, so a client sending a byte a
+ * second would hold its connection forever. Clients waiting for a header
+ * are kept oldest first; those past the deadline are shut down (as nginx
+ * does for client_header_timeout: no answer, the connection is closed). */
+
+static struct client *client_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void await_header(struct loop *l, struct client *cl)
+{
+    cl->since_ns = zb_now_ns();
+    cl->awaiting = true;
+    APR_RING_INSERT_TAIL(&l->awaiting, cl, client, link);
+    int t = l->srv->conf->server.header_timeout_s;
+    if (t > 0)
+        loop_deadline(l, cl->since_ns + (uint64_t)t * 1000000000u);
+}
+
+static void client_got_header(struct loop *l, struct MHD_Connection *c)
+{
+    (void)l;
+    struct client *cl = client_of(c);
+    if (cl && cl->awaiting) {
+        APR_RING_REMOVE(cl, link);
+        cl->awaiting = false;
+    }
+}
+
+static void client_answered(struct loop *l, struct MHD_Connection *c)
+{
+    struct client *cl = client_of(c);
+    if (cl && !cl->awaiting)
+        await_header(l, cl);
+}
+
+uint64_t http_header_deadlines(struct loop *l, uint64_t now)
+{
+    uint64_t next = 0;
+    int t = l->srv->conf->server.header_timeout_s;
+    while (t > 0 && !APR_RING_EMPTY(&l->awaiting, client, link)) {
+        struct client *cl = APR_RING_FIRST(&l->awaiting);
+        uint64_t due = cl->since_ns + (uint64_t)t * 1000000000u;
+        if (due > now) {
+            next = due;
+            break;
+        }
+        APR_RING_REMOVE(cl, link);
+        cl->awaiting = false;
+        shutdown(cl->fd, SHUT_RDWR);   /* libmicrohttpd sees the end and closes it */
+        BUMP(l->header_timeouts);
+    }
+    /* /random requests waiting for a key set too long. */
+    struct req *rq = APR_RING_FIRST(&l->keys_waiting), *nx;
+    for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
+        nx = APR_RING_NEXT(rq, link);
+        const struct backend_conf *bc = &rq->lb->sb->conf;
+        uint64_t due = rq->waiting_since + (uint64_t)bc->acquire_timeout_ms * 1000000u;
+        if (due > now) {
+            if (!next || due < next)
+                next = due;
+            continue;
+        }
+        APR_RING_REMOVE(rq, link);
+        set_error(rq, 503, NULL, "backend %s: its keys were not loaded within %d ms", bc->name,
+                  bc->acquire_timeout_ms);
+    }
+    return next;
 }
 
 static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
                              enum MHD_ConnectionNotificationCode toe)
 {
-    (void)cls, (void)c, (void)socket_context;
-    atomic_fetch_add_explicit(&srv.connections, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
-                              RELAXED);
+    struct loop *l = cls;
+    struct client *cl = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        BUMP(l->open);
+        if ((cl = l->free_clients))
+            l->free_clients = *(struct client **)cl;
+        else
+            cl = malloc(sizeof *cl);
+        *socket_context = cl;
+        if (cl) {
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+            cl->fd = ci ? ci->connect_fd : -1;
+            await_header(l, cl);
+        }
+        return;
+    }
+    DROP(l->open);
+    BUMP(l->closed);
+    if (cl) {
+        if (cl->awaiting)
+            APR_RING_REMOVE(cl, link);
+        *(struct client **)cl = l->free_clients;
+        l->free_clients = cl;
+    }
+    acceptor_slot_freed(l->srv);
+}
+
+void http_loop_init(struct loop *l)
+{
+    APR_RING_INIT(&l->awaiting, client, link);
+    APR_RING_INIT(&l->keys_waiting, req, link);
+}
+
+void http_wind_down(struct loop *l)
+{
+    while (!APR_RING_EMPTY(&l->keys_waiting, req, link)) {
+        struct req *rq = APR_RING_FIRST(&l->keys_waiting);
+        APR_RING_REMOVE(rq, link);
+        set_error(rq, 503, NULL, "the server is stopping");
+    }
+}
+
+void http_loop_free(struct loop *l)
+{
+    while (l->free_reqs) {
+        struct req *rq = l->free_reqs;
+        l->free_reqs = rq->next_free;
+        free(rq->body.p);
+        free(rq);
+    }
+    while (l->free_clients) {
+        struct client *cl = l->free_clients;
+        l->free_clients = *(struct client **)cl;
+        free(cl);
+    }
 }
 
 static int hexval(char ch)
@@ -589,32 +844,46 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
+void http_init(void)
+{
+    for (int i = 0; i < ZB_NCOLS; i++)
+        key_prefix[i].len = (size_t)snprintf(key_prefix[i].s, sizeof key_prefix[i].s, "%s\"%s\":",
+                                             i ? "," : "", zb_columns[i]);
+}
+
 /* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
  * pool the request line and headers must fit in. Past it libmicrohttpd 0.9.75
  * answers by itself, before our handler runs: "414 URI Too Long" for a long
  * request line, "431 Request Header Fields Too Large" for big headers, both
  * with Connection: close and an empty body without a Content-Type (so not
- * our JSON). The test suite checks both statuses. */
-struct MHD_Daemon *http_start(int listen_fd, struct zb_err *err)
+ * our JSON). The test suite checks both statuses; docs/RELIABILITY.md lists
+ * every answer libmicrohttpd makes on its own. */
+struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
 {
-    init_keys();
-    pthread_key_create(&tbuf_key, free);
-    const struct server_conf *sc = &srv.conf->server;
+    const struct server *srv = l->srv;
+    const struct server_conf *sc = &srv->conf->server;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_TURBO | (srv->tls_cert ? MHD_USE_TLS : 0);
+    struct MHD_OptionItem tls[] = {
+        { srv->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->tls_cert },
+        { MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key },
+        { MHD_OPTION_END, 0, NULL },
+    };
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_TURBO, 0, NULL, NULL, handle, NULL,
-        MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)sc->threads,
+        flags, 0, NULL, NULL, handle, l,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)sc->connection_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_NOTIFY_CONNECTION, connection_event, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, l,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_event, l,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
+        MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
+        MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
     if (!d)
-        zb_fail(err, ZB_ERR_SYS, "libmicrohttpd would not start (threads %d, "
-                "max_connections %d, max_request_bytes %d)", sc->threads, sc->max_connections,
-                sc->max_request_bytes);
+        zb_fail(err, ZB_ERR_SYS, "libmicrohttpd would not start (max_connections %d, "
+                "max_request_bytes %d%s)", sc->max_connections, sc->max_request_bytes,
+                srv->tls_cert ? ", TLS: is the key the certificate's?" : "");
     return d;
 }

@@ -1,5 +1,5 @@
 /* build/bin/server: postal-code lookups over HTTP (libmicrohttpd), one
- * apr_reslist connection pool per backend. See usage below. */
+ * event loop per core. See usage below. */
 #include <apr_general.h>
 #include <apr_getopt.h>
 #include <apr_version.h>
@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libpq-fe.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -17,14 +18,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "server.h"
 
-#define VERSION "0.1"
-
-struct server srv;
+#define VERSION "0.2"
 
 static const char usage[] =
 "NAME\n"
@@ -33,20 +33,37 @@ static const char usage[] =
 "SYNOPSIS\n"
 "    server [--conf FILE] [--port N] [--bind ADDR [--allow-remote]] [--threads N]\n"
 "           [--backends NAME,...] [--set BACKEND.KEY=VALUE]...\n"
+"           [--tls-cert FILE --tls-key FILE]\n"
 "    server --help | -V\n"
 "\n"
 "DESCRIPTION\n"
 "    Answers postal-code lookups from the backends of the config file over\n"
-"    HTTP/1.1 (libmicrohttpd, epoll, a pool of --threads threads, keep-alive).\n"
-"    Each backend has a pool of database connections (APR apr_reslist), each\n"
-"    with its lookup statement prepared once; a connection lost when a\n"
-"    database restarts is discarded and replaced, and the requests that\n"
-"    cannot be served meanwhile get 503 within acquire_timeout_ms. A database\n"
-"    that hangs instead (no answer within query_timeout_ms) is given up the\n"
-"    same way: 503, and the other backends keep being served. A backend\n"
-"    whose database is down at start is reported and served once it is up.\n"
-"    Runs in the foreground, logs to standard error (start, stop, backends\n"
-"    going down and up; nothing per request).\n"
+"    HTTP/1.1 (libmicrohttpd, keep-alive), or HTTPS with --tls-cert.\n"
+"\n"
+"    One event loop per core (--threads), each with its own single-threaded\n"
+"    libmicrohttpd daemon on epoll and its own database connections; new\n"
+"    connections go to the loop with the fewest open ones. No loop ever waits\n"
+"    on a database: a request whose lookup is under way is suspended and\n"
+"    resumed when the answer is in (PostgreSQL through libpq's non-blocking\n"
+"    calls, MariaDB through Connector/C's non-blocking API). SQLite, which\n"
+"    runs in-process, is looked up inline.\n"
+"\n"
+"    Three strategies reach a database (the backend's `strategy` key, or\n"
+"    ?strategy= per request):\n"
+"      pooled       persistent connections per loop, the lookup prepared once;\n"
+"                   pool_min, pool_soft_max, pool_ttl_s split over the loops,\n"
+"                   pool_hard_max for all; a lookup that gets no connection\n"
+"                   within acquire_timeout_ms gets 503\n"
+"      per-request  a fresh connection per lookup, connected asynchronously,\n"
+"                   a one-shot query, closed (what a PHP page does)\n"
+"      pipelined    pipeline_connections per loop in pipeline mode: the\n"
+"                   lookups of one loop iteration go out in one write (pg only;\n"
+"                   MariaDB's client library cannot pipeline)\n"
+"    A database lost under the server is reported, its requests get 503 (one\n"
+"    retry on a fresh connection first, for a pooled lookup with no row\n"
+"    yet), and it is served again once it is back; one that hangs is given\n"
+"    up after query_timeout_ms. Runs in the foreground, logs to standard\n"
+"    error (start, stop, backends going down and up; nothing per request).\n"
 "\n"
 "OPTIONS\n"
 "    -c, --conf FILE       config file (default conf/zipbench.conf)\n"
@@ -55,12 +72,16 @@ static const char usage[] =
 "                          127.0.0.1); a non-loopback address is refused\n"
 "                          unless --allow-remote is given\n"
 "        --allow-remote    allow --bind to a non-loopback address\n"
-"    -t, --threads N       libmicrohttpd threads (default: [server] threads, 2)\n"
+"    -t, --threads N       event loops (default: [server] threads, or one per\n"
+"                          online CPU)\n"
 "    -B, --backends LIST   serve only these backends, comma-separated\n"
 "                          (default: every [backend] of the config)\n"
 "    -s, --set B.KEY=VAL   override a config key; B is a backend name or\n"
 "                          'server', e.g. --set pg.pool_hard_max=4\n"
-"                          --set sqlite.persistent=no; repeatable\n"
+"                          --set pg.strategy=pipelined; repeatable\n"
+"        --tls-cert FILE   serve HTTPS (libmicrohttpd's GnuTLS): the\n"
+"                          certificate chain, PEM\n"
+"        --tls-key FILE    its private key, PEM (both or neither)\n"
 "    -h, --help            this text\n"
 "    -V, --version         version and library versions\n"
 "\n"
@@ -69,24 +90,45 @@ static const char usage[] =
 "                              {\"backend\":..,\"code\":..,\"rows\":[{..},..]};\n"
 "                              404 if none, 400 if CODE is not 7 digits,\n"
 "                              404 for an unknown BACKEND, 503 if the\n"
-"                              database cannot be reached\n"
+"                              database cannot be reached (Retry-After: 1)\n"
 "    GET /zip/BACKEND/random   a code drawn uniformly from the table's codes\n"
 "        ?miss=R               share R (0..1) of draws that are absent codes\n"
-"        ?persistent=0|1       0: connect for this request only (default: the\n"
-"                              backend's `persistent`, yes)\n"
-"    GET /health               each backend up or down; 200 if all are up,\n"
-"                              503 otherwise\n"
+"        ?strategy=S           pooled, per-request or pipelined (default: the\n"
+"                              backend's)\n"
+"        ?persistent=0|1       the older form: per-request or pooled\n"
+"    GET /health               each backend up or down (a real round trip);\n"
+"                              200 if all are up, 503 otherwise\n"
 "    GET /stats                per backend: requests, errors, pool, connects,\n"
-"                              reconnects, latency percentiles (microseconds)\n"
-"    Other methods than GET and HEAD get 405. Every answer is JSON.\n"
+"                              reconnects, latency percentiles (microseconds);\n"
+"                              per loop: requests, connections, CPU seconds\n"
+"    A target may be absolute (GET http://host/zip/...).\n"
+"\n"
+"HTTP\n"
+"    Every answer of the server's own is JSON: besides the above, 405 (with\n"
+"    Allow) for methods other than GET and HEAD, and 400 for a NUL byte in\n"
+"    the request line, HTTP/1.1 without Host, two different Content-Length\n"
+"    headers, or Content-Length with Transfer-Encoding. libmicrohttpd 0.9.75\n"
+"    answers some requests itself, before the server sees them, and those\n"
+"    answers are not JSON, and close the connection:\n"
+"      400  a malformed Content-Length (e.g. -1), a header line without a\n"
+"           colon: an HTML body (for Content-Length, 0.9.75 sends its status\n"
+"           line and headers twice before the HTML)\n"
+"      413  a Content-Length too large for 64 bits: HTML, headers sent twice\n"
+"      414  a request line longer than max_request_bytes: empty body\n"
+"      431  headers beyond max_request_bytes: empty body\n"
+"      505  an HTTP version other than 1.0 and 1.1: HTML\n"
+"    A connection idle for connection_timeout_s is closed; so is one whose\n"
+"    request header does not come whole within header_timeout_s of its\n"
+"    opening or its last answer (slowloris), without an answer.\n"
 "\n"
 "SIGNALS\n"
-"    SIGINT, SIGTERM   stop accepting, finish the requests in flight, close\n"
-"                      the pools, exit 0\n"
+"    SIGINT, SIGTERM   stop accepting; requests in flight get their answers\n"
+"                      (with Connection: close) for up to 5 s, idle\n"
+"                      connections 1 s; then what is left gets 503, exit 0\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped by a signal\n"
-"    1  could not start: bad config file, port in use, no backend usable\n"
+"    1  could not start: bad config file, port in use, TLS files unreadable\n"
 "    2  usage error: bad option or value\n";
 
 static int usage_error(void) { return cli_usage_error("server"); }
@@ -139,6 +181,33 @@ static int listen_on(const char *bind_addr, int port, bool allow_remote)
     return fd;
 }
 
+/* A PEM file, whole, NUL-terminated (what libmicrohttpd's
+ * MHD_OPTION_HTTPS_MEM_* take); NULL after saying why. */
+static char *read_pem(const char *path, const char *flag)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t len = 0;
+    if (f) {
+        FILE *mem = open_memstream(&buf, &len);
+        char chunk[4096];
+        size_t n;
+        while (mem && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+            fwrite(chunk, 1, n, mem);
+        if (mem)
+            fclose(mem);
+        bool bad = ferror(f);
+        fclose(f);
+        if (!bad && buf && strstr(buf, "-----BEGIN "))
+            return buf;
+        fprintf(stderr, "server: %s %s: not a PEM file\n", flag, path);
+        free(buf);
+        return NULL;
+    }
+    fprintf(stderr, "server: %s %s: %s\n", flag, path, strerror(errno));
+    return NULL;
+}
+
 static void raise_fd_limit(int want)
 {
     struct rlimit rl;
@@ -151,18 +220,23 @@ static void raise_fd_limit(int want)
 int main(int argc, const char *const *argv)
 {
     apr_pool_t *pool;
+    /* Requests allocate and free the same sizes over and over (libmicro-
+     * httpd's responses): keep the heap instead of trimming it and growing
+     * it back (an mprotect per few requests in the loops' arenas). */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     apr_app_initialize(&argc, &argv, NULL);
     atexit(apr_terminate);
     apr_pool_create(&pool, NULL);
-    enum { OPT_ALLOW_REMOTE = 256 };
+    enum { OPT_ALLOW_REMOTE = 256, OPT_TLS_CERT, OPT_TLS_KEY };
     static const apr_getopt_option_t opts[] = {
         { "conf", 'c', 1, "" },     { "port", 'p', 1, "" },     { "bind", 'b', 1, "" },
         { "allow-remote", OPT_ALLOW_REMOTE, 0, "" },             { "threads", 't', 1, "" },
         { "backends", 'B', 1, "" }, { "set", 's', 1, "" },      { "help", 'h', 0, "" },
-        { "version", 'V', 0, "" },  { NULL, 0, 0, NULL },
+        { "version", 'V', 0, "" },  { "tls-cert", OPT_TLS_CERT, 1, "" },
+        { "tls-key", OPT_TLS_KEY, 1, "" },                       { NULL, 0, 0, NULL },
     };
     const char *conf_file = "conf/zipbench.conf", *port = NULL, *bind_addr = NULL,
-               *threads = NULL, *backends = NULL;
+               *threads = NULL, *backends = NULL, *tls_cert = NULL, *tls_key = NULL;
     const char *sets[64];
     int nsets = 0;
     bool allow_remote = false;
@@ -177,6 +251,8 @@ int main(int argc, const char *const *argv)
         case 'p': port = arg; break;
         case 'b': bind_addr = arg; break;
         case OPT_ALLOW_REMOTE: allow_remote = true; break;
+        case OPT_TLS_CERT: tls_cert = arg; break;
+        case OPT_TLS_KEY: tls_key = arg; break;
         case 't': threads = arg; break;
         case 'B': backends = arg; break;
         case 's':
@@ -200,6 +276,14 @@ int main(int argc, const char *const *argv)
         fprintf(stderr, "server: unexpected argument '%s'\n", argv[g->ind]);
         return usage_error();
     }
+    if (!tls_cert != !tls_key) {
+        fprintf(stderr, "server: --tls-cert and --tls-key go together\n");
+        return usage_error();
+    }
+    if (tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        fprintf(stderr, "server: --tls-cert: this libmicrohttpd was built without TLS\n");
+        return ZB_EXIT_FAIL;
+    }
 
     static struct zb_conf conf;
     struct zb_err err = { 0 };
@@ -208,12 +292,13 @@ int main(int argc, const char *const *argv)
         conf_free(&conf);
         return ZB_EXIT_FAIL;
     }
+    /* A bad file is a failure to start (exit 1), a bad --set or
+     * --backends a usage error (exit 2): conf_open's two halves. */
     int rc = ZB_EXIT_USAGE;
-    for (int i = 0; i < nsets; i++)
-        if (conf_set_arg(&conf, sets[i], &err) < 0) {
-            fprintf(stderr, "server: --set %s: %s\n", sets[i], err.msg);
-            goto out_conf;
-        }
+    if (conf_apply_sets(&conf, sets, nsets, &err) < 0) {
+        fprintf(stderr, "server: %s\n", err.msg);
+        goto out_conf;
+    }
     static const struct { const char *flag, *key; } flagkeys[] = {
         { "--port", "port" }, { "--bind", "bind" }, { "--threads", "threads" } };
     const char *flagvals[] = { port, bind_addr, threads };
@@ -236,10 +321,16 @@ int main(int argc, const char *const *argv)
         goto out_conf;
     }
 
+    if (conf.server.threads <= 0)
+        conf.server.threads = get_nprocs() > 0 ? get_nprocs() : 1;
     const struct server_conf *sc = &conf.server;
-    int fd = listen_on(sc->bind, sc->port, allow_remote);
-    if (fd < 0) {
-        rc = fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
+    static struct server srv;
+    if (tls_cert && (!(srv.tls_cert = read_pem(tls_cert, "--tls-cert")) ||
+                     !(srv.tls_key = read_pem(tls_key, "--tls-key"))))
+        goto out_conf;
+    int listen_fd = listen_on(sc->bind, sc->port, allow_remote);
+    if (listen_fd < 0) {
+        rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
         goto out_conf;
     }
     int want_fds = sc->max_connections + 64;
@@ -247,75 +338,29 @@ int main(int argc, const char *const *argv)
         want_fds += chosen[i]->pool_hard_max * 2;
     raise_fd_limit(want_fds);
 
-    srv.conf = &conf;
-    srv.started_ns = zb_now_ns();
-    for (int i = 0; i < nchosen; i++) {
-        struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
-        if (pool_init(sb, chosen[i], pool, &err) < 0) {
-            fprintf(stderr, "server: %s\n", err.msg);
-            close(fd);
-            goto out_pools;
-        }
-        srv.backend[srv.nbackends++] = sb;
-    }
-    /* Open the pools; a backend whose database is down is reported and
-     * retried on demand, the server starts anyway. */
-    char names[1024];
-    size_t nn = 0;
-    names[0] = 0;
-    for (int i = 0; i < srv.nbackends; i++) {
-        struct srv_backend *sb = srv.backend[i];
-        struct zb_err e = { 0 };
-        bool ok = pool_start(sb, &e) == 0;
-        if (!ok)
-            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->conf.name, e.msg);
-        int w = snprintf(names + nn, sizeof names - nn, " %s%s", sb->conf.name,
-                         ok ? "" : " (down)");
-        if (w > 0)
-            nn = nn + (size_t)w < sizeof names ? nn + (size_t)w : sizeof names - 1;
-    }
-
-    /* Signals: blocked in every thread (MHD's inherit the mask), taken by
-     * sigwait below. */
+    /* Signals: blocked in every thread (the loops inherit the mask), taken
+     * by sigwait below. */
     sigset_t sigs = cli_stop_signals();
 
-    struct MHD_Daemon *d = http_start(fd, &err);
-    if (!d) {
+    char names[1024];
+    if (server_start(&srv, &conf, chosen, nchosen, listen_fd, pool, names, sizeof names, &err) < 0) {
         fprintf(stderr, "server: %s\n", err.msg);
-        close(fd);
-        goto out_pools;
+        goto out_conf;
     }
-    fprintf(stderr, "zipbench server listening on %s:%d, %d thread%s, backends:%s\n", sc->bind,
-            sc->port, sc->threads, sc->threads == 1 ? "" : "s", names);
-
+    fprintf(stderr, "zipbench server listening on %s:%d, %d thread%s,%s backends:%s\n", sc->bind,
+            sc->port, srv.nloops, srv.nloops == 1 ? "" : "s", srv.tls_cert ? " HTTPS," : "", names);
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "zipbench server stopping (%s): no new connections, finishing requests\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
-    atomic_store(&srv.stopping, true);
-    int lfd = MHD_quiesce_daemon(d);
-    /* Requests in flight finish, and their responses now carry Connection:
-     * close, so busy keep-alive clients get one more clean answer and go.
-     * Connections that stay idle are given 1 s, requests in flight 5 s;
-     * then MHD_stop_daemon closes whatever is left. */
-    uint64_t t0 = zb_now_ns(), idle_grace = t0 + 1000000000ull, deadline = t0 + 5000000000ull;
-    while (zb_now_ns() < deadline &&
-           (atomic_load(&srv.inflight) > 0 ||
-            (atomic_load(&srv.connections) > 0 && zb_now_ns() < idle_grace)))
-        usleep(5 * 1000);
-    MHD_stop_daemon(d);
-    if (lfd >= 0)
-        close(lfd);
-    double secs = (double)(zb_now_ns() - srv.started_ns) / 1e9;
+    uint64_t requests = 0;
+    server_stop(&srv, &requests);
     fprintf(stderr, "zipbench server stopped: %llu requests in %.1f s\n",
-            (unsigned long long)atomic_load(&srv.requests), secs);
+            (unsigned long long)requests, (double)(zb_now_ns() - srv.started_ns) / 1e9);
     rc = ZB_EXIT_OK;
-out_pools:
-    for (int i = 0; i < srv.nbackends; i++)
-        pool_destroy(srv.backend[i]);
-    srv.nbackends = 0;
 out_conf:
+    free(srv.tls_cert);
+    free(srv.tls_key);
     conf_free(&conf);
     apr_pool_destroy(pool);
     return rc;

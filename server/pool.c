@@ -1,534 +1,334 @@
-/* One connection pool per backend, on APR's apr_reslist.
+/* Strategy pooled: persistent connections, each with its lookup prepared
+ * once, per backend per loop.
  *
- * A resource is a struct conn: a connection opened with backend_open and its
- * lookup statement prepared once (the constructor), closed by the
- * destructor. apr_reslist keeps pool_min open, lets idle ones above
- * pool_soft_max expire after pool_ttl_s, never lends more than
- * pool_hard_max, and makes an acquire wait at most acquire_timeout_ms
- * (apr_reslist_timeout_set) before it returns APR_TIMEUP, which becomes 503.
+ * A loop keeps its own: an idle list (most recently used first, so the
+ * warm ones are reused and the cold ones age out), the busy ones, those
+ * being opened, and a queue of lookups waiting for one, oldest first. No
+ * lock: only the loop touches them. What the loops share is the budget:
+ * pool_hard_max connections per backend in all (sb->pooled). pool_min and
+ * pool_soft_max are split over the loops: each opens its share of
+ * pool_min at start and keeps it, and closes idle connections above its
+ * share of pool_soft_max after pool_ttl_s.
  *
- * SQLite gets a pool like the network databases, not one shared handle:
- * its connections are opened SQLITE_OPEN_NOMUTEX (no per-call locking in the
- * library), which is safe only while one thread at a time uses a handle.
- * A pool slot is exactly that: the thread that acquired the connection is
- * its only user until it releases it. They are opened read-only.
+ * A lookup takes an idle connection of the current generation (older ones
+ * are discarded: opened before a failure, suspect; so are those the
+ * driver no longer calls alive), or waits: a new connection is opened for
+ * it if the budget allows, and it gives up with 503 after
+ * acquire_timeout_ms. When the budget is spent while another
+ * loop holds idle connections, this loop sets its starving bit and wakes
+ * the others: one of theirs that is or goes idle is given to it, the
+ * connection itself (its socket moves from one epoll set to the other),
+ * so nothing is reconnected.
  *
- * Note that apr_reslist runs the constructor with its list lock held, so
- * while one thread connects the others wait on that lock: a database that
- * hangs on connect (not one that refuses, which fails at once) can hold
- * requests up to connect_timeout_s. The down/probe logic below keeps that
- * to one attempt at a time, PROBE_NS apart.
- *
- * Connections are malloc'ed (they come and go; an APR pool never gives
- * memory back); everything that lives as long as the server is taken from
- * the backend's APR pool. */
-#include <apr_errno.h>
-#include <apr_strings.h>
+ * A connection lost under a lookup bumps the generation and is replaced;
+ * the lookup is retried once on another connection if no row came yet and
+ * it was not a timeout (the frozen database would be waited for twice). A
+ * second loss, a failed connect or a timeout marks the backend down. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server.h"
 
-#define PROBE_NS (200u * 1000u * 1000u)   /* while down: 200 ms between connect attempts */
+#define NS_PER_MS 1000000ull
 
-#define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
+static uint64_t bit_of(struct lb *lb) { return 1ull << (lb->loop->id % 64); }
 
-#define RELAXED memory_order_relaxed
-#define INC(c) atomic_fetch_add_explicit(&(c), 1, RELAXED)
-
-/* The constructor cannot return a message through APR: it leaves it here
- * for the thread that called apr_reslist_acquire. */
-static _Thread_local struct zb_err connect_err;
-
-/* Connects; a pooled connection (pooled) also gets its page cache and its
- * lookup prepared once, which a connection used for one request would
- * only pay for: it runs the lookup as a one-shot query instead. */
-static int open_conn(struct srv_backend *sb, struct conn *c, bool pooled, struct zb_err *err)
+static bool take_budget(struct srv_backend *sb)
 {
-    c->lookup = NULL;
-    c->gen = atomic_load_explicit(&sb->gen, memory_order_acquire);
-    if (backend_open(&c->b, &sb->conf, err) < 0) {
-        INC(sb->connect_failures);
-        return -1;
-    }
-    if (!pooled) {
-        INC(sb->connects);
-        return 0;
-    }
-    /* SQLite: a page cache that holds the whole table and its index (the
-     * real list is ~38 MB on disk). With the default 2 MiB, random lookups
-     * keep re-reading pages with pread: this alone took pooled lookups
-     * from ~24-42k to ~62-64k req/s here. It fills only as pages are read;
-     * worst case 64 MiB per pooled connection. Per-request connections
-     * start cold, which is part of what they cost. mmap_size was tried
-     * too: no clear gain on this box, and SIGBUS on I/O errors. */
-    if (!strcmp(sb->conf.driver, "sqlite"))
-        c->b.drv->exec(c->b.db, "PRAGMA cache_size = -65536", NULL);
-    if (c->b.drv->prepare(c->b.db, sb->sql, 1, &c->lookup, err) < 0) {
-        backend_close(&c->b);
-        INC(sb->connect_failures);
-        return -1;
-    }
-    INC(sb->connects);
-    return 0;
+    int n = atomic_load(&sb->pooled);
+    while (n < sb->conf.pool_hard_max)
+        if (atomic_compare_exchange_weak(&sb->pooled, &n, n + 1))
+            return true;
+    return false;
 }
 
-static void close_conn(struct conn *c)
+static void give_budget(struct lb *lb)
 {
-    if (c->lookup)
-        c->b.drv->finalize(c->lookup);
-    c->lookup = NULL;
-    backend_close(&c->b);
+    struct srv_backend *sb = lb->sb;
+    atomic_fetch_sub(&sb->pooled, 1);
+    lb->npooled--;
+    uint64_t starving = atomic_load(&sb->starving) & ~bit_of(lb);
+    for (int i = 0; starving && i < lb->loop->srv->nloops; i++)
+        if (starving & (1ull << (i % 64)))
+            loop_wake(&lb->loop->srv->loops[i]);
 }
 
-static void mark_down(struct srv_backend *sb, const struct zb_err *err)
+/* Closes a pooled connection that has nothing sent. */
+static void drop(struct dbconn *dc)
 {
-    bool was = atomic_exchange(&sb->up, false);
-    atomic_store(&sb->next_probe_ns, zb_now_ns() + PROBE_NS);
-    pthread_mutex_lock(&sb->reason_lock);
-    snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
-    pthread_mutex_unlock(&sb->reason_lock);
-    if (was)
-        fprintf(stderr, "server: backend %s: down: %s\n", sb->conf.name, sb->down_reason);
+    struct lb *lb = dc->lb;
+    APR_RING_REMOVE(dc, link);
+    if (dc->state != DC_READY)
+        lb->nopening--;
+    else
+        DROP(lb->st.open);
+    if (!dc->in_use && dc->state == DC_READY)
+        lb->nidle--;
+    if (dc->in_use)
+        DROP(lb->st.in_use);
+    dbconn_close(dc);
+    give_budget(lb);
 }
 
-static void mark_up(struct srv_backend *sb)
+/* The first loop (other than lb's) whose lookups wait for the budget. */
+static struct loop *starving_loop(struct lb *lb)
 {
-    if (!atomic_load_explicit(&sb->up, RELAXED) && !atomic_exchange(&sb->up, true))
-        fprintf(stderr, "server: backend %s: up again\n", sb->conf.name);
-}
-
-static apr_status_t conn_construct(void **res, void *params, apr_pool_t *pool)
-{
-    (void)pool;
-    struct srv_backend *sb = params;
-    struct conn *c = malloc(sizeof *c);
-    if (!c) {
-        zb_fail(&connect_err, ZB_ERR_SYS, "out of memory");
-        return APR_ENOMEM;
-    }
-    if (open_conn(sb, c, true, &connect_err) < 0) {
-        free(c);
-        return APR_EGENERAL;
-    }
-    /* A connection made while some were discarded replaces one of them. */
-    uint64_t owed = atomic_load_explicit(&sb->owed, RELAXED);
-    while (owed > 0 && !atomic_compare_exchange_weak(&sb->owed, &owed, owed - 1))
-        ;
-    if (owed > 0)
-        INC(sb->reconnects);
-    atomic_fetch_add_explicit(&sb->open, 1, RELAXED);
-    *res = c;
-    return APR_SUCCESS;
-}
-
-static apr_status_t conn_destruct(void *res, void *params, apr_pool_t *pool)
-{
-    (void)pool;
-    struct srv_backend *sb = params;
-    close_conn(res);
-    free(res);
-    atomic_fetch_sub_explicit(&sb->open, 1, RELAXED);
-    return APR_SUCCESS;
-}
-
-int pool_init(struct srv_backend *sb, const struct backend_conf *bc, apr_pool_t *parent,
-              struct zb_err *err)
-{
-    memset(sb, 0, sizeof *sb);
-    if (apr_pool_create(&sb->pool, parent) != APR_SUCCESS)
-        return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    sb->conf = *bc;
-    sb->conf.read_only = true;
-    sb->drv = backend_driver(bc->driver);
-    if (!sb->drv)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
-                       bc->driver ? bc->driver : "");
-    if (zb_lookup_sql(sb->sql, sizeof sb->sql, bc->table) < 0)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", bc->name);
-    pthread_mutex_init(&sb->create_lock, NULL);
-    pthread_mutex_init(&sb->keys_lock, NULL);
-    pthread_mutex_init(&sb->reason_lock, NULL);
-    atomic_init(&sb->list, NULL);
-    atomic_init(&sb->keys, NULL);
-    atomic_init(&sb->up, true);
-    hist_init(&sb->latency);
-    return 0;
-}
-
-/* Creates the reslist (opening pool_min connections); -1 if the database
- * cannot be reached. Safe to call from any thread. */
-static int create_list(struct srv_backend *sb, struct zb_err *err)
-{
-    int rc = 0;
-    pthread_mutex_lock(&sb->create_lock);
-    if (!atomic_load_explicit(&sb->list, memory_order_acquire)) {
-        apr_pool_t *p;
-        apr_reslist_t *list;
-        apr_pool_create(&p, sb->pool);
-        const struct backend_conf *bc = &sb->conf;
-        int hmax = bc->pool_hard_max > 0 ? bc->pool_hard_max : 1;
-        int smax = bc->pool_soft_max < hmax ? bc->pool_soft_max : hmax;
-        int min = bc->pool_min < smax ? bc->pool_min : smax;
-        apr_status_t st = apr_reslist_create(&list, min, smax, hmax,
-                                             (apr_interval_time_t)bc->pool_ttl_s * APR_USEC_PER_SEC,
-                                             conn_construct, conn_destruct, sb, p);
-        if (st != APR_SUCCESS) {
-            if (st == APR_EGENERAL || st == APR_ENOMEM)
-                *err = connect_err;
-            else {
-                char buf[128];
-                zb_fail(err, ZB_ERR_SYS, "backend %s: apr_reslist_create: %s", bc->name,
-                        apr_strerror(st, buf, sizeof buf));
-            }
-            apr_pool_destroy(p);
-            rc = -1;
-        } else {
-            apr_reslist_timeout_set(list, (apr_interval_time_t)bc->acquire_timeout_ms * 1000);
-            sb->list_pool = p;
-            atomic_store_explicit(&sb->list, list, memory_order_release);
-        }
-    }
-    pthread_mutex_unlock(&sb->create_lock);
-    return rc;
-}
-
-static void discard(struct srv_backend *sb, apr_reslist_t *list, struct conn *c)
-{
-    INC(sb->discarded);
-    INC(sb->owed);
-    apr_reslist_invalidate(list, c);
-}
-
-/* Lends a pool connection. -1 with err (kind ZB_ERR_CONN: 503) if the
- * database cannot be reached, -2 if every connection stayed busy for
- * acquire_timeout_ms (503 too, but the backend is not down). */
-static int acquire(struct srv_backend *sb, struct conn **out, struct zb_err *err)
-{
-    apr_reslist_t *list = atomic_load_explicit(&sb->list, memory_order_acquire);
-    if (!list) {
-        if (create_list(sb, err) < 0)
-            return -1;
-        list = atomic_load_explicit(&sb->list, memory_order_acquire);
-    }
-    /* Each pass either returns or discards a connection opened before the
-     * last failure; hard_max + 1 passes are enough to empty the idle list. */
-    for (int pass = 0; pass <= sb->conf.pool_hard_max + 1; pass++) {
-        if (atomic_load_explicit(&sb->in_use, RELAXED) >= sb->conf.pool_hard_max)
-            INC(sb->waits);
-        void *res;
-        apr_status_t st = apr_reslist_acquire(list, &res);
-        if (st == APR_TIMEUP) {
-            INC(sb->timeouts);
-            zb_fail(err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
-                    "(pool_hard_max %d)", sb->conf.name, sb->conf.acquire_timeout_ms,
-                    sb->conf.pool_hard_max);
-            return -2;
-        }
-        if (st != APR_SUCCESS) {
-            if (st == APR_EGENERAL || st == APR_ENOMEM)
-                *err = connect_err;
-            else
-                zb_fail(err, ZB_ERR_CONN, "backend %s: acquire failed (%d)", sb->conf.name, st);
-            if (err->kind != ZB_ERR_TIMEOUT)
-                err->kind = ZB_ERR_CONN;
-            return -1;
-        }
-        struct conn *c = res;
-        if (c->gen != atomic_load_explicit(&sb->gen, memory_order_acquire) ||
-            !c->b.drv->alive(c->b.db)) {
-            discard(sb, list, c);
-            continue;
-        }
-        atomic_fetch_add_explicit(&sb->in_use, 1, RELAXED);
-        *out = c;
-        return 0;
-    }
-    return zb_fail(err, ZB_ERR_CONN, "backend %s: no live connection", sb->conf.name);
-}
-
-static void release(struct srv_backend *sb, struct conn *c, bool failed)
-{
-    apr_reslist_t *list = atomic_load_explicit(&sb->list, memory_order_acquire);
-    atomic_fetch_sub_explicit(&sb->in_use, 1, RELAXED);
-    if (failed) {
-        /* Everything opened before this failure is suspect (a restarted
-         * server kills them all): bump gen once per failure generation. */
-        unsigned g = c->gen;
-        atomic_compare_exchange_strong(&sb->gen, &g, g + 1);
-        discard(sb, list, c);
-    } else {
-        /* apr_reslist_release also tops the pool up to pool_min; a failure
-         * to do so is not this request's problem. */
-        apr_reslist_release(list, c);
-    }
-}
-
-static void down_error(struct srv_backend *sb, struct zb_err *err)
-{
-    pthread_mutex_lock(&sb->reason_lock);
-    zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->conf.name, sb->down_reason);
-    pthread_mutex_unlock(&sb->reason_lock);
-}
-
-/* The database did not answer, or cannot be reached: 503. */
-static bool unavailable(enum zb_err_kind kind)
-{
-    return kind == ZB_ERR_CONN || kind == ZB_ERR_TIMEOUT;
-}
-
-/* While down, one request at a time goes on to connect (the probe), and
- * the next one no sooner than PROBE_NS after it ended: a database that
- * hangs rather than refuses then holds one server thread, not all. */
-static bool may_try(struct srv_backend *sb, bool *probe)
-{
-    *probe = false;
-    if (atomic_load_explicit(&sb->up, RELAXED))
-        return true;
-    uint64_t now = zb_now_ns();
-    uint64_t next = atomic_load_explicit(&sb->next_probe_ns, RELAXED);
-    *probe = now >= next && atomic_compare_exchange_strong(&sb->next_probe_ns, &next, PROBING);
-    return *probe;
-}
-
-/* A probe that neither brought the backend up nor marked it down again
- * (an SQL error, a busy pool) still lets the next one come. */
-static void end_probe(struct srv_backend *sb)
-{
-    uint64_t probing = PROBING;
-    atomic_compare_exchange_strong(&sb->next_probe_ns, &probing, zb_now_ns() + PROBE_NS);
-}
-
-/* Counts the rows passed on, so a retry happens only when none were. */
-struct counting {
-    row_fn fn;
-    void *arg;
-    long rows;
-};
-
-static int count_row(void *arg, int n, const char *const *v, const size_t *l)
-{
-    struct counting *ct = arg;
-    ct->rows++;
-    return ct->fn(ct->arg, n, v, l);
-}
-
-/* The lookup on c: its prepared statement, or (a per-request connection
- * has none) a one-shot query. */
-static int run_once(struct srv_backend *sb, struct conn *c, const char *code, struct counting *ct,
-                    struct zb_err *err)
-{
-    const char *params[1] = { code };
-    int rc = c->lookup ? c->b.drv->run(c->lookup, params, count_row, ct, NULL, err)
-                       : c->b.drv->query(c->b.db, sb->sql, 1, params, count_row, ct, NULL, err);
-    if (rc < 0 && !unavailable(err->kind) && !c->b.drv->alive(c->b.db))
-        err->kind = ZB_ERR_CONN;
-    return rc;
-}
-
-/* Per-request connection, and the lookup as a one-shot parameterized
- * query, as a PHP page does it: for PostgreSQL one round trip instead of
- * PREPARE, EXECUTE and DEALLOCATE. A refusal is this request's alone (it
- * may be "too many connections" while the pool is fine): 503, but the
- * backend is not marked down. A database that does not answer at all is
- * down: the gate in pool_lookup then answers the next requests at once. */
-static int lookup_unpooled(struct srv_backend *sb, const char *code, struct counting *ct,
-                           struct zb_err *err)
-{
-    struct conn c;
-    int rc = open_conn(sb, &c, false, err);
-    if (rc == 0) {
-        INC(sb->connects_per_request);   /* of connects: the successful ones */
-        rc = run_once(sb, &c, code, ct, err);
-        close_conn(&c);
-    }
-    if (rc == 0) {
-        mark_up(sb);
-        return LOOKUP_OK;
-    }
-    if (err->kind == ZB_ERR_TIMEOUT)
-        mark_down(sb, err);
-    return unavailable(err->kind) ? LOOKUP_UNAVAILABLE : LOOKUP_ERROR;
-}
-
-static int lookup(struct srv_backend *sb, const char *code, bool persistent, row_fn fn, void *arg,
-                  struct zb_err *err)
-{
-    struct counting ct = { fn, arg, 0 };
-    if (!persistent)
-        return lookup_unpooled(sb, code, &ct, err);
-    /* A lost connection is retried once on a fresh one: the lookup only
-     * reads, and after a database restart that turns the first request's
-     * error into an answer. Only when no row was passed on yet, so the
-     * output is never duplicated, and not after a timeout: the database
-     * that did not answer would be waited for twice. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        struct conn *c;
-        int arc = acquire(sb, &c, err);
-        if (arc < 0) {
-            if (arc == -1)
-                mark_down(sb, err);
-            return LOOKUP_UNAVAILABLE;
-        }
-        int rc = run_once(sb, c, code, &ct, err);
-        if (rc == 0) {
-            release(sb, c, false);
-            mark_up(sb);
-            return LOOKUP_OK;
-        }
-        bool lost = unavailable(err->kind);
-        release(sb, c, lost);
-        if (!lost)
-            return LOOKUP_ERROR;
-        if (ct.rows || err->kind == ZB_ERR_TIMEOUT)
-            break;
-    }
-    mark_down(sb, err);
-    return LOOKUP_UNAVAILABLE;
-}
-
-int pool_lookup(struct srv_backend *sb, const char *code, bool persistent, row_fn fn, void *arg,
-                struct zb_err *err)
-{
-    bool probe;
-    if (!may_try(sb, &probe))
-        return down_error(sb, err), LOOKUP_UNAVAILABLE;
-    int rc = lookup(sb, code, persistent, fn, arg, err);
-    if (probe)
-        end_probe(sb);
-    return rc;
-}
-
-static int no_rows(void *arg, int n, const char *const *v, const size_t *l)
-{
-    (void)arg, (void)n, (void)v, (void)l;
-    return 0;
-}
-
-bool pool_check(struct srv_backend *sb, struct zb_err *err)
-{
-    /* /health always tries, even inside the probe interval: it is rare. */
-    atomic_store(&sb->next_probe_ns, 0);
-    return pool_lookup(sb, "0000000", true, no_rows, NULL, err) == LOOKUP_OK;
-}
-
-struct key_load {
-    apr_pool_t *pool;
-    uint32_t *keys;
-    size_t n, cap;
-};
-
-static int add_key(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    struct key_load *kl = arg;
-    if (ncols < 1 || !vals[0] || lens[0] != 7)
-        return 0;
-    uint32_t k = 0;
-    for (int i = 0; i < 7; i++) {
-        if (vals[0][i] < '0' || vals[0][i] > '9')
-            return 0;
-        k = k * 10 + (uint32_t)(vals[0][i] - '0');
-    }
-    if (kl->n == kl->cap) {
-        size_t cap = kl->cap ? kl->cap * 2 : 4096;
-        uint32_t *grown = realloc(kl->keys, cap * sizeof *grown);
-        if (!grown)
-            return 1;
-        kl->keys = grown;
-        kl->cap = cap;
-    }
-    kl->keys[kl->n++] = k;
-    return 0;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-const uint32_t *pool_keys(struct srv_backend *sb, size_t *n, struct zb_err *err)
-{
-    uint32_t *keys = atomic_load_explicit(&sb->keys, memory_order_acquire);
-    if (keys) {
-        *n = atomic_load_explicit(&sb->nkeys, RELAXED);
-        return keys;
-    }
-    pthread_mutex_lock(&sb->keys_lock);
-    keys = atomic_load_explicit(&sb->keys, memory_order_acquire);
-    bool probe = false;
-    if (!keys && may_try(sb, &probe)) {
-        struct conn *c;
-        int arc = acquire(sb, &c, err);
-        if (arc == 0) {
-            char sql[256];
-            snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sb->conf.table);
-            struct key_load kl = { 0 };
-            int rc = c->b.drv->query(c->b.db, sql, 0, NULL, add_key, &kl, NULL, err);
-            bool lost = rc < 0 && (unavailable(err->kind) || !c->b.drv->alive(c->b.db));
-            release(sb, c, lost);
-            if (lost)
-                mark_down(sb, err);
-            if (rc == 0) {
-                qsort(kl.keys, kl.n, sizeof *kl.keys, cmp_u32);
-                /* Kept in the backend's APR pool for the server's lifetime. */
-                keys = apr_palloc(sb->pool, (kl.n ? kl.n : 1) * sizeof *keys);
-                if (kl.n)
-                    memcpy(keys, kl.keys, kl.n * sizeof *keys);
-                atomic_store_explicit(&sb->nkeys, kl.n, RELAXED);
-                atomic_store_explicit(&sb->keys, keys, memory_order_release);
-            }
-            free(kl.keys);
-        } else if (arc == -1) {
-            mark_down(sb, err);
-        }
-    } else if (!keys) {
-        down_error(sb, err);
-    }
-    if (probe)
-        end_probe(sb);
-    pthread_mutex_unlock(&sb->keys_lock);
-    *n = atomic_load_explicit(&sb->nkeys, RELAXED);
-    return keys;
-}
-
-/* Loads the key set in the background: the server answers at once, and a
- * /random request that comes before the keys are in waits on keys_lock. */
-static void *load_keys(void *arg)
-{
-    struct srv_backend *sb = arg;
-    struct zb_err err = { 0 };
-    size_t n;
-    if (!pool_keys(sb, &n, &err))
-        fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
-                sb->conf.name, err.msg);
+    uint64_t starving = atomic_load_explicit(&lb->sb->starving, RELAXED) & ~bit_of(lb);
+    struct server *srv = lb->loop->srv;
+    for (int i = 0; starving && i < srv->nloops; i++)
+        if (starving & (1ull << (i % 64)))
+            return &srv->loops[i];
     return NULL;
 }
 
-int pool_start(struct srv_backend *sb, struct zb_err *err)
+/* An idle connection goes to a loop that starves. */
+static bool give_away(struct dbconn *dc)
 {
-    if (create_list(sb, err) < 0) {
-        atomic_store(&sb->up, false);   /* main reports it: no "down" line of our own */
-        mark_down(sb, err);
-        return -1;
-    }
-    sb->keys_thread_started = pthread_create(&sb->keys_thread, NULL, load_keys, sb) == 0;
-    return 0;
+    struct lb *lb = dc->lb;
+    struct loop *to = starving_loop(lb);
+    if (!to)
+        return false;
+    APR_RING_REMOVE(dc, link);
+    lb->nidle--;
+    lb->npooled--;
+    DROP(lb->st.open);
+    dbconn_leave(dc);
+    loop_give(to, dc);
+    return true;
 }
 
-void pool_destroy(struct srv_backend *sb)
+static void discard(struct dbconn *dc)
 {
-    if (sb->keys_thread_started)
-        pthread_join(sb->keys_thread, NULL);
-    /* Every connection is back: MHD has stopped, no request holds one.
-     * Destroying the subpool runs apr_reslist's cleanup, which closes them. */
-    if (sb->list_pool)
-        apr_pool_destroy(sb->list_pool);
-    sb->list_pool = NULL;
-    atomic_store(&sb->list, NULL);
-    pthread_mutex_destroy(&sb->create_lock);
-    pthread_mutex_destroy(&sb->keys_lock);
-    pthread_mutex_destroy(&sb->reason_lock);
-    apr_pool_destroy(sb->pool);
+    BUMP(dc->lb->st.discarded);
+    dc->lb->owed++;
+    drop(dc);
+}
+
+static void use(struct dbconn *dc, struct lookup *lk)
+{
+    struct lb *lb = dc->lb;
+    APR_RING_REMOVE(dc, link);
+    APR_RING_INSERT_TAIL(&lb->busy, dc, dbconn, link);
+    lb->nidle--;
+    dc->in_use = true;
+    BUMP(lb->st.in_use);
+    dbconn_send(dc, lk);
+}
+
+/* The first lookup waiting, taken off the queue; the loop stops asking
+ * the others for budget once nothing waits. */
+static struct lookup *unqueue(struct lb *lb)
+{
+    struct lookup *lk = APR_RING_FIRST(&lb->waiting);
+    APR_RING_REMOVE(lk, link);
+    if (--lb->nwaiting == 0)
+        atomic_fetch_and(&lb->sb->starving, ~bit_of(lb));
+    return lk;
+}
+
+/* A lookup that gets no connection. */
+static void fail(struct lookup *lk, const struct zb_err *err)
+{
+    lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
+}
+
+/* Every lookup waiting here fails with err (the backend went down). */
+static void fail_waiting(struct lb *lb, const struct zb_err *err)
+{
+    while (lb->nwaiting)
+        fail(unqueue(lb), err);
+}
+
+/* One more connection; false if the budget is spent. For lookups that
+ * wait (not to keep pool_min), the other loops are asked for budget. */
+static bool grow(struct lb *lb, bool for_waiters)
+{
+    struct srv_backend *sb = lb->sb;
+    if (!take_budget(sb)) {
+        if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(lb)) & bit_of(lb)))
+            loop_wake_all(lb->loop->srv);   /* whoever has an idle one gives it back */
+        return false;
+    }
+    lb->npooled++;
+    struct zb_err err = { 0 };
+    struct dbconn *dc = dbconn_open(lb, DC_POOLED, &err);
+    if (!dc) {
+        give_budget(lb);
+        lb_down(lb, &err);
+        fail_waiting(lb, &err);
+        return true;
+    }
+    APR_RING_INSERT_TAIL(&lb->opening, dc, dbconn, link);
+    lb->nopening++;
+    return true;
+}
+
+void pool_submit(struct lookup *lk)
+{
+    struct lb *lb = lk->lb;
+    unsigned gen = atomic_load_explicit(&lb->sb->gen, RELAXED);
+    while (!APR_RING_EMPTY(&lb->idle, dbconn, link)) {
+        struct dbconn *dc = APR_RING_FIRST(&lb->idle);
+        /* Not alive: the driver wants it replaced (pg: a connection that
+         * fell back to another host than its turn's, that host may be back). */
+        if (dc->gen == gen && lb->sb->drv->alive(dc->db)) {
+            use(dc, lk);
+            return;
+        }
+        discard(dc);
+    }
+    lk->since_ns = lb->loop->now;
+    APR_RING_INSERT_TAIL(&lb->waiting, lk, lookup, link);
+    lb->nwaiting++;
+    loop_deadline(lb->loop, lk->since_ns + (uint64_t)lb->sb->conf.acquire_timeout_ms * NS_PER_MS);
+    if (lb->nopening >= lb->nwaiting || !grow(lb, true))
+        BUMP(lb->st.waits);
+}
+
+static void idle(struct dbconn *dc);
+
+void pool_conn_ready(struct dbconn *dc)
+{
+    struct lb *lb = dc->lb;
+    struct srv_backend *sb = lb->sb;
+    if (dc->in_use) {   /* its lookup is done; else it was just opened */
+        dc->in_use = false;
+        DROP(lb->st.in_use);
+    } else {
+        lb->nopening--;
+        BUMP(lb->st.open);
+        if (lb->owed) {
+            lb->owed--;
+            BUMP(lb->st.reconnects);
+        }
+    }
+    APR_RING_REMOVE(dc, link);
+    if (dc->gen != atomic_load_explicit(&sb->gen, RELAXED)) {
+        /* Opened before the last failure. */
+        APR_RING_INSERT_TAIL(&lb->idle, dc, dbconn, link);
+        lb->nidle++;
+        discard(dc);
+        if (lb->nwaiting && lb->nopening < lb->nwaiting)
+            grow(lb, true);
+        return;
+    }
+    idle(dc);
+}
+
+/* dc (in no list) is free: for the first lookup waiting here, else for a
+ * loop that starves, else idle. */
+static void idle(struct dbconn *dc)
+{
+    struct lb *lb = dc->lb;
+    APR_RING_INSERT_HEAD(&lb->idle, dc, dbconn, link);
+    lb->nidle++;
+    dc->since_ns = lb->loop->now;
+    if (lb->nwaiting)
+        use(dc, unqueue(lb));
+    else
+        give_away(dc);
+}
+
+void pool_adopt(struct loop *l, struct dbconn *dc)
+{
+    struct lb *lb = &l->lb[dc->lb->sb->index];
+    lb->npooled++;
+    if (!dbconn_join(dc, lb)) {   /* it could not be watched: closed */
+        give_budget(lb);
+        return;
+    }
+    BUMP(lb->st.open);
+    idle(dc);
+}
+
+void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err *err)
+{
+    struct lb *lb = dc->lb;
+    struct srv_backend *sb = lb->sb;
+    bool opening = dc->state != DC_READY;
+    if (lk) {
+        APR_RING_REMOVE(lk, link);
+        dc->nsent--;
+    }
+    if (!opening)
+        backend_bump_gen(sb, dc->gen);
+    if (!opening) {
+        BUMP(lb->st.discarded);
+        lb->owed++;
+    }
+    drop(dc);
+    if (opening) {
+        /* Could not connect: down, and so is everyone waiting here. */
+        BUMP(lb->st.connect_failures);
+        lb_down(lb, err);
+        fail_waiting(lb, err);
+        return;
+    }
+    if (!lk)
+        return;
+    if (err->kind == ZB_ERR_CONN && !lk->retried && lk->rows == 0) {
+        lk->retried = true;   /* after a restart, a fresh connection answers */
+        pool_submit(lk);
+        return;
+    }
+    lb_down(lb, err);
+    fail(lk, err);
+}
+
+uint64_t pool_deadlines(struct lb *lb, uint64_t now)
+{
+    const struct backend_conf *bc = &lb->sb->conf;
+    uint64_t next = 0;
+#define SOONER(t) do { uint64_t t_ = (t); if (t_ && (!next || t_ < next)) next = t_; } while (0)
+    /* Waiting too long for a connection. */
+    uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * NS_PER_MS;
+    while (lb->nwaiting) {
+        struct lookup *lk = APR_RING_FIRST(&lb->waiting);
+        if (lk->since_ns + wait_ns > now) {
+            SOONER(lk->since_ns + wait_ns);
+            break;
+        }
+        unqueue(lb);
+        BUMP(lb->st.timeouts);
+        struct zb_err err;
+        zb_fail(&err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
+                "(pool_hard_max %d)", bc->name, bc->acquire_timeout_ms, bc->pool_hard_max);
+        fail(lk, &err);
+    }
+    if (lb->nwaiting && lb->nopening < lb->nwaiting)
+        grow(lb, true);   /* budget may have come back */
+    /* Connects and lookups that take too long. */
+    struct conn_list *lists[] = { &lb->opening, &lb->busy };
+    for (int i = 0; i < 2; i++) {
+        struct dbconn *dc = APR_RING_FIRST(lists[i]), *nx;
+        for (; dc != APR_RING_SENTINEL(lists[i], dbconn, link); dc = nx) {
+            nx = APR_RING_NEXT(dc, link);
+            if (dbconn_expired(dc, now, &next))
+                return now;   /* the lists changed under us: look again at once */
+        }
+    }
+    /* Idle above the soft share for pool_ttl_s: closed, oldest first. */
+    uint64_t ttl_ns = (uint64_t)bc->pool_ttl_s * 1000000000ull;
+    while (lb->nidle && lb->npooled > lb->soft_share) {
+        struct dbconn *dc = APR_RING_LAST(&lb->idle);
+        if (dc->since_ns + ttl_ns > now) {
+            SOONER(dc->since_ns + ttl_ns);
+            break;
+        }
+        drop(dc);
+    }
+    /* The min share, kept open while the backend is up, and while no
+     * other loop has lookups waiting for the budget. */
+    while (lb->npooled < lb->min_share && atomic_load_explicit(&lb->sb->up, RELAXED) &&
+           !(atomic_load_explicit(&lb->sb->starving, RELAXED) & ~bit_of(lb)) && grow(lb, false))
+        ;
+    return next;
+#undef SOONER
+}
+
+void pool_donate(struct lb *lb)
+{
+    if (lb->nidle && !lb->nwaiting)
+        give_away(APR_RING_FIRST(&lb->idle));
 }

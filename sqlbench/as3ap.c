@@ -314,7 +314,7 @@ static int run_retry(struct mu_user *u, struct backend *b, struct stmt *st, cons
     for (int tries = 0;; tries++) {
         if (b->drv->run(st, p, ignore_rows, NULL, NULL, &u->err) == 0)
             return 0;
-        if (tries == 10000 || !sb_retryable(u->sh->a->t, &u->err))
+        if (tries == 10000 || !sb_retryable(&u->err))
             return -1;
         u->retries++;
         struct timespec ts = { 0, 100000 * (1 + tries % 10) };

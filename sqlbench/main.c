@@ -188,7 +188,7 @@ static int use_scratch(struct zb_conf *conf, const char *scratch, struct zb_err 
         }
         conf_set(conf, bc->name, "path", path, err);
         conf_set(conf, bc->name, "read_only", "no", err);
-        conf_set(conf, bc->name, "acquire_timeout_ms", "5000", err);
+        conf_set(conf, bc->name, "busy_timeout_ms", "5000", err);
     }
     return 0;
 }

@@ -483,13 +483,9 @@ int sb_open(struct backend *b, const struct sb_target *t, enum zb_sync level, st
     return 0;
 }
 
-bool sb_retryable(const struct sb_target *t, const struct zb_err *err)
+bool sb_retryable(const struct zb_err *err)
 {
-    if (t->is_sqlite)
-        return strstr(err->msg, "database is locked") || strstr(err->msg, "busy");
-    if (t->is_mysql)
-        return strstr(err->msg, "(1213)") || strstr(err->msg, "(1205)");
-    return strstr(err->msg, "deadlock detected") != NULL;
+    return err->kind == ZB_ERR_BUSY;
 }
 
 void sb_drop(struct backend *b, const char *prefix, const char *const *names, int n)

@@ -90,8 +90,9 @@ int sb_execf(struct backend *b, struct zb_err *err, const char *fmt, ...)
 void sb_drop(struct backend *b, const char *prefix, const char *const *names, int n);
 
 /* Errors a concurrent writer may get and should simply try again after:
- * SQLITE_BUSY, a deadlock or lock wait timeout. */
-bool sb_retryable(const struct sb_target *t, const struct zb_err *err);
+ * lock conflicts, which every driver reports as ZB_ERR_BUSY (SQLite busy
+ * or locked, a deadlock, a lock wait timeout, a serialization failure). */
+bool sb_retryable(const struct zb_err *err);
 
 /* backend_open, then the durability level asked for (DEFAULT: none). */
 int sb_open(struct backend *b, const struct sb_target *t, enum zb_sync level, struct zb_err *err);

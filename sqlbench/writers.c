@@ -62,7 +62,7 @@ static int store(struct worker *w, int k, const char *id, const char *const *par
     for (int tries = 0;; tries++) {
         if (w->b.drv->run(w->st[k], params, NULL, NULL, NULL, &w->err) == 0)
             return 0;
-        if (tries == MAX_RETRIES || !sb_retryable(t, &w->err))
+        if (tries == MAX_RETRIES || !sb_retryable(&w->err))
             return -1;
         w->retries++;
         struct timespec ts = { 0, 100000 * (1 + tries % 10) };

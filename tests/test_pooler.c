@@ -12,7 +12,8 @@
  * private; a pooler that stops makes its backend answer 503 at once (no
  * hang) and it serves again once the pooler is back; and why pg_bouncer
  * has prepare = no: with named statements, transaction pooling hands the
- * server a connection where "s1" already exists. */
+ * server a connection where "s1" already exists. And the pg driver's
+ * several hosts, one of which refuses: every lookup is answered at once. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,9 @@
 
 #define ROWS 2000
 #define PORT test_port(18480)
-#define PORT2 test_port(18481)   /* the server with prepare = yes through pgbouncer */
+#define PORT2 test_port(18481)   /* a second server: prepare = yes through pgbouncer; two hosts */
 #define TABLE "--set pg.table=zt_pooler --set pg_bouncer.table=zt_pooler " \
-              "--set pg_pool.table=zt_pooler"
+              "--set pg_pool.table=zt_pooler --set pg_pool.pool_hard_max=8"
 
 static char dir[1024], csv[1100], logfile[1100];
 static char setup_error[4096];
@@ -64,10 +65,12 @@ static void setup(void)
     }
     snprintf(code, sizeof code, "%s", f[KENALL_ZIP]);
     kenall_close(r);
-    /* 8 pgpool-II children are enough here and start faster. */
+    /* pgpool-II serves one client per child: 24 are enough here (the
+     * server's pooled connections of a test, at most 8, its per-request
+     * ones, psql) and start faster than the default 128. */
     if (pooler("status") != 0) {
         started_poolers = true;
-        if (run_cmd(out, sizeof out, "ZB_PGPOOL_CHILDREN=8 scripts/pooler start")) {
+        if (run_cmd(out, sizeof out, "ZB_PGPOOL_CHILDREN=24 scripts/pooler start")) {
             snprintf(setup_error, sizeof setup_error, "scripts/pooler start: %.3000s", out);
             return;
         }
@@ -241,6 +244,39 @@ START_TEST(named_statements_do_not_pass_pgbouncer)
 }
 END_TEST
 
+/* The pg driver's several hosts, on loopback: 127.0.0.2 refuses (nothing
+ * listens there), so every connection whose turn it is falls back to
+ * 127.0.0.1 within the same asynchronous connect (libpq closes the
+ * refused socket and opens the next, often under the same number). Every
+ * strategy answers every lookup, and none waits for a connect timeout. */
+START_TEST(a_host_that_refuses_is_skipped)
+{
+    SETUP_OK();
+    char log[1200];
+    snprintf(log, sizeof log, "%s/hosts.log", dir);
+    pid_t pid = spawn_server(conf_path(), PORT2, log, "--backends pg --set pg.host=127.0.0.2,127.0.0.1 "
+                             "--set pg.pool_min=0 " TABLE);
+    ck_assert_msg(await_server(pid, PORT2), "the server with two hosts did not start");
+    static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
+    char path[128];
+    uint64_t t0 = zb_now_ns();
+    struct counts k[3] = { { 0 } };
+    for (int s = 0; s < 3; s++) {
+        snprintf(path, sizeof path, "/zip/pg/random?strategy=%s", strategies[s]);
+        k[s] = load(PORT2, path, 100, 4);
+        if (k[s].complete != 100 || k[s].failed || k[s].non2xx)
+            break;
+    }
+    double secs = (double)(zb_now_ns() - t0) / 1e9;
+    term_server(pid);
+    for (int s = 0; s < 3; s++)
+        ck_assert_msg(k[s].complete == 100 && !k[s].failed && !k[s].non2xx, "%s: %d of 100, "
+                      "%d failed, %d not 200: %s", strategies[s], k[s].complete, k[s].failed,
+                      k[s].non2xx, out);
+    ck_assert_msg(secs < 10, "300 lookups took %.1f s: a connect waited for its timeout", secs);
+}
+END_TEST
+
 Suite *suite_pooler(void)
 {
     Suite *s = suite_create("pooler");
@@ -250,6 +286,7 @@ Suite *suite_pooler(void)
     tcase_add_test(t, only_zipbench_with_its_password);
     tcase_add_test(t, a_pooler_that_stops);
     tcase_add_test(t, named_statements_do_not_pass_pgbouncer);
+    tcase_add_test(t, a_host_that_refuses_is_skipped);
     tcase_set_timeout(t, 120);
     suite_add_tcase(s, t);
     return s;

@@ -455,6 +455,85 @@ START_TEST(slow_clients)
 }
 END_TEST
 
+/* Slowloris (issue 11 item 10): clients that send their header a byte at
+ * a time, never idle long enough for connection_timeout_s, each hold a
+ * connection slot. With header_timeout_s the whole header has a deadline:
+ * they are cut after it, and a client waiting behind them (max_connections
+ * taken) gets in and is answered. */
+START_TEST(slow_headers_are_cut)
+{
+    SETUP_OK();
+    enum { SLOW = 20 };
+    char log[1200], out[8192];
+    snprintf(log, sizeof log, "%s/slowloris.log", dir);
+    pid_t pid = spawn_server(conf, PORT2, log, "--backends sqlite --set server.header_timeout_s=1 "
+                             "--set server.max_connections=20");
+    ck_assert_msg(await_server(pid, PORT2), "server did not start");
+    usleep(200 * 1000);   /* await_server's connection gone */
+    char req[128];
+    int len = snprintf(req, sizeof req, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nUser-Agent: "
+                       "slow\r\n\r\n", code);
+    int fds[SLOW];
+    double closed_at[SLOW];
+    for (int i = 0; i < SLOW; i++) {
+        fds[i] = connect_nb(PORT2);
+        ck_assert_int_ge(fds[i], 0);
+        closed_at[i] = -1;
+    }
+    uint64_t t0 = zb_now_ns();
+    /* A patient client, behind the twenty. */
+    double patient_ms = -1;
+    int patient = -1, sent = 0, answered = 0;
+    for (int pos = 0; pos < len && zb_now_ns() - t0 < 5000000000ull; pos++) {
+        for (int i = 0; i < SLOW; i++)
+            if (closed_at[i] < 0 && send(fds[i], req + pos, 1, MSG_NOSIGNAL) != 1)
+                closed_at[i] = (double)(zb_now_ns() - t0) / 1e9;
+        if (pos == 2)
+            patient = connect_nb(PORT2);
+        if (patient >= 0 && !sent) {
+            char full[256];
+            int n = snprintf(full, sizeof full, "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\n"
+                             "Connection: close\r\n\r\n", code);
+            sent = send(patient, full, (size_t)n, MSG_NOSIGNAL) == n;
+        }
+        usleep(200 * 1000);
+        for (int i = 0; i < SLOW; i++) {
+            struct pollfd p = { .fd = fds[i], .events = POLLIN };
+            char c;
+            if (closed_at[i] < 0 && poll(&p, 1, 0) > 0) {
+                if (read(fds[i], &c, 1) > 0)
+                    answered++;
+                closed_at[i] = (double)(zb_now_ns() - t0) / 1e9;
+            }
+        }
+        struct pollfd p = { .fd = patient, .events = POLLIN };
+        if (patient >= 0 && patient_ms < 0 && poll(&p, 1, 0) > 0 && read(patient, out, 12) == 12 &&
+            !strncmp(out, "HTTP/1.1 200", 12))
+            patient_ms = (double)(zb_now_ns() - t0) / 1e6;
+    }
+    double latest = 0;
+    int cut = 0;
+    for (int i = 0; i < SLOW; i++) {
+        cut += closed_at[i] >= 0;
+        latest = closed_at[i] > latest ? closed_at[i] : latest;
+        close(fds[i]);
+    }
+    if (patient >= 0)
+        close(patient);
+    int st = get_on(PORT2, "/stats", NULL);
+    double header_timeouts = num(strstr(body(), "\"server\":"), "header_timeouts");
+    ck_assert_int_eq(term_server(pid), 0);
+    figure("slowloris: %d clients sending a header byte per 200 ms, header_timeout_s 1, "
+           "max_connections 20: %d cut (the last %.1f s after they began), %d answered; a client "
+           "behind them answered after %.0f ms", SLOW, cut, latest, answered, patient_ms);
+    ck_assert_int_eq(st, 200);
+    ck_assert_msg(cut == SLOW && answered == 0, "%d of %d cut, %d answered", cut, SLOW, answered);
+    ck_assert_msg(latest < 3.5, "the last slow client was cut after %.1f s", latest);
+    ck_assert_msg(patient_ms > 0 && patient_ms < 4000, "the patient client: %.0f ms", patient_ms);
+    ck_assert_msg(header_timeouts >= SLOW, "header_timeouts %g", header_timeouts);
+}
+END_TEST
+
 /* ---- configuration ---- */
 
 START_TEST(config_errors)
@@ -770,6 +849,7 @@ Suite *suite_reliability(void)
     tcase_add_test(t, config_errors);
     tcase_add_test(t, bad_dsn_starts_with_the_backend_down);
     tcase_add_test(t, slow_clients);
+    tcase_add_test(t, slow_headers_are_cut);
     tcase_add_test(t, ten_thousand_idle_connections);
     tcase_add_test(t, mariadb_outage_under_load);
     tcase_add_test(t, postgres_outage_under_load);

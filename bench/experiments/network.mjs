@@ -2,8 +2,8 @@
 // of their own (scripts/lab: client1, app, db as network namespaces on one
 // bridge), with a round-trip time on the client-app and app-db links,
 // against the same lookups on plain loopback in the same run. Per strategy
-// (pooled, per-request direct, per-request through pgbouncer and through
-// pgpool-II; MariaDB pooled and per-request), c 1, 10, 100, and where the
+// (pg pooled, pipelined, per-request direct, per-request through pgbouncer
+// and through pgpool-II; MariaDB pooled and per-request), c 1, 10, 100, and where the
 // tiers are: loopback, the lab with no delay, the lab through the delay
 // relay at RTT 0, 0.2 and 1 ms. req/s and p50/p99 latency; a plot of req/s
 // against the RTT, a line per strategy. The relay's own cost is measured in
@@ -21,12 +21,13 @@ import { median } from '../lib/stats.mjs';
 
 // label, backend, query: what picks each strategy.
 export const STRATEGIES = [
-  ['pg pooled', 'pg', 'persistent=1'],
-  ['pg per-request direct', 'pg', 'persistent=0'],
-  ['pg per-request via pgbouncer', 'pg_bouncer', 'persistent=0'],
-  ['pg per-request via pgpool-II', 'pg_pool', 'persistent=0'],
-  ['innodb pooled', 'innodb', 'persistent=1'],
-  ['innodb per-request', 'innodb', 'persistent=0'],
+  ['pg pooled', 'pg', 'strategy=pooled'],
+  ['pg pipelined', 'pg', 'strategy=pipelined'],
+  ['pg per-request direct', 'pg', 'strategy=per-request'],
+  ['pg per-request via pgbouncer', 'pg_bouncer', 'strategy=per-request'],
+  ['pg per-request via pgpool-II', 'pg_pool', 'strategy=per-request'],
+  ['innodb pooled', 'innodb', 'strategy=pooled'],
+  ['innodb per-request', 'innodb', 'strategy=per-request'],
 ];
 // Where the tiers are. rtt: null, the lab with no relay (the lab's own
 // cost); a number, through the relay (its own cost at 0).
@@ -154,7 +155,7 @@ export default {
         const go = (url, c, requests) => clientRun(ctx, { inLab: s.lab, env, url, c, seconds, requests });
         // Every request answered before the cells start (a run cut by -t
         // leaves requests in flight that the next run would wait behind).
-        await go(`${base}/zip/pg_pool/random?persistent=0`, children, 2 * children);
+        await go(`${base}/zip/pg_pool/random?strategy=per-request`, children, 2 * children);
         const cells = new Cells(ctx, `network ${s.name}`,
                                 { budgetS: ctx.repeat.budgetS / settings.length });
         for (const c of levels) for (const [label, b, q] of STRATEGIES)
@@ -181,7 +182,7 @@ export default {
                              : 'the RTT through `build/bin/relay` on the bridge\'s namespace (this kernel has no sch_netem): ' +
                                'every chunk held RTT/2 each way, a new connection one RTT. ') +
       'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run.',
-      `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?persistent=P\` (the server draws the key) ` +
+      `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?strategy=S\` (the server draws the key) ` +
       'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
       'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +
       `pgpool-II's ${children} children (the lab's; loopback's as \`scripts/pooler\` started them) ` +

@@ -5,7 +5,9 @@
 // (issue 12) ask for: the server's and the database's CPU per request
 // (/proc around each run), the share of each server thread (20 fresh
 // bursts of connections), the spread of the pooled cells, pgbench on the
-// same PostgreSQL, and one backend's rate while another is under load.
+// same PostgreSQL, and one backend's rate while another is under load;
+// and the server over HTTPS (--tls-cert/--tls-key), keep-alive and a full
+// handshake per request, next to nginx's HTTPS on the same certificate.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell } from '../lib/cells.mjs';
@@ -53,12 +55,15 @@ export async function loadBenchTables(ctx, work, backends) {
   return { avail, skipped };
 }
 
-// Starts build/bin/server on the bench tables; stopped at cleanup at the latest.
-export async function startServer(ctx, work, port, backends, extra = []) {
+// Starts build/bin/server on the bench tables; stopped at cleanup at the
+// latest. tls: {cert, key} (PEM files) for HTTPS.
+export async function startServer(ctx, work, port, backends, extra = [], tls = null) {
+  const tlsArgs = tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : [];
   const srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(port),
-                                             '--backends', backends.join(','), ...benchSets(work), ...extra],
+                                             '--backends', backends.join(','), ...benchSets(work),
+                                             ...tlsArgs, ...extra],
                          { log: path.join(work, 'server.log') });
-  if (!(await waitFor(port, '/health', { want: 0, alive: srv.alive })) || !srv.alive())
+  if (!(await waitFor(port, '/health', { want: 0, alive: srv.alive, tls: !!tls })) || !srv.alive())
     throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
   return srv;
 }
@@ -91,15 +96,18 @@ export default {
     if (!avail.length) throw new Error('no backend to measure');
     fs.writeFileSync(path.join(work, 'server.log'), '');
     const srv = await startServer(ctx, work, port, avail);
+    let tlsSrv = null;
     try {
-      return await measureAll(ctx, { port, work, seconds, levels, keys, avail, skipped, srv });
+      return await measureAll(ctx, { port, work, seconds, levels, keys, avail, skipped, srv,
+                                     startTls: async tls => (tlsSrv = await startServer(ctx, work, port + 1, avail, [], tls)) });
     } finally {
+      if (tlsSrv) await tlsSrv.stop();
       await srv.stop();
     }
   },
 };
 
-async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipped, srv }) {
+async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipped, srv, startTls }) {
   // A typical answer: the median body size of 51 random pooled lookups.
   const sizes = [];
   for (let i = 0; i < 51; i++) sizes.push((await get(port, `/zip/${avail[0]}/random`)).body.length);
@@ -132,6 +140,11 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     for (const b of avail) for (const [s, q] of strat[b])
       measure(`${tool} ${b} ${s} ${c}`, tool, b, `http://127.0.0.1:${port}/zip/${b}/{key}?${q}`, c);
   }
+  // HTTPS: a second server with --tls-cert/--tls-key on scripts/nginx's
+  // certificate (self-signed P-256), SQLite and pg pooled at c 10, with
+  // keep-alive and with a new connection (a full handshake) per request,
+  // next to nginx's HTTPS listener serving the same static file.
+  const https = await httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid, errors });
   // pgbench on the same PostgreSQL, interleaved with the cells above.
   const pgb = avail.includes('pg') ? await pgbenchCells(ctx, cells, work, keys, seconds) : null;
   // Isolation: SQLite pooled while pg per-request runs at c 10 on the same server.
@@ -237,6 +250,20 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
                                                          ['while pg per-request runs at c 10', fmtCell(cell('isolation sqlite pooled 10'))]]),
       `Kept: ${fmtPct(med('isolation sqlite pooled 10') / med('loadgen sqlite pooled 10'), 0)} of the solo rate (both clients share the cores).`, '');
 
+  if (https)
+    lines.push('### HTTPS: the server with --tls-cert/--tls-key, next to nginx (loadgen, c 10)', '',
+      `A second server on port ${https.port}, \`--tls-cert ${https.tls.cert} --tls-key ${https.tls.key}\` ` +
+      `(scripts/nginx's self-signed P-256 certificate), and nginx's HTTPS listener on ${https.nginxPort} with the same ` +
+      `certificate and the ${size}-byte file; \`loadgen -q [-k] -c 10 -t ${seconds} URL\`: keep-alive, or a new TLS ` +
+      'connection with a full handshake per request (what ab does, and a first visit costs). Server CPU per request ' +
+      'from /proc around each run.', '',
+      table(['target', 'keep-alive req/s', 'µs CPU/req', 'new connection req/s', 'µs CPU/req', 'new/keep-alive'],
+            https.targets.map(t => {
+              const ka = `https ${t} keep-alive`, nw = `https ${t} new`;
+              return [t, fmtCell(cell(ka)) + err(ka), us(cpuOf(ka, 'serverUs')), fmtCell(cell(nw)) + err(nw),
+                      us(cpuOf(nw, 'serverUs')), fmtRatio(med(nw) / med(ka))];
+            }), 'lrrrrr'), '');
+
   lines.push(targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, c10, cpuOf, tool }));
   lines.push(statsTable(stats), explain(ctx, 'server'), '');
 
@@ -253,6 +280,37 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   writeData(ctx.out, 'lookups.dat', dat);
   plot(ctx.out, dat);
   return lines.join('\n');
+}
+
+// The HTTPS cells (loadgen only): null when loadgen is not built or the
+// TLS server does not start.
+async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid, errors }) {
+  if (!fs.existsSync(ctx.bin('loadgen'))) return null;
+  const build = path.isAbsolute(ctx.build) ? ctx.build : path.join(ctx.root, ctx.build);
+  const tls = { cert: path.join(build, 'nginx/tls/cert.pem'), key: path.join(build, 'nginx/tls/key.pem') };
+  let tlsSrv;
+  try {
+    tlsSrv = await startTls(tls);
+  } catch (e) {
+    ctx.warn(`server: no HTTPS rows: ${e.message}`);
+    return null;
+  }
+  const nginxPort = Number(process.env.ZB_NGINX_TLS_PORT || 8443);
+  const targets = ['nginx', ...avail.filter(b => b === 'sqlite' || b === 'pg').map(b => `${b} pooled`)];
+  for (const t of targets) for (const ka of [true, false]) {
+    const key = `https ${t} ${ka ? 'keep-alive' : 'new'}`;
+    const url = t === 'nginx' ? `https://127.0.0.1:${nginxPort}/lookup.json`
+      : `https://127.0.0.1:${port + 1}/zip/${t.split(' ')[0]}/{key}?strategy=pooled`;
+    const ticks = () => (t === 'nginx' ? treeTicks(nginxPid) : processTicks(tlsSrv.pid));
+    cells.add(key, async () => {
+      const s0 = ticks();
+      const r = await loadgen(ctx, { url, c: 10, seconds, keys, keepalive: ka });
+      if (!r) return NaN;
+      errors[key] = (errors[key] || 0) + r.errors;
+      return { value: r.rps, serverUs: ticksToUs(ticks() - s0, r.completed) };
+    });
+  }
+  return { tls, targets, port: port + 1, nginxPort };
 }
 
 // pgbench -S and a custom script with the server's lookup, as cells of
@@ -330,7 +388,10 @@ function targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, 
       worstAt = `${tl} ${b} c=${c}`;
     }
   }
-  say(`Spread: the widest pooled cell at c >= 10 has max/min ${worst.toFixed(2)} (${worstAt || '-'}; target <= 1.3)`, worst ? worst <= 1.3 : null);
+  if (worst)
+    say(`Spread: the widest pooled cell at c >= 10 has max/min ${worst.toFixed(2)} (${worstAt}; target <= 1.3 over 5 or more interleaved runs)`, worst <= 1.3);
+  else
+    say('Spread of the pooled cells at c >= 10 (target: max/min <= 1.3 over 5 or more interleaved runs): one run per cell here (--min-runs 5 measures it)', null);
   if (pgb) {
     const sel = med('pgbench select-only 10');
     for (const [s, want] of [['pooled', 0.8], ['pipelined', 1.0]]) {

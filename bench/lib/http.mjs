@@ -1,10 +1,13 @@
 // The one HTTP probe: a GET on loopback with its status and body (status 0
-// when nothing answered), and a wait until a URL answers.
+// when nothing answered), and a wait until a URL answers. tls: over HTTPS,
+// the certificate not checked (the bench's own, self-signed).
 import http from 'node:http';
+import https from 'node:https';
 
-export function get(port, path, { host = '127.0.0.1', timeoutMs = 5000 } = {}) {
+export function get(port, path, { host = '127.0.0.1', timeoutMs = 5000, tls = false } = {}) {
   return new Promise(resolve => {
-    const req = http.get({ host, port, path, agent: false, timeout: timeoutMs }, res => {
+    const opts = { host, port, path, agent: false, timeout: timeoutMs, rejectUnauthorized: false };
+    const req = (tls ? https : http).get(opts, res => {
       const chunks = [];
       res.on('data', c => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
@@ -21,10 +24,10 @@ export async function status(port, path, opts) {
 
 // Polls until GET path answers `want` (any status when want is 0), up to
 // timeoutS; alive() false stops early (the process died). true on success.
-export async function waitFor(port, path, { want = 200, timeoutS = 30, alive = () => true } = {}) {
+export async function waitFor(port, path, { want = 200, timeoutS = 30, alive = () => true, tls = false } = {}) {
   const end = Date.now() + timeoutS * 1000;
   while (Date.now() < end) {
-    const s = await status(port, path, { timeoutMs: 2000 });
+    const s = await status(port, path, { timeoutMs: 2000, tls });
     if (want ? s === want : s > 0) return true;
     if (!alive()) return false;
     await new Promise(r => setTimeout(r, 100));

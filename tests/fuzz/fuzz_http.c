@@ -1,15 +1,16 @@
 /* Fuzz target: the server's request handling (request line, path, query
  * string, headers, methods, bodies, pipelining) on arbitrary bytes.
  *
- * The real libmicrohttpd daemon of server/http.c runs in this process, on
- * a loopback port, with one SQLite backend ("sqlite") on a two-row table
- * the target creates at first use. Each input is written as is to a fresh
+ * The real server (server/server.c: its loop threads, each with its
+ * libmicrohttpd daemon, and the acceptor) runs in this process, on a
+ * loopback port, with one SQLite backend ("sqlite") on a two-row table the
+ * target creates at first use. Each input is written as is to a fresh
  * connection, and the reply read back with a short timeout: it must be
  * nothing (the server may wait for more, or close) or begin with
  * "HTTP/1.". Every 16 inputs a good request must still get its 200. Under
  * make fuzz (ASan, UBSan) any memory error in the handler, the router, the
- * unescaper or the JSON writer, which run on the daemon's threads, aborts
- * the run with the input. */
+ * unescaper or the JSON writer, which run on the loop threads, aborts the
+ * run with the input. */
 #include <apr_general.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,12 +28,10 @@
 #include "kenall.h"
 #include "server.h"
 
-/* server/main.c's, which is not linked here. */
-struct server srv;
-
+static struct server srv;
+static bool running;
 static int port;
 static char dir[256];
-static struct MHD_Daemon *daemon_;
 static apr_pool_t *apool;
 static struct zb_conf conf;
 
@@ -70,11 +69,8 @@ static void make_db(const struct backend_conf *sbc)
 
 static void teardown(void)
 {
-    if (daemon_)
-        MHD_stop_daemon(daemon_);
-    for (int i = 0; i < srv.nbackends; i++)
-        pool_destroy(srv.backend[i]);
-    srv.nbackends = 0;
+    if (running)
+        server_stop(&srv, NULL);
     conf_free(&conf);
     if (apool)
         apr_pool_destroy(apool);
@@ -109,15 +105,6 @@ static void setup(void)
 
     apr_initialize();
     apr_pool_create(&apool, NULL);
-    srv.conf = &conf;
-    srv.started_ns = zb_now_ns();
-    struct srv_backend *sb = apr_palloc(apool, sizeof *sb);
-    if (pool_init(sb, &conf.backend[0], apool, &err) < 0)
-        fail("pool_init", err.msg);
-    srv.backend[srv.nbackends++] = sb;
-    if (pool_start(sb, &err) < 0)
-        fail("pool_start", err.msg);
-
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct sockaddr_in a = { .sin_family = AF_INET };
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -126,9 +113,13 @@ static void setup(void)
         getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
         fail("listen", strerror(errno));
     port = ntohs(a.sin_port);
-    daemon_ = http_start(fd, &err);
-    if (!daemon_)
-        fail("http_start", err.msg);
+    const struct backend_conf *chosen[] = { &conf.backend[0] };
+    char names[256];
+    if (server_start(&srv, &conf, chosen, 1, fd, apool, names, sizeof names, &err) < 0)
+        fail("server_start", err.msg);
+    if (strstr(names, "(down)"))
+        fail("server_start", names);
+    running = true;
     atexit(teardown);
 }
 

@@ -1,0 +1,177 @@
+/* The acceptor: new connections spread evenly over the loops from the
+ * first burst on.
+ *
+ * libmicrohttpd's own thread pool lets every thread accept from one shared
+ * socket for itself, so a burst of connections often lands on whichever
+ * thread wakes first (docs/RELIABILITY.md measured one thread idle in 4
+ * runs of 14); SO_REUSEPORT hashes the 4-tuple, which can put two
+ * concurrent requests on one thread. Here every loop watches the listening
+ * socket (EPOLLEXCLUSIVE: one is woken per connection, so accepting is
+ * shared), but the loop that accepts a connection keeps it only if it has
+ * the fewest open connections (ties in turn); otherwise it hands it to the
+ * one that has, which adds it to its own daemon (MHD_add_connection on
+ * that loop's thread). A loop accepts at most ACCEPT_BATCH per iteration,
+ * so a burst of new connections does not hold up the requests of the ones
+ * it already has.
+ *
+ * A loop's load is the connections given to it (an atomic counter, bumped
+ * once per new connection by whichever loop accepted it) minus those it
+ * closed (a counter only that loop writes). At max_connections the loops
+ * stop watching the socket (new connections wait in the kernel's backlog,
+ * as with libmicrohttpd's own limit) until one is closed. */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define ACCEPT_BATCH 16
+
+static uint64_t load_of(struct loop *l)
+{
+    return atomic_load_explicit(&l->assigned, RELAXED) - READ(l->closed);
+}
+
+static struct loop *least_loaded(struct server *srv)
+{
+    unsigned start = atomic_fetch_add_explicit(&srv->accept_rr, 1, RELAXED);
+    struct loop *best = NULL;
+    uint64_t best_load = UINT64_MAX;
+    for (int k = 0; k < srv->nloops; k++) {
+        struct loop *l = &srv->loops[(start + (unsigned)k) % (unsigned)srv->nloops];
+        uint64_t load = load_of(l);
+        if (load < best_load) {
+            best = l;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
+static uint64_t total_open(struct server *srv)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < srv->nloops; i++)
+        n += load_of(&srv->loops[i]);
+    return n;
+}
+
+/* Gives fd to l: directly into our own daemon, or through l's queue. */
+static void hand_over(struct loop *self, struct loop *l, int fd, const struct sockaddr_storage *a,
+                      socklen_t len)
+{
+    atomic_fetch_add_explicit(&l->assigned, 1, RELAXED);
+    if (l == self) {
+        if (MHD_add_connection(l->mhd, fd, (const struct sockaddr *)a, len) != MHD_YES)
+            BUMP(l->closed);
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    bool was_empty = l->nhanded == 0;
+    if (l->nhanded == l->caphanded) {
+        size_t cap = l->caphanded ? l->caphanded * 2 : 16;
+        struct handed *grown = realloc(l->handed, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&l->lock);
+            close(fd);
+            atomic_fetch_sub_explicit(&l->assigned, 1, RELAXED);
+            return;
+        }
+        l->handed = grown;
+        l->caphanded = cap;
+    }
+    l->handed[l->nhanded++] = (struct handed){ .fd = fd, .len = len, .addr = *a };
+    pthread_mutex_unlock(&l->lock);
+    if (was_empty)
+        loop_wake(l);
+}
+
+static void stop_watching(struct loop *l)
+{
+    if (l->listening) {
+        loop_unwatch(l, l->srv->listen_fd);
+        l->listening = false;
+    }
+}
+
+static void watch_again(struct loop *l)
+{
+    struct zb_err err;
+    if (l->listening)
+        return;
+    if (loop_watch_listen(l, l->srv->listen_fd, &err) < 0)
+        fprintf(stderr, "server: %s\n", err.msg);
+    else
+        l->listening = true;
+}
+
+void acceptor_ready(struct loop *l)
+{
+    struct server *srv = l->srv;
+    uint64_t max = (uint64_t)srv->conf->server.max_connections;
+    if (atomic_load_explicit(&srv->stopping, RELAXED)) {
+        stop_watching(l);   /* the socket is shut down: it reads as ready */
+        return;
+    }
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        if (total_open(srv) >= max) {
+            /* Every loop stops watching; a slot freed wakes them all. */
+            atomic_store(&srv->accept_paused, true);
+            loop_wake_all(srv);
+            stop_watching(l);
+            return;
+        }
+        struct sockaddr_storage a;
+        socklen_t len = sizeof a;
+        int fd = accept4(srv->listen_fd, (struct sockaddr *)&a, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE)
+                fprintf(stderr, "server: accept: %s (raise the fd limit or lower "
+                        "max_connections)\n", strerror(errno));
+            return;   /* EAGAIN: the backlog is empty (or another loop took it) */
+        }
+        hand_over(l, least_loaded(srv), fd, &a, len);
+    }
+}
+
+int acceptor_start(struct loop *l, struct zb_err *err)
+{
+    if (loop_watch_listen(l, l->srv->listen_fd, err) < 0)
+        return -1;
+    l->listening = true;
+    return 0;
+}
+
+/* On wake: stop for good when stopping; else stop at the limit, and
+ * watch again once below it (waking the others to do the same). */
+void acceptor_wake(struct loop *l)
+{
+    struct server *srv = l->srv;
+    if (srv->listen_fd < 0)
+        return;
+    if (atomic_load_explicit(&srv->stopping, RELAXED)) {
+        stop_watching(l);
+        return;
+    }
+    if (total_open(srv) >= (uint64_t)srv->conf->server.max_connections) {
+        atomic_store(&srv->accept_paused, true);
+        stop_watching(l);
+        return;
+    }
+    if (atomic_exchange(&srv->accept_paused, false))
+        for (int i = 0; i < srv->nloops; i++)
+            if (&srv->loops[i] != l)
+                loop_wake(&srv->loops[i]);
+    watch_again(l);
+}
+
+void acceptor_slot_freed(struct server *srv)
+{
+    if (atomic_load_explicit(&srv->accept_paused, RELAXED))
+        loop_wake_all(srv);
+}

@@ -1,0 +1,122 @@
+/* Strategy pipelined: one (or pipeline_connections) persistent connection
+ * per backend per loop in pipeline mode, for drivers that can (pg). Every
+ * lookup of the loop is appended to the connection with the fewest in
+ * flight, and everything sent during one iteration of the loop goes out
+ * in one write with one Sync at its end (dbconn_flush, called by the loop
+ * after MHD_run), so many HTTP requests share each round trip.
+ *
+ * Lookups that come while no connection is ready wait for one, at most
+ * acquire_timeout_ms. A connection lost or timed out fails every lookup
+ * in its pipeline with 503 (none is retried: each may have run) and marks
+ * the backend down; the next lookup opens a new one. */
+#include <stdlib.h>
+
+#include "server.h"
+
+static struct dbconn *least_busy(struct lb *lb)
+{
+    struct dbconn *best = NULL;
+    for (int i = 0; i < lb->npipes; i++) {
+        struct dbconn *dc = lb->pipe[i];
+        if (dc->state == DC_READY && (!best || dc->nsent < best->nsent))
+            best = dc;
+    }
+    return best;
+}
+
+static void fail_waiting(struct lb *lb, const struct zb_err *err)
+{
+    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+        APR_RING_REMOVE(lk, link);
+        lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
+    }
+}
+
+static void open_one(struct lb *lb)
+{
+    struct zb_err err = { 0 };
+    struct dbconn *dc = dbconn_open(lb, DC_PIPELINED, &err);
+    if (!dc) {
+        lb_down(lb, &err);
+        fail_waiting(lb, &err);
+        return;
+    }
+    lb->pipe[lb->npipes++] = dc;
+}
+
+void pipe_submit(struct lookup *lk)
+{
+    struct lb *lb = lk->lb;
+    struct dbconn *dc = least_busy(lb);
+    if (dc) {
+        dbconn_send(dc, lk);
+        if (dc->nsent > 1 && lb->npipes < lb->pipe_target)
+            open_one(lb);   /* this one is busy: another for the next lookups */
+        return;
+    }
+    lk->since_ns = lb->loop->now;
+    APR_RING_INSERT_TAIL(&lb->pipe_waiting, lk, lookup, link);
+    loop_deadline(lb->loop, lk->since_ns + (uint64_t)lb->sb->conf.acquire_timeout_ms * 1000000u);
+    if (lb->npipes < lb->pipe_target)
+        open_one(lb);
+}
+
+void pipe_conn_ready(struct dbconn *dc)
+{
+    struct lb *lb = dc->lb;
+    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+        APR_RING_REMOVE(lk, link);
+        dbconn_send(dc, lk);
+    }
+}
+
+void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
+{
+    struct lb *lb = dc->lb;
+    bool opening = dc->state != DC_READY;
+    for (int i = 0; i < lb->npipes; i++)
+        if (lb->pipe[i] == dc)
+            lb->pipe[i] = lb->pipe[--lb->npipes];
+    struct lookup_list lost;
+    APR_RING_INIT(&lost, lookup, link);
+    APR_RING_CONCAT(&lost, &dc->sent, lookup, link);
+    if (opening)
+        BUMP(lb->st.connect_failures);
+    else
+        backend_bump_gen(lb->sb, dc->gen);
+    dbconn_close(dc);
+    lb_down(lb, err);
+    while (!APR_RING_EMPTY(&lost, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&lost);
+        APR_RING_REMOVE(lk, link);
+        lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
+    }
+    if (!least_busy(lb))
+        fail_waiting(lb, err);
+}
+
+uint64_t pipe_deadlines(struct lb *lb, uint64_t now)
+{
+    const struct backend_conf *bc = &lb->sb->conf;
+    uint64_t next = 0;
+    for (int i = 0; i < lb->npipes; i++)
+        if (dbconn_expired(lb->pipe[i], now, &next))
+            return now;   /* look again at once */
+    uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * 1000000u;
+    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+        if (lk->since_ns + wait_ns > now) {
+            if (!next || lk->since_ns + wait_ns < next)
+                next = lk->since_ns + wait_ns;
+            break;
+        }
+        APR_RING_REMOVE(lk, link);
+        struct zb_err err;
+        zb_fail(&err, ZB_ERR_CONN, "backend %s: no pipeline connection within %d ms", bc->name,
+                bc->acquire_timeout_ms);
+        lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
+    }
+    return next;
+}

@@ -1,0 +1,128 @@
+/* /stats: each backend's figures summed over the loops, the server's, and
+ * each loop's own (its share of the requests and of the CPU: the
+ * benchmark's balance check reads them).
+ *
+ * Every figure has one writer, its loop; this reads them with relaxed
+ * loads while they run, so a snapshot may be a few requests apart across
+ * figures. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "server.h"
+
+static void put_latency(struct jbuf *b, const struct hist *h)
+{
+    jb_printf(b, "\"latency_us\":{\"count\":%llu,\"mean\":%.1f,\"p50\":%.1f,\"p90\":%.1f,"
+              "\"p99\":%.1f,\"max\":%.1f}",
+              (unsigned long long)hist_count(h), hist_mean(h) / 1e3,
+              (double)hist_percentile(h, 50) / 1e3, (double)hist_percentile(h, 90) / 1e3,
+              (double)hist_percentile(h, 99) / 1e3, (double)hist_max(h) / 1e3);
+}
+
+/* A loop thread's CPU time so far, in seconds (0 if it cannot be read). */
+static double thread_cpu_s(pthread_t t)
+{
+    clockid_t id;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &id) || clock_gettime(id, &ts))
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One backend's counters over every loop. */
+struct sums {
+    unsigned long long requests, ok, not_found, e4xx, e5xx, connects, connects_per_request,
+        connect_failures, reconnects, discarded, waits, timeouts, open, in_use, pipelined, batches;
+};
+
+static void add(struct sums *s, const struct lb_stats *st)
+{
+    s->requests += READ(st->requests);
+    s->ok += READ(st->ok);
+    s->not_found += READ(st->not_found);
+    s->e4xx += READ(st->e4xx);
+    s->e5xx += READ(st->e5xx);
+    s->connects += READ(st->connects);
+    s->connects_per_request += READ(st->connects_per_request);
+    s->connect_failures += READ(st->connect_failures);
+    s->reconnects += READ(st->reconnects);
+    s->discarded += READ(st->discarded);
+    s->waits += READ(st->waits);
+    s->timeouts += READ(st->timeouts);
+    s->open += READ(st->open);
+    s->in_use += READ(st->in_use);
+    s->pipelined += READ(st->pipelined);
+    s->batches += READ(st->batches);
+}
+
+static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
+{
+    static _Thread_local struct hist h;
+    struct srv_backend *sb = srv->backend[i];
+    const struct backend_conf *bc = &sb->conf;
+    struct sums s = { 0 };
+    hist_init(&h);
+    for (int k = 0; k < srv->nloops; k++) {
+        add(&s, &srv->loops[k].lb[i].st);
+        hist_merge_live(&h, &srv->loops[k].lb[i].st.latency);
+    }
+    hist_merge(all, &h);
+    size_t nkeys = atomic_load(&sb->keys) ? atomic_load(&sb->nkeys) : 0;
+    jb_printf(b, "%s{\"name\":", i ? "," : "");
+    jb_cstr(b, bc->name);
+    JB_LIT(b, ",\"driver\":");
+    jb_cstr(b, bc->driver);
+    jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"persistent\":%s,\"requests\":%llu,"
+              "\"ok\":%llu,\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,",
+              atomic_load(&sb->up) ? "true" : "false", strategy_names[sb->strategy],
+              sb->strategy != ST_PER_REQUEST ? "true" : "false", s.requests, s.ok, s.not_found,
+              s.e4xx, s.e5xx);
+    jb_printf(b, "\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
+              "\"acquire_timeout_ms\":%d,\"size\":%llu,\"in_use\":%llu,\"idle\":%llu,"
+              "\"waits\":%llu,\"timeouts\":%llu},",
+              bc->pool_min, bc->pool_soft_max, bc->pool_hard_max, bc->pool_ttl_s,
+              bc->acquire_timeout_ms, s.open, s.in_use, s.open > s.in_use ? s.open - s.in_use : 0,
+              s.waits, s.timeouts);
+    jb_printf(b, "\"connects\":%llu,\"connects_per_request\":%llu,\"connect_failures\":%llu,"
+              "\"reconnects\":%llu,\"discarded\":%llu,\"pipelined\":%llu,\"batches\":%llu,"
+              "\"keys\":%zu,",
+              s.connects, s.connects_per_request, s.connect_failures, s.reconnects, s.discarded,
+              s.pipelined, s.batches, nkeys);
+    put_latency(b, &h);
+    JB_LIT(b, "}");
+}
+
+void stats_json(struct server *srv, struct jbuf *b)
+{
+    static _Thread_local struct hist all;
+    hist_init(&all);
+    JB_LIT(b, "{\"backends\":[");
+    for (int i = 0; i < srv->nbackends; i++)
+        backend_json(srv, i, b, &all);
+    unsigned long long requests = 0, ok = 0, e4xx = 0, e5xx = 0, slow = 0;
+    for (int i = 0; i < srv->nloops; i++) {
+        struct loop *l = &srv->loops[i];
+        requests += READ(l->requests);
+        ok += READ(l->ok);
+        e4xx += READ(l->e4xx);
+        e5xx += READ(l->e5xx);
+        slow += READ(l->header_timeouts);
+    }
+    double up_s = (double)(zb_now_ns() - srv->started_ns) / 1e9;
+    jb_printf(b, "],\"server\":{\"uptime_s\":%.1f,\"threads\":%d,\"requests\":%llu,\"ok\":%llu,"
+              "\"errors_4xx\":%llu,\"errors_5xx\":%llu,\"header_timeouts\":%llu,",
+              up_s, srv->nloops, requests, ok, e4xx, e5xx, slow);
+    put_latency(b, &all);
+    JB_LIT(b, ",\"loops\":[");
+    for (int i = 0; i < srv->nloops; i++) {
+        struct loop *l = &srv->loops[i];
+        jb_printf(b, "%s{\"id\":%d,\"tid\":%d,\"requests\":%llu,\"connections\":%llu,"
+                  "\"accepted\":%llu,\"cpu_s\":%.3f}", i ? "," : "", i,
+                  atomic_load_explicit(&l->tid, RELAXED),
+                  (unsigned long long)READ(l->requests), (unsigned long long)READ(l->open),
+                  (unsigned long long)(READ(l->open) + READ(l->closed)),
+                  thread_cpu_s(l->thread));
+    }
+    JB_LIT(b, "]}}");
+}
