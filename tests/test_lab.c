@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "kenall.h"
 #include "util.h"
 
 #define ROWS 2000
@@ -129,18 +128,8 @@ static void setup(void)
         setup_failed("gen");
         return;
     }
-    struct zb_err err = { 0 };
-    struct kenall_opts o = { 0 };
-    struct kenall_reader *r = kenall_open(csv, &o, &err);
-    const char *const *f;
-    if (!r || kenall_next(r, &f, &err) != 1) {
-        snprintf(setup_error, sizeof setup_error, "%s: %s", csv, err.msg);
-        if (r)
-            kenall_close(r);
+    if (first_code(csv, code, sizeof code, setup_error, sizeof setup_error) < 0)
         return;
-    }
-    snprintf(code, sizeof code, "%s", f[KENALL_ZIP]);
-    kenall_close(r);
     lab("down");                 /* what a killed run may have left */
     links_before = count_links();
     if (lab("up --clients 2 --cpus app=0 --cpus client=1") != 0) {
@@ -187,26 +176,17 @@ static int get_from(const char *host, const char *path)
     return http_status(out);
 }
 
-/* ab from HOST against the app's server: the counts of its report. */
+/* ab or loadgen from a client host against the app's server: its exit
+ * status, the counts of its report, and (loadgen_from) how many answers
+ * had another status than 200 or 503. */
 struct ab {
-    int complete, non2xx, connect, receive, exceptions, exit;
-    double rps;
+    int exit, non503;
+    struct ab_report r;
 };
 
 static struct ab ab_parse(int exit)
 {
-    struct ab a = { .exit = exit };
-    const char *p;
-    if ((p = strstr(out, "Complete requests:")))
-        a.complete = atoi(p + 18);
-    if ((p = strstr(out, "Non-2xx responses:")))
-        a.non2xx = atoi(p + 18);
-    if ((p = strstr(out, "Requests per second:")))
-        a.rps = atof(p + 20);
-    if ((p = strstr(out, "(Connect: ")))
-        sscanf(p, "(Connect: %d, Receive: %d, Length: %*d, Exceptions: %d)", &a.connect,
-               &a.receive, &a.exceptions);
-    return a;
+    return (struct ab){ .exit = exit, .r = ab_report(out) };
 }
 
 static struct ab ab_from(const char *host, const char *args, const char *path)
@@ -312,8 +292,8 @@ START_TEST(lookups_every_backend_and_strategy)
             ck_assert_msg(!strcmp(rows, want), "%s: %s\nsqlite: %s", path, rows, want);
             memmove(out, sep + 7, strlen(sep + 7) + 1);
             struct ab a = ab_parse(rc);
-            ck_assert_msg(a.exit == 0 && a.complete == n && !a.non2xx && !a.connect &&
-                          !a.receive && !a.exceptions, "%s: %s", rnd, out);
+            ck_assert_msg(a.exit == 0 && a.r.complete == n && !a.r.non2xx && !a.r.connect &&
+                          !a.r.receive && !a.r.exceptions, "%s: %s", rnd, out);
         }
     /* MariaDB's client cannot pipeline: refused, clearly. */
     snprintf(path, sizeof path, "/zip/innodb/%s?strategy=pipelined", code);
@@ -367,7 +347,7 @@ START_TEST(reads_reach_primary_and_replica)
         char path[128];
         snprintf(path, sizeof path, "/zip/%s/random?persistent=%d", ways[w].backend, w == 0);
         struct ab a = ab_from("client1", ways[w].args, path);
-        ck_assert_msg(a.exit == 0 && !a.non2xx && !a.connect && !a.receive, "%s", out);
+        ck_assert_msg(a.exit == 0 && !a.r.non2xx && !a.r.connect && !a.r.receive, "%s", out);
         ck_assert_msg(commits_rise("db", db0, &db1) && commits_rise("db2", db20, &db21),
                       "%s: commits on the primary %lld -> %lld, on the replica %lld -> %lld",
                       ways[w].backend, db0, db1, db20, db21);
@@ -375,33 +355,17 @@ START_TEST(reads_reach_primary_and_replica)
 }
 END_TEST
 
-/* loadgen on a client host, its exit status and counts from out: the
- * report's lines, then "NNN" for each non-2xx status it met, counted
- * ("  12 503"). */
-struct lg {
-    int exit, complete, failed, non2xx, non503;
-    double rps;
-};
-
-static struct lg loadgen_from(const char *host, const char *args, const char *path)
+/* loadgen on a client host: its report's lines, then "NNN" for each
+ * non-2xx status it met, counted ("  12 503"). */
+static struct ab loadgen_from(const char *host, const char *args, const char *path)
 {
-    struct lg g = { .exit = -1 };
     lab("exec %s bash -c 'source \"$ZB_LAB_DIR/lab.env\"; o=$ZB_LAB_DIR/loadgen-%s.out; "
         "%s -v 2 -s 10 %s \"$ZB_LAB_URL%s\" > $o 2>&1; echo exit=$?; "
         "grep -E \"^(Complete|Failed|Non-2xx|Requests per)\" $o; "
         "grep -o \"not 2xx ([0-9]*)\" $o | tr -dc \"0-9\\n\" | sort | uniq -c'",
         host, host, prog("loadgen"), args, path);
-    const char *p;
-    if ((p = strstr(out, "exit=")))
-        g.exit = atoi(p + 5);
-    if ((p = strstr(out, "Complete requests:")))
-        g.complete = atoi(p + 18);
-    if ((p = strstr(out, "Failed requests:")))
-        g.failed = atoi(p + 16);
-    if ((p = strstr(out, "Non-2xx responses:")))
-        g.non2xx = atoi(p + 18);
-    if ((p = strstr(out, "Requests per second:")))
-        g.rps = atof(p + 20);
+    const char *p = strstr(out, "exit=");
+    struct ab g = ab_parse(p ? atoi(p + 5) : -1);
     /* The status counts, after the report's lines. */
     for (p = (p = strstr(out, "Requests per second:")) ? strchr(p, '\n') : NULL; p && *p; p = strchr(p, '\n')) {
         int n, status;
@@ -427,19 +391,19 @@ START_TEST(replica_stops_under_load_and_comes_back)
         _exit(run_cmd(NULL, 0, "scripts/lab stop replica") == 0 ? 0 : 1);
     }
     uint64_t t0 = zb_now_ns();
-    struct lg g = loadgen_from("client1", "-t 5 -c 8", path);
+    struct ab g = loadgen_from("client1", "-t 5 -c 8", path);
     double s = (double)(zb_now_ns() - t0) / 1e9;
     int st;
     waitpid(stopper, &st, 0);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "scripts/lab stop replica failed");
-    ck_assert_msg(g.exit == 0 && g.complete > 0 && !g.failed && !g.non503,
+    ck_assert_msg(g.exit == 0 && g.r.complete > 0 && !g.r.failed && !g.non503,
                   "every request answered, 200 or 503: %s", out);
     ck_assert_msg(s < 20, "loadgen -t 5 took %.1f s: something hung", s);
-    printf("lab: replica stopped under load: %d lookups, %d of them 503 (%.0f/s)\n", g.complete,
-           g.non2xx, g.rps);
+    printf("lab: replica stopped under load: %d lookups, %d of them 503 (%.0f/s)\n", g.r.complete,
+           g.r.non2xx, g.r.rps);
     /* Now the primary alone. */
     g = loadgen_from("client1", "-n 200 -c 8", path);
-    ck_assert_msg(g.exit == 0 && g.complete == 200 && !g.non2xx, "%s", out);
+    ck_assert_msg(g.exit == 0 && g.r.complete == 200 && !g.r.non2xx, "%s", out);
     /* Back: the replica gets its share again (a connection that fell back
      * to the primary is replaced after a second). */
     ck_assert_msg(lab("start replica") == 0, "%s", out);
@@ -447,7 +411,7 @@ START_TEST(replica_stops_under_load_and_comes_back)
     bool used = false;
     for (int i = 0; i < 5 && !used; i++) {
         g = loadgen_from("client1", "-t 2 -c 8", path);
-        ck_assert_msg(g.exit == 0 && g.complete > 0 && !g.non2xx, "%s", out);
+        ck_assert_msg(g.exit == 0 && g.r.complete > 0 && !g.r.non2xx, "%s", out);
         used = commits_rise("db2", before, &now);
     }
     ck_assert_msg(used, "the replica's commits stayed at %lld after it came back", before);

@@ -6,14 +6,15 @@
  * The fixture starts the poolers when they are not running (and stops
  * what it started), loads a generated set into a table of its own
  * (zt_pooler, through the pg backend) and starts the server on it with
- * backends pg, pg_bouncer and pg_pool. Checked: every lookup, pooled and
- * per request, gives through either pooler what pg gives; nobody gets in
- * without zipbench's password, and the poolers' password files are
- * private; a pooler that stops makes its backend answer 503 at once (no
- * hang) and it serves again once the pooler is back; and why pg_bouncer
- * has prepare = no: with named statements, transaction pooling hands the
- * server a connection where "s1" already exists. And the pg driver's
- * several hosts, one of which refuses: every lookup is answered at once. */
+ * backends pg, pg_bouncer and pg_pool. Checked: every lookup, by every
+ * strategy (pooled, pipelined, per request), gives through either pooler
+ * what pg gives; nobody gets in without zipbench's password, and the
+ * poolers' password files are private; a pooler that stops makes its
+ * backend answer 503 at once (no hang) and it serves again once the
+ * pooler is back; why pg_bouncer has prepare = no: with named statements,
+ * transaction pooling hands the server a connection where "s1" already
+ * exists; and the pg driver's several hosts, one of which refuses: every
+ * lookup is answered at once. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,14 +23,17 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "kenall.h"
 #include "util.h"
 
 #define ROWS 2000
 #define PORT test_port(18480)
 #define PORT2 test_port(18481)   /* a second server: prepare = yes through pgbouncer; two hosts */
+/* Its own table; pg_pool's pool within pgpool-II's children; connects
+ * given 5 s, as a busy shared box can take 2 s for one. */
 #define TABLE "--set pg.table=zt_pooler --set pg_bouncer.table=zt_pooler " \
-              "--set pg_pool.table=zt_pooler --set pg_pool.pool_hard_max=8"
+              "--set pg_pool.table=zt_pooler --set pg_pool.pool_hard_max=8 " \
+              "--set pg.connect_timeout_s=5 --set pg_bouncer.connect_timeout_s=5 " \
+              "--set pg_pool.connect_timeout_s=5"
 
 static char dir[1024], csv[1100], logfile[1100];
 static char setup_error[4096];
@@ -53,18 +57,8 @@ static void setup(void)
         snprintf(setup_error, sizeof setup_error, "scripts/db start pg, gen: %.3000s", out);
         return;
     }
-    struct zb_err err = { 0 };
-    struct kenall_opts o = { 0 };
-    struct kenall_reader *r = kenall_open(csv, &o, &err);
-    const char *const *f;
-    if (!r || kenall_next(r, &f, &err) != 1) {
-        snprintf(setup_error, sizeof setup_error, "%s: %s", csv, err.msg);
-        if (r)
-            kenall_close(r);
+    if (first_code(csv, code, sizeof code, setup_error, sizeof setup_error) < 0)
         return;
-    }
-    snprintf(code, sizeof code, "%s", f[KENALL_ZIP]);
-    kenall_close(r);
     /* pgpool-II serves one client per child: 24 are enough here (the
      * server's pooled connections of a test, at most 8, its per-request
      * ones, psql) and start faster than the default 128. */
@@ -112,32 +106,23 @@ static int get(int port, const char *path)
 }
 
 /* loadgen's counts for n requests, c at a time, on path. */
-struct counts {
-    int complete, failed, non2xx;
-};
-
-static struct counts load(int port, const char *path, int n, int c)
+static struct ab_report load(int port, const char *path, int n, int c)
 {
-    struct counts k = { -1, -1, -1 };
     run_cmd(out, sizeof out, "%s -q -s 10 -n %d -c %d 'http://127.0.0.1:%d%s'", prog("loadgen"), n, c,
             port, path);
-    const char *p;
-    if ((p = strstr(out, "Complete requests:")))
-        k.complete = atoi(p + 18);
-    if ((p = strstr(out, "Failed requests:")))
-        k.failed = atoi(p + 16);
-    k.non2xx = (p = strstr(out, "Non-2xx responses:")) ? atoi(p + 18) : 0;
-    return k;
+    return ab_report(out);
 }
 
 START_TEST(lookups_through_both_poolers)
 {
     SETUP_OK();
     static const char *const backends[] = { "pg", "pg_bouncer", "pg_pool" };
+    static const char *const strategies[] = { "pooled", "pipelined", "per-request" };
     char path[256], want[8192] = "";
     for (int b = 0; b < 3; b++)
-        for (int persistent = 1; persistent >= 0; persistent--) {
-            snprintf(path, sizeof path, "/zip/%s/%s?persistent=%d", backends[b], code, persistent);
+        for (int s = 0; s < 3; s++) {
+            bool per_request = s == 2;
+            snprintf(path, sizeof path, "/zip/%s/%s?strategy=%s", backends[b], code, strategies[s]);
             ck_assert_msg(get(PORT, path) == 200, "%s: %s", path, out);
             const char *rows = strstr(out, "\"code\":");
             ck_assert_msg(rows, "%s: %s", path, out);
@@ -146,9 +131,9 @@ START_TEST(lookups_through_both_poolers)
             ck_assert_msg(!strcmp(rows, want), "%s: %s\npg: %s", path, rows, want);
             /* Concurrent lookups: pgbouncer hands each transaction to any
              * of its server connections, pgpool-II's children take turns. */
-            snprintf(path, sizeof path, "/zip/%s/random?persistent=%d", backends[b], persistent);
-            int n = persistent ? 400 : 60;
-            struct counts k = load(PORT, path, n, persistent ? 8 : 4);
+            snprintf(path, sizeof path, "/zip/%s/random?strategy=%s", backends[b], strategies[s]);
+            int n = per_request ? 60 : 400;
+            struct ab_report k = load(PORT, path, n, per_request ? 4 : 8);
             ck_assert_msg(k.complete == n && !k.failed && !k.non2xx, "%s: %s", path, out);
         }
 }
@@ -201,7 +186,8 @@ START_TEST(a_pooler_that_stops)
     ck_assert_msg(pooler("stop pgbouncer") == 0, "%s", out);
     uint64_t t0 = zb_now_ns();
     for (int persistent = 1; persistent >= 0; persistent--) {
-        snprintf(path, sizeof path, "/zip/pg_bouncer/%s?persistent=%d", code, persistent);
+        snprintf(path, sizeof path, "/zip/pg_bouncer/%s?strategy=%s", code,
+                 persistent ? "pooled" : "per-request");
         ck_assert_msg(get(PORT, path) == 503, "%s with pgbouncer stopped: %s", path, out);
     }
     double s = (double)(zb_now_ns() - t0) / 1e9;
@@ -220,6 +206,17 @@ START_TEST(a_pooler_that_stops)
 }
 END_TEST
 
+/* A second server on PORT2 with ARGS (and the table), its log NAME.log
+ * in the test's directory; its pid, or 0 if it did not start. */
+static pid_t second_server(const char *name, const char *args)
+{
+    char log[1200], all[1024];
+    snprintf(log, sizeof log, "%s/%s.log", dir, name);
+    snprintf(all, sizeof all, "%s " TABLE, args);
+    pid_t pid = spawn_server(conf_path(), PORT2, log, all);
+    return await_server(pid, PORT2) ? pid : 0;
+}
+
 /* Named statements and transaction pooling: the server's own statement s1
  * stays on pgbouncer's server connection after the transaction, and the
  * next session that gets that connection cannot prepare its s1. Hence
@@ -227,20 +224,14 @@ END_TEST
 START_TEST(named_statements_do_not_pass_pgbouncer)
 {
     SETUP_OK();
-    char log[1200];
-    snprintf(log, sizeof log, "%s/prepare.log", dir);
-    pid_t pid = spawn_server(conf_path(), PORT2, log, "--backends pg_bouncer --set "
-                             "pg_bouncer.prepare=yes " TABLE);
-    ck_assert_msg(await_server(pid, PORT2), "the server with prepare = yes did not start");
-    char path[128];
-    snprintf(path, sizeof path, "/zip/pg_bouncer/random?persistent=0");
-    struct counts k = load(PORT2, path, 20, 2);
-    snprintf(path, sizeof path, "/zip/pg_bouncer/%s", code);
-    int status = get(PORT2, path);
+    pid_t pid = second_server("prepare", "--backends pg_bouncer --set pg_bouncer.prepare=yes");
+    ck_assert_msg(pid, "the server with prepare = yes did not start");
+    struct ab_report k = load(PORT2, "/zip/pg_bouncer/random?strategy=pooled", 200, 8);
     term_server(pid);
-    ck_assert_msg(k.complete == 20 && k.non2xx > 0, "prepare = yes through pgbouncer: every lookup "
+    ck_assert_msg(k.complete == 200 && k.non2xx > 0, "prepare = yes through pgbouncer: every lookup "
                   "answered 200 (%d of %d non-2xx)", k.non2xx, k.complete);
-    ck_assert_msg(status == 503 && strstr(out, "prepared statement"), "%d: %s", status, out);
+    ck_assert_msg(run_cmd(out, sizeof out, "grep -c 'prepared statement \"s1\"' '%s/prepare.log'", dir)
+                  == 0, "the server's log does not say why: %s", out);
 }
 END_TEST
 
@@ -248,32 +239,27 @@ END_TEST
  * listens there), so every connection whose turn it is falls back to
  * 127.0.0.1 within the same asynchronous connect (libpq closes the
  * refused socket and opens the next, often under the same number). Every
- * strategy answers every lookup, and none waits for a connect timeout. */
+ * strategy answers every lookup, and none waits for the connect timeout
+ * (2 s; a new connection costs about 50 ms here). */
 START_TEST(a_host_that_refuses_is_skipped)
 {
     SETUP_OK();
-    char log[1200];
-    snprintf(log, sizeof log, "%s/hosts.log", dir);
-    pid_t pid = spawn_server(conf_path(), PORT2, log, "--backends pg --set pg.host=127.0.0.2,127.0.0.1 "
-                             "--set pg.pool_min=0 " TABLE);
-    ck_assert_msg(await_server(pid, PORT2), "the server with two hosts did not start");
+    pid_t pid = second_server("hosts", "--backends pg --set pg.host=127.0.0.2,127.0.0.1");
+    ck_assert_msg(pid, "the server with two hosts did not start");
     static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
     char path[128];
-    uint64_t t0 = zb_now_ns();
-    struct counts k[3] = { { 0 } };
-    for (int s = 0; s < 3; s++) {
+    bool ok = true;
+    for (int s = 0; s < 3 && ok; s++) {
         snprintf(path, sizeof path, "/zip/pg/random?strategy=%s", strategies[s]);
-        k[s] = load(PORT2, path, 100, 4);
-        if (k[s].complete != 100 || k[s].failed || k[s].non2xx)
+        int n = s == 1 ? 20 : 100;
+        struct ab_report k = load(PORT2, path, n, 4);
+        const char *longest = strstr(out, "100%");
+        ok = k.complete == n && !k.failed && !k.non2xx && longest && atoi(longest + 4) < 1500;
+        if (!ok)
             break;
     }
-    double secs = (double)(zb_now_ns() - t0) / 1e9;
     term_server(pid);
-    for (int s = 0; s < 3; s++)
-        ck_assert_msg(k[s].complete == 100 && !k[s].failed && !k[s].non2xx, "%s: %d of 100, "
-                      "%d failed, %d not 200: %s", strategies[s], k[s].complete, k[s].failed,
-                      k[s].non2xx, out);
-    ck_assert_msg(secs < 10, "300 lookups took %.1f s: a connect waited for its timeout", secs);
+    ck_assert_msg(ok, "%s: every lookup 200, none as slow as a connect timeout: %s", path, out);
 }
 END_TEST
 
