@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { run, runCleanups } from './lib/run.mjs';
+import { run, runCleanups, isStopping } from './lib/run.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { machineLine, versions } from './lib/machine.mjs';
 import { cellLegend } from './lib/cells.mjs';
@@ -174,6 +174,7 @@ async function main() {
   let failed = 0;
   for (const part of PARTS) {
     if (only && !only.includes(part)) continue;
+    if (isStopping()) return 1;      // a signal: no more parts, no report
     const mod = (await import(`./experiments/${part}.mjs`)).default;
     ctx.logFile = path.join(ctx.work, `${part}.log`);
     fs.writeFileSync(ctx.logFile, '');
@@ -182,11 +183,13 @@ async function main() {
     const file = path.join(out, `RESULTS-${part}.md`);
     try {
       const md = await mod.run(ctx);
+      if (isStopping()) return 1;    // cut short by a signal: nothing written
       const secs = Math.round((Date.now() - t0) / 1000);
       fs.writeFileSync(file, `${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
                              `${quick ? ' (--quick: one short run per cell)' : ''}.\n`);
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
     } catch (e) {
+      if (isStopping()) return 1;
       failed = 1;
       process.stderr.write(`   FAILED: ${e.stack || e.message}\n   see ${ctx.logFile}\n`);
       fs.appendFileSync(ctx.logFile, `FAILED: ${e.stack || e.message}\n`);
@@ -194,10 +197,7 @@ async function main() {
     }
   }
   ctx.logFile = null;
-  // The load experiment leaves samples in the served tables: the whole
-  // list goes back, as the other experiments and users expect.
-  if (!only || only.includes('load'))
-    await run(ctx.bin('loader'), ['-q', '--mode', 'bulk', '--dataset', ctx.dataset, '--conf', ctx.conf]);
+  if (isStopping()) return 1;
   assemble();
   return failed;
 }

@@ -78,7 +78,6 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.header_timeout_s = 10;
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
-    conf->server.default_backend = "sqlite";
     conf->ndatasets = 1;
     postal_defaults(&conf->dataset[0]);
 }
@@ -132,7 +131,7 @@ static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
     I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
-    S(default_backend), { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0, NULL },
+    { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0, NULL },
 };
 #undef S
 #undef I

@@ -63,7 +63,6 @@ struct server_conf {
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
     bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */
-    const char *default_backend;
 };
 
 #define ZB_MAX_DATASETS 16

@@ -1,4 +1,4 @@
-/* The Apache + mod_php stack of the comparison (scripts/apache, bench/php/zip.php)
+/* The Apache + mod_php stack of the comparison (scripts/apache, scripts/apache.d/zip.php)
  * end to end: a generated set loaded into the four backends' test tables,
  * an Apache instance of the test's own on another port pointed at them, and
  * zip.php's answers compared byte for byte with the JSON the file implies. */

@@ -1,11 +1,13 @@
 // Experiment 1: loading the postal codes, rows/s per backend and load mode
 // (build/bin/loader --json), next to the 2008 figures.
 import fs from 'node:fs';
+import path from 'node:path';
 import { Cells, fmtCell } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { draw, writeData } from '../lib/plot.mjs';
 import { runJSON } from '../lib/run.mjs';
 import { explain } from '../lib/calibration.mjs';
+import { benchSets, benchSqlite } from '../lib/benchdb.mjs';
 
 const BACKENDS = ['sqlite', 'sqlite_mem', 'pg', 'innodb', 'myisam'];
 const MODES = ['autocommit', 'transaction', 'prepared', 'bulk'];
@@ -25,7 +27,8 @@ export default {
     const cells = new Cells(ctx, 'load');
     for (const b of BACKENDS) for (const m of modes) {
       cells.add(`${b} ${m}`, async () => {
-        const args = ['-q', '--json', '--conf', ctx.conf, '--mode', m, '--dataset', ctx.dataset];
+        // The bench's own tables (bench_load*): samples never replace a served table.
+        const args = ['-q', '--json', '--conf', ctx.conf, '--mode', m, '--dataset', ctx.dataset, ...benchSets(ctx, 'load')];
         if (sample[m]) args.push('--limit', String(sample[m]));
         if (m === 'prepared') args.push('--batch', '100');
         if (b === 'sqlite_mem') args.push('--backend', 'sqlite', '--set', 'sqlite.path=:memory:');
@@ -52,7 +55,8 @@ export default {
     }
     const lines = [
       '## Experiment 1: loading the postal codes', '',
-      `Command: \`${ctx.command('load')}\`: \`build/bin/loader --json --mode MODE --backend B\` per cell` +
+      `Command: \`${ctx.command('load')}\`: \`build/bin/loader --json --mode MODE --backend B\` per cell, into the` +
+        ` bench's own tables (\`bench_load*\`, \`${path.relative(ctx.root, benchSqlite(ctx, 'load'))}\`)` +
         ` (autocommit timed on the first ${sample.autocommit} rows, transaction on the first ${sample.transaction};` +
         ' the other modes load the whole file; sqlite_mem is `--set sqlite.path=:memory:`).',
       `Dataset: \`${ctx.dataset}\` (${total} rows).`, '',

@@ -1,92 +1,100 @@
-// Experiment 3: the 2008 stack (Apache + mod_php, bench/php/zip.php) next
-// to the zipbench server, same lookups, same run: req/s per backend,
+// Experiment 3: the 2008 stack (Apache + mod_php, scripts/apache.d/zip.php)
+// next to the zipbench server, same lookups, same run: req/s per backend,
 // persistent and per-request connections, at c 1, 10 and 100, with ab and
 // loadgen, and the ratio zipbench/PHP. Apache and the server are restarted
 // for every backend and connection mode, so connections left by one never
-// count against the next.
+// count against the next (--quick starts each once).
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, machineNote } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { run, background } from '../lib/run.mjs';
-import { waitFor } from '../lib/http.mjs';
+import { run } from '../lib/run.mjs';
 import { apache, dbEnv } from '../lib/services.mjs';
 import { ab, loadgen } from '../lib/clients.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
+import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { versions } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
 
-const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB', myisam: 'MyISAM' };
 const Y2008 = { pg: '947.58', sqlite: '1096.00', myisam: '1190.35', innodb: '1245.85' };
 
 export default {
   title: 'Apache + mod_php next to the server',
   async run(ctx) {
-    const requests = ctx.quick ? 1000 : 10000;
-    const seconds = ctx.quick ? 2 : 5;
+    const requests = ctx.quick ? 500 : 10000;
+    const seconds = ctx.quick ? 1 : 5;
     const levels = ctx.quick ? [10] : [1, 10, 100];
     const srvPort = Number(process.env.ZB_PHP_SERVER_PORT || 18081);
     const keys = path.resolve(keysFile(ctx));
     const haveLoadgen = fs.existsSync(ctx.bin('loadgen'));
     const log = path.join(ctx.work, 'php-server.log');
     fs.writeFileSync(log, '');
-    ctx.log(`load: ${ctx.dataset} into every backend (${ctx.conf})`);
-    const ld = await run(ctx.bin('loader'), ['-q', '--conf', ctx.conf, '--mode', 'bulk', '--dataset', ctx.dataset,
-                                             '--backend', 'all'], { log: ctx.logFile });
-    if (ld.code !== 0) throw new Error('the load failed: see ' + ctx.logFile);
+    // The lookup tables the server experiment serves (loaded once a run).
+    const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
+    if (avail.length < BACKENDS.length) throw new Error(`the load failed for ${skipped.join(', ')}: see ${ctx.logFile}`);
+    const tables = benchTables('lookup');
     // --quick measures at c 10 only: 20 prefork processes start faster than 110.
-    const env = { ZB_KEYS: keys, ZB_CONF: ctx.conf, ...(ctx.quick ? { ZB_APACHE_WORKERS: '20' } : {}) };
+    const env = { ZB_KEYS: keys, ZB_CONF: ctx.conf, ZB_SQLITE_PATH: benchSqlite(ctx, 'lookup'),
+                  ZB_SQLITE_TABLE: tables.sqlite, ZB_PG_TABLE: tables.pg, ZB_INNODB_TABLE: tables.innodb,
+                  ZB_MYISAM_TABLE: tables.myisam, ...(ctx.quick ? { ZB_APACHE_WORKERS: '20' } : {}) };
 
     const all = new Map();   // key -> cell, over every group
     const errs = {};
     const groups = BACKENDS.length * 2 * 2;
     const t0 = Date.now();
-    let phpPort = 0;
-    for (const b of BACKENDS) for (const p of [1, 0]) for (const stack of ['php', 'zipbench']) {
-      let srv = null, base;
-      if (stack === 'php') {
-        phpPort = await apache.restart(ctx, env);
-        base = `http://127.0.0.1:${phpPort}/zip.php?backend=${b}&persistent=${p}&code=`;
-      } else {
-        srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(srvPort), '--backends', b], { log });
-        if (!(await waitFor(srvPort, '/health', { alive: srv.alive }))) throw new Error(`the server did not come up: see ${log}`);
-        base = `http://127.0.0.1:${srvPort}/zip/${b}/`;
-      }
-      const url = code => stack === 'php' ? `${base}${code}` : `${base}${code}?persistent=${p}`;
-      const urlMiss = stack === 'php' ? `${base}random&miss=0.99` : `${base}random?persistent=${p}&miss=0.99`;
-      try {
-        // Warm-up: every process or pool connection opened, caches filled.
-        await ab(ctx, { url: url('random'), c: 100, requests: Math.min(requests, 2000), seconds });
-        const cells = new Cells(ctx, `php ${stack} ${b} p=${p}`,
-                                { budgetS: Math.max(30, ctx.repeat.budgetS / groups) });
-        const add = (key, fn) => cells.add(key, async () => {
-          const r = await fn();
-          if (!r) return NaN;
-          // A run with errors (a database restarted under it) is not counted.
-          if (r.errors) { errs[key] = (errs[key] || 0) + r.errors; ctx.log(`${key}: ${r.errors} errors, run not counted`); return NaN; }
-          return r.rps;
-        });
-        let seed = 1;
-        for (const c of levels) {
-          add(`${stack} ab ${b} ${p} ${c}`, () => ab(ctx, { url: url('random'), c, seconds, requests }));
-          if (haveLoadgen)
-            add(`${stack} loadgen ${b} ${p} ${c}`, () => loadgen(ctx, { url: url('{key}'), c, seconds, requests, keys, seed: seed++ }));
+    // Each group on a fresh Apache or server; --quick keeps one of each.
+    const fresh = !ctx.quick;
+    let phpPort = 0, srv = null;
+    try {
+      for (const b of BACKENDS) for (const p of [1, 0]) for (const stack of ['php', 'zipbench']) {
+        let base;
+        if (stack === 'php') {
+          if (fresh || !phpPort) phpPort = await apache.restart(ctx, env);
+          base = `http://127.0.0.1:${phpPort}/zip.php?backend=${b}&persistent=${p}&code=`;
+        } else {
+          srv ??= await startServer(ctx, 'lookup', srvPort, fresh ? [b] : BACKENDS, { log });
+          base = `http://127.0.0.1:${srvPort}/zip/${b}/`;
         }
-        // The 2008 command as it was: no keep-alive, -n 10000 -c 10, codes
-        // from mt_rand, so nearly every lookup misses (404 is not an error here).
-        if (p === 1)
-          cells.add(`${stack} ab2008 ${b} 1 10`, async () => {
-            const r = await ab(ctx, { url: urlMiss, c: 10, seconds, requests, keepalive: false });
-            return r ? r.rps : NaN;
+        const url = code => stack === 'php' ? `${base}${code}` : `${base}${code}?persistent=${p}`;
+        const urlMiss = stack === 'php' ? `${base}random&miss=0.99` : `${base}random?persistent=${p}&miss=0.99`;
+        try {
+          // Warm-up: every process or pool connection opened, caches filled.
+          await ab(ctx, ctx.quick ? { url: url('random'), c: 10, requests: 200, seconds }
+                                  : { url: url('random'), c: 100, requests: 2000, seconds });
+          const cells = new Cells(ctx, `php ${stack} ${b} p=${p}`,
+                                  { budgetS: Math.max(30, ctx.repeat.budgetS / groups) });
+          const add = (key, fn) => cells.add(key, async () => {
+            const r = await fn();
+            if (!r) return NaN;
+            // A run with errors (a database restarted under it) is not counted.
+            if (r.errors) { errs[key] = (errs[key] || 0) + r.errors; ctx.log(`${key}: ${r.errors} errors, run not counted`); return NaN; }
+            return r.rps;
           });
-        await cells.measure();
-        for (const k of cells.keys()) all.set(k, cells.get(k));
-      } finally {
-        if (srv) await srv.stop();
-        else await apache.stop(ctx);
+          let seed = 1;
+          for (const c of levels) {
+            add(`${stack} ab ${b} ${p} ${c}`, () => ab(ctx, { url: url('random'), c, seconds, requests }));
+            if (haveLoadgen)
+              add(`${stack} loadgen ${b} ${p} ${c}`, () => loadgen(ctx, { url: url('{key}'), c, seconds, requests, keys, seed: seed++ }));
+          }
+          // The 2008 command as it was: no keep-alive, -n 10000 -c 10, codes
+          // from mt_rand, so nearly every lookup misses (404 is not an error here).
+          if (p === 1)
+            cells.add(`${stack} ab2008 ${b} 1 10`, async () => {
+              const r = await ab(ctx, { url: urlMiss, c: 10, seconds, requests, keepalive: false });
+              return r ? r.rps : NaN;
+            });
+          await cells.measure();
+          for (const k of cells.keys()) all.set(k, cells.get(k));
+        } finally {
+          if (fresh && srv) { await srv.stop(); srv = null; }
+          if (fresh && stack === 'php') await apache.stop(ctx);
+        }
+        ctx.log(`${stack} ${b} persistent=${p} done`);
       }
-      ctx.log(`${stack} ${b} persistent=${p} done`);
+    } finally {
+      if (srv) await srv.stop();
+      if (phpPort) await apache.stop(ctx);
     }
     const elapsed = Math.round((Date.now() - t0) / 1000);
 
@@ -100,10 +108,10 @@ export default {
     const lines = ['## Experiment 3: Apache + mod_php next to zipbench', '',
       `Command: \`${ctx.command('php')}\`, ${elapsed} s of runs.`,
       `Versions: ${v.php}, ${v.apache} (mpm_prefork, mod_php, OPcache as Debian ships it), ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
-      `Data: \`${ctx.dataset}\`, ${countLines(keys)} codes; keys \`${keys}\`.`, '',
+      `Data: \`${ctx.dataset}\` in the bench's own tables (\`bench_lookup*\`, as experiment 2), ${countLines(keys)} codes; keys \`${keys}\`.`, '',
       `Client, Apache (${ctx.quick ? 20 : 110} prefork processes), the C server and the databases share the same`,
       'cores; 2008 ran ab from another PC. Each figure is req/s; each run is `-n ' + requests + '` capped at ' +
-      `${seconds} s. Apache and the server are restarted for each backend and connection mode.`, '',
+      `${seconds} s. ${fresh ? 'Apache and the server are restarted for each backend and connection mode.' : 'One Apache and one server for all (--quick).'}`, '',
       '### The 2008 setting: ab -c 10, persistent connections', '',
       '2008: Apache 2.2.6 + PHP 5.2.4 on a Pentium D 2.8 GHz, `ab -n 10000 -c 10` from another PC,',
       'codes from mt_rand (nearly all misses). *as 2008* repeats that command (no keep-alive,',
@@ -138,7 +146,7 @@ export default {
     lines.push(`Requests that failed or answered other than 2xx (misses of the *as 2008* runs aside), in runs`,
       `not counted: ${nerr}. PostgreSQL max_connections: ${pgmax}.`, '',
       explain(ctx, 'php'), '',
-      'What each PHP request does (bench/php/zip.php): pg: pg_pconnect and a statement',
+      'What each PHP request does (scripts/apache.d/zip.php): pg: pg_pconnect and a statement',
       'prepared once per connection, or pg_connect + pg_query_params; sqlite: PDO,',
       'read-only, persistent or not, prepared per request; innodb/myisam: PDO mysql over',
       'the unix socket, ATTR_PERSISTENT true/false, native prepares (prepare, execute and',

@@ -13,8 +13,9 @@ import path from 'node:path';
 import { Cells, fmtCell } from '../lib/cells.mjs';
 import { table, fmtRatio, fmtPct } from '../lib/table.mjs';
 import { draw, writeData } from '../lib/plot.mjs';
-import { run, background, sleep } from '../lib/run.mjs';
-import { get, getJSON, status, waitFor } from '../lib/http.mjs';
+import { run, sleep } from '../lib/run.mjs';
+import { get, getJSON, status } from '../lib/http.mjs';
+import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
 import { ab, loadgen } from '../lib/clients.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
@@ -22,51 +23,6 @@ import { median } from '../lib/stats.mjs';
 import { clockTicks, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { programs } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
-
-export const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
-
-// The bench's own tables and SQLite file, so the served table is never
-// touched: --set arguments for the loader and the server alike.
-export function benchSets(work) {
-  return ['--set', `sqlite.path=${path.join(work, 'zip.sqlite')}`, '--set', 'sqlite.table=bench_server',
-          '--set', 'pg.table=bench_server', '--set', 'innodb.table=bench_server_innodb',
-          '--set', 'myisam.table=bench_server_myisam'];
-}
-
-// Loads the dataset into the bench tables of each backend; the ones that
-// loaded. --quick keeps a load of the same dataset made by an earlier run.
-export async function loadBenchTables(ctx, work, backends) {
-  fs.mkdirSync(work, { recursive: true });
-  const avail = [], skipped = [];
-  for (const b of backends) {
-    const stamp = path.join(work, `loaded.${b}`);
-    if (ctx.quick && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === ctx.dataset &&
-        fs.statSync(stamp).mtimeMs > fs.statSync(ctx.dataset).mtimeMs) {
-      ctx.log(`load ${b}: kept from an earlier run (${stamp})`);
-      avail.push(b);
-      continue;
-    }
-    fs.rmSync(stamp, { force: true });
-    const r = await run(ctx.bin('loader'), ['-q', '--conf', ctx.conf, '--backend', b, '--mode', 'bulk',
-                                            '--dataset', ctx.dataset, ...benchSets(work)], { log: ctx.logFile });
-    if (r.code === 0) { avail.push(b); fs.writeFileSync(stamp, ctx.dataset); }
-    else { skipped.push(b); ctx.warn(`server: ${b} skipped: the load failed (is its database up?)`); }
-  }
-  return { avail, skipped };
-}
-
-// Starts build/bin/server on the bench tables; stopped at cleanup at the
-// latest. tls: {cert, key} (PEM files) for HTTPS.
-export async function startServer(ctx, work, port, backends, extra = [], tls = null) {
-  const tlsArgs = tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : [];
-  const srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(port),
-                                             '--backends', backends.join(','), ...benchSets(work),
-                                             ...tlsArgs, ...extra],
-                         { log: path.join(work, 'server.log') });
-  if (!(await waitFor(port, '/health', { want: 0, alive: srv.alive, tls: !!tls })) || !srv.alive())
-    throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
-  return srv;
-}
 
 // The connection strategies the running server offers, per backend: the
 // query parameter that picks each. A server that knows ?strategy= answers
@@ -92,14 +48,16 @@ export default {
     const seconds = ctx.quick ? 1 : 2;
     const levels = ctx.quick ? [10] : [1, 10, 100];
     const keys = keysFile(ctx);
-    const { avail, skipped } = await loadBenchTables(ctx, work, BACKENDS);
+    const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (!avail.length) throw new Error('no backend to measure');
+    fs.mkdirSync(work, { recursive: true });
     fs.writeFileSync(path.join(work, 'server.log'), '');
-    const srv = await startServer(ctx, work, port, avail);
+    const srv = await startServer(ctx, 'lookup', port, avail, { log: path.join(work, 'server.log') });
     let tlsSrv = null;
     try {
       return await measureAll(ctx, { port, work, seconds, levels, keys, avail, skipped, srv,
-                                     startTls: async tls => (tlsSrv = await startServer(ctx, work, port + 1, avail, [], tls)) });
+                                     startTls: async tls => (tlsSrv = await startServer(ctx, 'lookup', port + 1, avail,
+                                                                                   { log: path.join(work, 'server-tls.log'), tls })) });
     } finally {
       if (tlsSrv) await tlsSrv.stop();
       await srv.stop();
@@ -170,7 +128,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const lines = ['## Experiment 2: the lookup server (build/bin/server), req/s', '',
     `Command: \`${ctx.command('server')}\`. Server: \`${version}\`, ${threads} threads; ` +
     'client, server and databases share the machine.',
-    `Data: \`${ctx.dataset}\` loaded into the bench's own tables (\`bench_server*\`, \`${work}/zip.sqlite\`); ` +
+    `Data: \`${ctx.dataset}\` loaded into the bench's own tables (\`bench_lookup*\`, \`${path.relative(ctx.root, benchSqlite(ctx, 'lookup'))}\`); ` +
     `keys \`${keys}\` (${countLines(keys)} codes). Backends: ${avail.join(', ')}.` +
     (skipped.length ? ` Skipped (database not up): ${skipped.join(', ')}.` : ''),
     `Each run: ${seconds} s, HTTP keep-alive; the runs of all cells interleaved. Strategies: ` +
@@ -330,7 +288,7 @@ async function pgbenchCells(ctx, cells, work, keys, seconds) {
     '-c', `\\copy bench_server_keys FROM '${keyFile}'`], { env, log: ctx.logFile });
   if (init.code !== 0 || ld.code !== 0) { ctx.warn('server: pgbench tables could not be made: see ' + ctx.logFile); return null; }
   const script = `\\set i random(1, ${codes.length})\n` +
-    'SELECT * FROM bench_server WHERE zip_code = (SELECT code FROM bench_server_keys WHERE id = :i);\n';
+    `SELECT * FROM ${benchTables('lookup').pg} WHERE zip_code = (SELECT code FROM bench_server_keys WHERE id = :i);\n`;
   const scriptFile = path.join(work, 'lookup.sql');
   fs.writeFileSync(scriptFile, script);
   const common = ['-n', '-M', 'prepared', '-c', '10', '-j', '2', '-T', String(seconds)];

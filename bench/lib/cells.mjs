@@ -108,9 +108,12 @@ export class Cells {
       c.load1 = c.machine.reduce((s, m) => s + m.load1, 0) / n;
       c.steal = c.machine.reduce((s, m) => s + m.steal, 0) / n;
       c.iowait = c.machine.reduce((s, m) => s + m.iowait, 0) / n;
-      if (c.capped && c.values.length >= 6)
-        this.ctx.warn(`${this.name}: ${c.key}: 95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% ` +
-                      `after ${c.values.length} runs (cap: ${c.timeCap ? this.budgetS + ' s' : this.maxRuns + ' runs'})`);
+      // --quick caps every cell at one run by design: no warning then.
+      if (c.capped && !this.ctx.quick)
+        this.ctx.warn(`${this.name}: ${c.key}: ` + (c.values.length >= 6
+          ? `95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% after ${c.values.length} runs`
+          : c.values.length ? `${c.values.length} runs, too few for a 95% interval` : `no run succeeded (${c.failed} failed)`) +
+          ` (cap: ${c.timeCap ? this.budgetS + ' s' : this.maxRuns + ' runs'})`);
     }
     return this;
   }

@@ -39,9 +39,13 @@ export const programs = {
   mariadbd: () => findProgram('/usr/sbin/mariadbd', '/usr/sbin/mysqld'),
   nginx: () => findProgram('/usr/sbin/nginx', 'nginx'),
   apache2: () => findProgram('/usr/sbin/apache2', 'apache2'),
+  php: () => findProgram('/usr/bin/php', 'php'),
+  ab: () => findProgram('/usr/bin/ab', 'ab'),
+  wrk: () => findProgram('/usr/bin/wrk', 'wrk'),
+  pkgConfig: () => findProgram('/usr/bin/pkg-config', 'pkg-config'),
 };
 
-function pkg(name) { return out('pkg-config', ['--modversion', name]); }
+function pkg(name) { const p = programs.pkgConfig(); return p ? out(p, ['--modversion', name]) : ''; }
 
 export function machineLine() {
   const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m) || [])[1] || '?';
@@ -64,10 +68,11 @@ export function versions() {
   v.nginx = ng ? out(ng, ['-v']).replace(/^nginx version: /, '') : 'nginx: not found';
   const ap = programs.apache2();
   v.apache = ap ? (out(ap, ['-v']).match(/Server version: (\S+)/) || [])[1] || '?' : 'apache2: not found';
-  v.php = (out('php', ['-v']).split('\n')[0] || 'php: not found').replace(/ \(built.*/, '');
-  v.ab = (out('ab', ['-V']).match(/ApacheBench, Version (\S+)/) || [])[1];
+  const php = programs.php();
+  v.php = ((php && out(php, ['-v']).split('\n')[0]) || 'php: not found').replace(/ \(built.*/, '');
+  v.ab = (out(programs.ab() || 'ab', ['-V']).match(/ApacheBench, Version (\S+)/) || [])[1];
   v.ab = v.ab ? 'ab ' + v.ab : 'ab: not found';
-  v.wrk = (out('wrk', ['-v']).match(/wrk (\S+)/) || [])[1];
+  v.wrk = (out(programs.wrk() || 'wrk', ['-v']).match(/wrk (\S+)/) || [])[1];
   v.wrk = v.wrk ? 'wrk ' + v.wrk : 'wrk: not found';
   v.node = 'Node ' + process.version;
   return v;

@@ -4,8 +4,23 @@
 // what it started behind.
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 const cleanups = [];
+// Once the cleanup has begun (a signal, a failure, the end), nothing new
+// is started but by the cleanup itself: the experiment that was running
+// when a signal came may go on for a moment, but it can start no server
+// that nobody would stop. The clients still running are ended; a lifecycle
+// script still running (scripts/: a start under way) is waited for, so
+// that what it starts is registered and then stopped.
+let stopping = false;
+const inCleanup = new AsyncLocalStorage();
+const live = new Map();   // child -> {done: its promise, lifecycle}
+const refused = () => stopping && !inCleanup.getStore();
+const isLifecycle = cmd => /(^|\/)scripts\/[^/]+$/.test(cmd);
+
+// true once the cleanup has begun: a driver writes no more results then.
+export const isStopping = () => stopping;
 
 // fn runs at the end of the driver, also on failure or a signal; latest first.
 export function atCleanup(fn) {
@@ -14,18 +29,25 @@ export function atCleanup(fn) {
 }
 
 export async function runCleanups() {
-  while (cleanups.length) {
-    const fn = cleanups.pop();
-    try { await fn(); } catch (e) { process.stderr.write(`bench: cleanup: ${e.message}\n`); }
-  }
+  stopping = true;
+  for (const [child, { lifecycle }] of live) if (!lifecycle) child.kill('SIGTERM');
+  await Promise.all([...live.values()].map(x => x.done));
+  await new Promise(resolve => setImmediate(resolve));   // their callers register their stops
+  await inCleanup.run(true, async () => {
+    while (cleanups.length) {
+      const fn = cleanups.pop();
+      try { await fn(); } catch (e) { process.stderr.write(`bench: cleanup: ${e.message}\n`); }
+    }
+  });
 }
 
 // Runs cmd to completion: {code, stdout, stderr, seconds}. A run longer
 // than timeoutS (default 30 min) is killed: every loop stops by itself.
 export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = {}) {
-  return new Promise(resolve => {
+  let child;
+  const done = new Promise(resolve => {
     const t0 = process.hrtime.bigint();
-    let child;
+    if (refused()) { resolve({ code: 130, stdout: '', stderr: `${cmd}: not started: stopping`, seconds: 0 }); return; }
     try {
       child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, cwd,
                                  stdio: ['pipe', 'pipe', 'pipe'] });
@@ -40,6 +62,7 @@ export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = 
     child.on('error', e => err.push(Buffer.from(e.message)));
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      live.delete(child);
       const stderr = Buffer.concat(err).toString('utf8');
       if (log) fs.appendFileSync(log, `$ ${cmd} ${args.join(' ')}\n${stderr}`);
       resolve({ code: code ?? 128, signal, stdout: Buffer.concat(out).toString('utf8'), stderr,
@@ -48,6 +71,8 @@ export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = 
     child.stdin.on('error', () => {});
     if (input !== undefined) child.stdin.end(input); else child.stdin.end();
   });
+  if (child && !inCleanup.getStore()) live.set(child, { done, lifecycle: isLifecycle(cmd) });
+  return done;
 }
 
 // The JSON objects a tool printed one per line (--json).
@@ -69,6 +94,7 @@ export async function runJSON(cmd, args, opts) {
 // A program left running (a server): stop() sends SIGTERM, waits up to
 // 10 s, then SIGKILL; it is also stopped at cleanup.
 export function background(cmd, args = [], { env, log } = {}) {
+  if (refused()) throw new Error(`${cmd}: not started: stopping`);
   const fd = log ? fs.openSync(log, 'a') : 'ignore';
   const child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env,
                                    stdio: ['ignore', fd, fd] });
@@ -95,3 +121,20 @@ export function background(cmd, args = [], { env, log } = {}) {
 }
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// A script's main(): its exit code is the process's, and what it started
+// is stopped first, also on SIGINT/SIGTERM (exit 130) or an exception.
+export async function runMain(name, main) {
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => { await runCleanups(); process.exit(130); });
+  let code = 1;
+  try {
+    code = await main();
+  } catch (e) {
+    // A failure says what failed; a bug shows where.
+    const bug = e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError;
+    process.stderr.write(`${name}: ${bug ? e.stack : e.message}\n`);
+  } finally {
+    await runCleanups();
+  }
+  process.exit(code);
+}

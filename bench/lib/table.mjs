@@ -1,10 +1,13 @@
-// The one table renderer: Markdown, columns aligned left ('l') or right ('r').
+// The one table renderer: Markdown, columns aligned left ('l') or right
+// ('r'), padded so that the text reads as a table too (a terminal, a diff).
 export function table(head, rows, align = '') {
   const a = i => (align[i] || (i ? 'r' : 'l'));
-  const line = cells => '| ' + cells.map(c => (c === undefined || c === null ? '' : String(c))).join(' | ') + ' |';
-  const out = [line(head), '|' + head.map((_, i) => (a(i) === 'r' ? '---:' : '---')).join('|') + '|'];
-  for (const r of rows) out.push(line(r));
-  return out.join('\n') + '\n';
+  const text = c => (c === undefined || c === null ? '' : String(c));
+  const width = head.map((h, i) => Math.max(3, text(h).length, ...rows.map(r => text(r[i]).length)));
+  const pad = (c, i) => (a(i) === 'r' ? text(c).padStart(width[i]) : text(c).padEnd(width[i]));
+  const line = cells => '| ' + head.map((_, i) => pad(cells[i], i)).join(' | ') + ' |';
+  const rule = '|' + head.map((_, i) => (a(i) === 'r' ? '-'.repeat(width[i] + 1) + ':' : '-'.repeat(width[i] + 2))).join('|') + '|';
+  return [line(head), rule, ...rows.map(line)].join('\n') + '\n';
 }
 
 // "1.23x", or "-" when either side is missing.
