@@ -355,6 +355,53 @@ START_TEST(reads_reach_primary_and_replica)
 }
 END_TEST
 
+/* No trust from the lab's subnet: the primary's and the replica's
+ * pg_hba.conf and both poolers' hba files let in by scram-sha-256 only,
+ * the replication role included; from a client host, no password or a
+ * wrong one gets nobody into PostgreSQL (directly, through either pooler,
+ * as the replication role) nor into MariaDB, while the password file gets
+ * zipbench in. */
+START_TEST(no_trust_from_the_lab_subnet)
+{
+    SETUP_OK();
+    ck_assert_msg(run_cmd(out, sizeof out, "cd \"$ZB_LAB_DIR\" && grep -HvE '^[[:space:]]*(#|$)' "
+                          "db/pg/pg_hba.conf db2/pg/pg_hba.conf db/pooler/pgbouncer.hba "
+                          "db/pooler/pool_hba.conf | grep -vE '(scram-sha-256|peer map=[a-z]+)$'; "
+                          "grep -hE '^host +replication' db/pg/pg_hba.conf | grep -c scram-sha-256")
+                  == 0 && !strcmp(out, "1\n"), "not scram-sha-256, or no replication line: %s", out);
+    static const char *const refused[] = {
+        "PGPASSFILE=/dev/null psql -X -w -h $ZB_LAB_ADDR_DB -p %1$d -U zipbench -c \"SELECT 1\" zipbench",
+        "PGPASSWORD=wrong psql -X -w -h $ZB_LAB_ADDR_DB -p %1$d -U zipbench -c \"SELECT 1\" zipbench",
+        "PGPASSWORD=wrong psql -X -w -h $ZB_LAB_ADDR_DB2 -p %1$d -U zipbench -c \"SELECT 1\" zipbench",
+        "PGPASSWORD=wrong psql -X -w -h $ZB_LAB_ADDR_DB -p %2$d -U zipbench -c \"SELECT 1\" zipbench",
+        "PGPASSWORD=wrong psql -X -w -h $ZB_LAB_ADDR_DB -p %3$d -U zipbench -c \"SELECT 1\" zipbench",
+        "PGPASSFILE=/dev/null psql -X -w \"host=$ZB_LAB_ADDR_DB port=%1$d user=zipbench_replication "
+        "replication=true dbname=replication\" -c IDENTIFY_SYSTEM",
+        "PGPASSFILE=/dev/null psql -X -w -h $ZB_LAB_ADDR_DB -p %1$d -U postgres -c \"SELECT 1\"",
+        "mariadb --no-defaults -h $ZB_LAB_ADDR_DB -P %4$d -u zipbench --password=wrong -e \"SELECT 1\"",
+        "mariadb --no-defaults -h $ZB_LAB_ADDR_DB -P %4$d -u root -e \"SELECT 1\"",
+    };
+    const char *e;
+    int pg = (e = getenv("ZB_PG_PORT")) ? atoi(e) : 25432;
+    int bouncer = (e = getenv("ZB_PGBOUNCER_PORT")) ? atoi(e) : 16432;
+    int pgpool = (e = getenv("ZB_PGPOOL_PORT")) ? atoi(e) : 19999;
+    int my = (e = getenv("ZB_MY_PORT")) ? atoi(e) : 23306;
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(cmd, sizeof cmd, refused[i], pg, bouncer, pgpool, my);
+        ck_assert_msg(lab("exec client1 bash -c 'source \"$ZB_LAB_DIR/lab.env\"; %s'", cmd) != 0,
+                      "let in from client1: %s: %s", cmd, out);
+    }
+    /* With the password: in. */
+    ck_assert_msg(lab("exec client1 bash -c 'source \"$ZB_LAB_DIR/lab.env\"; PGPASSFILE=$ZB_LAB_DIR/db/pgpass "
+                      "psql -X -w -h $ZB_LAB_ADDR_DB -p %d -U zipbench -tAc \"SELECT 1\" zipbench'", pg) == 0 &&
+                  !strcmp(out, "1\n"), "%s", out);
+    ck_assert_msg(lab("exec client1 bash -c 'source \"$ZB_LAB_DIR/lab.env\"; mariadb "
+                      "--defaults-file=$ZB_LAB_DIR/db/client.cnf --protocol=tcp -h $ZB_LAB_ADDR_DB -P %d "
+                      "-NBe \"SELECT 1\"'", my) == 0 && !strcmp(out, "1\n"), "%s", out);
+}
+END_TEST
+
 /* loadgen on a client host: its report's lines, then "NNN" for each
  * non-2xx status it met, counted ("  12 503"). */
 static struct ab loadgen_from(const char *host, const char *args, const char *path)
@@ -507,6 +554,7 @@ Suite *suite_lab(void)
     tcase_add_test(t, rtt_puts_a_delay_on_both_links);
     tcase_add_test(t, reads_reach_primary_and_replica);
     tcase_add_test(t, replica_stops_under_load_and_comes_back);
+    tcase_add_test(t, no_trust_from_the_lab_subnet);
     tcase_add_test(t, loadgen_agents_on_two_clients);
     tcase_add_test(t, down_leaves_nothing);      /* last two: the lab goes */
     tcase_add_test(t, failed_up_leaves_nothing);

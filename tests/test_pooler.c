@@ -29,11 +29,12 @@
 #define PORT test_port(18480)
 #define PORT2 test_port(18481)   /* a second server: prepare = yes through pgbouncer; two hosts */
 /* Its own table; pg_pool's pool within pgpool-II's children; connects
- * given 5 s, as a busy shared box can take 2 s for one. */
+ * and waits for a connection given 5 s, as a busy shared box can take 2 s
+ * for one (these tests are not about timeouts). */
+#define LIMITS(b) "--set " b ".connect_timeout_s=5 --set " b ".acquire_timeout_ms=5000 "
 #define TABLE "--set pg.table=zt_pooler --set pg_bouncer.table=zt_pooler " \
               "--set pg_pool.table=zt_pooler --set pg_pool.pool_hard_max=8 " \
-              "--set pg.connect_timeout_s=5 --set pg_bouncer.connect_timeout_s=5 " \
-              "--set pg_pool.connect_timeout_s=5"
+              LIMITS("pg") LIMITS("pg_bouncer") LIMITS("pg_pool")
 
 static char dir[1024], csv[1100], logfile[1100];
 static char setup_error[4096];

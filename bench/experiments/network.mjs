@@ -7,7 +7,7 @@
 // tiers are: loopback, the lab with no delay, the lab through the delay
 // relay at RTT 0, 0.2 and 1 ms. req/s and p50/p99 latency; a plot of req/s
 // against the RTT, a line per strategy. The relay's own cost is measured in
-// the same run at every relayed setting (a round trip to app's /health
+// the same run at every relayed setting (a round trip to app's /stats
 // through the relay against the same straight to app) and shown with every
 // figure that went through it.
 import fs from 'node:fs';
@@ -39,6 +39,8 @@ const SETTINGS = [
   { name: 'relay, RTT 1 ms', lab: true, rtt: 1 },
 ];
 const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || 18380);
+// What the strategies use, in the lab and on loopback alike.
+const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
 // pgpool-II's children (scripts/pooler): each opens its backend connection
 // on its first client, so every one serves once before anything is timed.
 // More than the highest c; --quick, whose c is 10, starts fewer.
@@ -75,13 +77,14 @@ async function clientRun(ctx, { inLab, env, url, c, seconds, requests }) {
 }
 
 // The relay's own cost in a relayed lab, in ms: the p50 of a keep-alive
-// round trip from client1 to app's /health through the relay, less the
-// same straight to app's own address, less the RTT it was asked to add.
+// round trip from client1 to app's /stats (answered by the server alone, no
+// database) through the relay, less the same straight to app's own
+// address, less the RTT it was asked to add.
 // At RTT 0 that is all the relay's doing; at a given RTT it also holds its
 // timers' lateness.
 async function relayCost(ctx, env, lab, rtt) {
   const p50 = async addr => {
-    const r = await clientRun(ctx, { inLab: true, env, url: `http://${addr}:${lab.ZB_LAB_APP_PORT}/health`,
+    const r = await clientRun(ctx, { inLab: true, env, url: `http://${addr}:${lab.ZB_LAB_APP_PORT}/stats`,
                                      c: 1, requests: ctx.quick ? 500 : 3000 });
     return Number.isFinite(r?.p50) ? r.p50 / 1000 : NaN;
   };
@@ -137,7 +140,7 @@ export default {
         r = await script(ctx, 'lab', ['rtt', s.rtt === null ? 'off' : String(s.rtt)], env);
         if (r.code !== 0) throw new Error(`scripts/lab rtt: ${tail(r)}`);
         await script(ctx, 'lab', ['server', 'stop'], env);
-        r = await script(ctx, 'lab', ['server', 'start'], env);
+        r = await script(ctx, 'lab', ['server', 'start', '--backends', BACKENDS], env);
         if (r.code !== 0) throw new Error(`scripts/lab server start: ${tail(r)}`);
         const e = shellEnv((await script(ctx, 'lab', ['env'], env)).stdout);
         base = e.ZB_LAB_URL;
@@ -145,7 +148,7 @@ export default {
         if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
       } else {
         srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(PORT),
-                                             '--backends', 'pg,pg_bouncer,pg_pool,innodb'],
+                                             '--backends', BACKENDS],
                          { log: path.join(work, 'server.log') });
         if (!(await waitFor(PORT, '/health', { want: 0, alive: srv.alive })))
           throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
@@ -188,7 +191,7 @@ export default {
       `pgpool-II's ${children} children (the lab's; loopback's as \`scripts/pooler\` started them) ` +
       'were each given a client before the runs.',
       'What the lab costs: "loopback" against "lab, no relay". What the relay itself costs, measured in ' +
-      'this run at each relayed setting: the p50 of a keep-alive round trip from client1 to app\'s `/health` ' +
+      'this run at each relayed setting: the p50 of a keep-alive round trip from client1 to app\'s `/stats` ' +
       'through the relay, less the same straight to app\'s own address, less the RTT asked for; its ' +
       'zero-delay cost (at RTT 0) is in the header of every relayed column, and every figure there carries ' +
       'it once per round trip on each relayed link (client-app, app-db).', '',
