@@ -110,6 +110,9 @@ bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
     return true;
 }
 
+/* Closed, but freed only by dbconn_settle: this iteration's epoll batch
+ * may still hold an event pointing at it, and a lookup that ends may close
+ * another connection than its own. */
 static void forget(struct dbconn *dc)
 {
     struct loop *l = dc->lb->loop;
@@ -119,7 +122,10 @@ static void forget(struct dbconn *dc)
     if (dc->fd >= 0)
         loop_unwatch(l, dc->fd);
     dc->lb->sb->drv->close(dc->db);
-    free(dc);
+    dc->db = NULL;
+    dc->kind = W_DB_SET_ASIDE;
+    dc->next_aside = l->closed_aside;
+    l->closed_aside = dc;
 }
 
 void dbconn_close(struct dbconn *dc)
@@ -127,12 +133,32 @@ void dbconn_close(struct dbconn *dc)
     forget(dc);
 }
 
-void dbconn_leave(struct dbconn *dc)
+void dbconn_leave(struct dbconn *dc, struct loop *to)
 {
+    struct loop *l = dc->lb->loop;
     if (dc->fd >= 0)
-        loop_unwatch(dc->lb->loop, dc->fd);
+        loop_unwatch(l, dc->fd);
     dc->fd = -1;
     dc->events = 0;
+    dc->kind = W_DB_SET_ASIDE;
+    dc->give_to = to;
+    dc->next_aside = l->leaving;
+    l->leaving = dc;
+}
+
+void dbconn_settle(struct loop *l)
+{
+    while (l->closed_aside) {
+        struct dbconn *dc = l->closed_aside;
+        l->closed_aside = dc->next_aside;
+        free(dc);
+    }
+    while (l->leaving) {
+        struct dbconn *dc = l->leaving;
+        l->leaving = dc->next_aside;
+        dc->kind = W_DB;
+        loop_give(dc->give_to, dc);
+    }
 }
 
 bool dbconn_join(struct dbconn *dc, struct lb *lb)

@@ -285,6 +285,7 @@ static void *run(void *arg)
             case W_WAKE: woken(l); break;
             case W_LISTEN: acceptor_ready(l); break;
             case W_DB: dbconn_ready(ev[i].data.ptr, ev[i].events); break;
+            case W_DB_SET_ASIDE: break;   /* closed or given away earlier in this batch */
             }
         }
         if (l->now >= l->next_check_ns) {
@@ -296,8 +297,10 @@ static void *run(void *arg)
         while (l->nflush)
             dbconn_flush(l->to_flush[--l->nflush]);
         inline_commit(l);
+        dbconn_settle(l);
     }
     wind_down(l);
+    dbconn_settle(l);
     return NULL;
 }
 
@@ -324,8 +327,10 @@ void loop_destroy(struct loop *l)
     while (!APR_RING_EMPTY(&l->given, dbconn, link)) {   /* given as the loops stopped */
         struct dbconn *dc = APR_RING_FIRST(&l->given);
         APR_RING_REMOVE(dc, link);
+        dc->lb = &l->lb[dc->lb->sb->index];   /* ours now: freed with ours */
         dbconn_close(dc);
     }
+    dbconn_settle(l);
     http_loop_free(l);
     if (l->wakefd >= 0)
         close(l->wakefd);

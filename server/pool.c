@@ -93,8 +93,7 @@ static bool give_away(struct dbconn *dc)
     lb->nidle--;
     lb->npooled--;
     DROP(lb->st.open);
-    dbconn_leave(dc);
-    loop_give(to, dc);
+    dbconn_leave(dc, to);
     return true;
 }
 

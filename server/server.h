@@ -56,7 +56,9 @@ int strategy_by_name(const char *s);
 
 /* What an epoll event's data.ptr points to says what it is by its first
  * member. */
-enum watch_kind { W_MHD, W_WAKE, W_LISTEN, W_DB };
+/* W_DB_SET_ASIDE: a database connection closed or given to another loop
+ * while an epoll batch may still hold an event for it (loop.c). */
+enum watch_kind { W_MHD, W_WAKE, W_LISTEN, W_DB, W_DB_SET_ASIDE };
 
 struct server;
 struct loop;
@@ -189,6 +191,8 @@ struct dbconn {
     bool unflushed;                /* pipelined: sent since the last flush */
     struct lookup *owner;          /* per request: its lookup, until sent */
     bool in_use;                   /* pooled: lent to a lookup (in lb->busy) */
+    struct dbconn *next_aside;     /* in its loop's closed or leaving list */
+    struct loop *give_to;          /* leaving: the loop it goes to */
 };
 
 /* Opens a connection of role for lb; NULL if it could not even start (err
@@ -210,12 +214,15 @@ bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next);
 void dbconn_fail(struct dbconn *dc, const struct zb_err *err);
 /* Closes a connection with nothing sent (idle, surplus). */
 void dbconn_close(struct dbconn *dc);
+/* The end of an iteration: frees what was closed, hands over what leaves. */
+void dbconn_settle(struct loop *l);
 /* Pipelined connections: writes what was sent since the last flush. */
 void dbconn_flush(struct dbconn *dc);
 /* An idle connection moves to another loop: out of this loop's epoll set
- * (dbconn_leave, on the giving loop), into lb's (dbconn_join, on the
+ * and set aside (dbconn_leave, on the giving loop), handed to `to` when
+ * the iteration is over (dbconn_settle), into lb's (dbconn_join, on the
  * taking one). false if it could not be watched: it was closed. */
-void dbconn_leave(struct dbconn *dc);
+void dbconn_leave(struct dbconn *dc, struct loop *to);
 bool dbconn_join(struct dbconn *dc, struct lb *lb);
 
 /* ---- the strategies, called by dbconn.c and lookup.c ---- */
@@ -357,6 +364,11 @@ struct loop {
     struct handed { int fd; socklen_t len; struct sockaddr_storage addr; } *handed;
     size_t nhanded, caphanded;
     struct conn_list given;
+
+    /* Database connections closed (freed) or given away (handed over)
+     * during this iteration: only once its epoll batch is done, since the
+     * batch may still hold an event that points at them. */
+    struct dbconn *closed_aside, *leaving;
 
     /* Written by this loop only; the acceptor, main and /stats read them. */
     counter closed;                /* connections closed (or failed to add) */
