@@ -16,13 +16,14 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
 BIN      := $(BUILD)/bin
-PROGRAMS := server loader loadgen gen sqlbench
+PROGRAMS := server loader loadgen gen sqlbench relay
 # program name -> source folder
 DIR_server   := server
 DIR_loader   := loader
 DIR_loadgen  := loadgen
 DIR_gen      := datasets
 DIR_sqlbench := sqlbench
+DIR_relay    := relay
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

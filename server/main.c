@@ -424,12 +424,7 @@ int main(int argc, const char *const *argv)
 
     /* Signals: blocked in every thread (the loops inherit the mask), taken
      * by sigwait below. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs = cli_stop_signals();
 
     char names[1024];
     if (server_start(&srv, &conf, data, ndatasets, chosen, nchosen, listen_fd, pool, names,
