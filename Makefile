@@ -16,13 +16,14 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
 BIN      := $(BUILD)/bin
-PROGRAMS := server loader loadgen gen sqlbench
+PROGRAMS := server loader loadgen gen sqlbench relay
 # program name -> source folder
 DIR_server   := server
 DIR_loader   := loader
 DIR_loadgen  := loadgen
 DIR_gen      := datasets
 DIR_sqlbench := sqlbench
+DIR_relay    := relay
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -69,9 +70,12 @@ $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*
 # pinned versions. They live in build/ whatever BUILD is, so sanitizer
 # builds share one copy.
 DATA     := build
-dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt
+dataset: $(DATA)/ken_all.csv $(DATA)/cities1000.txt $(DATA)/cities.keys
 $(DATA)/ken_all.csv $(DATA)/cities1000.txt &: datasets/fetch datasets/convert.mjs
 	datasets/fetch $(DATA)
+# The cities' keys for loadgen --keys (ken_all.keys comes with ken_all.csv).
+$(DATA)/cities.keys: $(DATA)/cities1000.txt | $(BIN)/loader
+	$(BIN)/loader --quiet --dataset cities --set dataset.cities.file=$< --write-keys $@
 
 # The reference HdrHistogram decoder (npm's hdr-histogram-js, pinned with
 # integrity hashes by tests/hdrlog/package-lock.json), which test_loadgen

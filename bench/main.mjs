@@ -16,7 +16,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'sql', 'as3ap', 'loadgen'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -44,6 +44,11 @@ Experiments (PART):
   bulk       bulk loading of both datasets (the postal list, GeoNames'
              cities): zipbench against psql \\copy, LOAD DATA LOCAL, sqlite3
              .import and pgloader; rows/s, MB/s, peak memory, bad rows
+  network    connection strategies across a network: the tiers on hosts of
+             their own (scripts/lab, root), RTT 0, 0.2 and 1 ms between them,
+             pooled, per-request direct and through pgbouncer and pgpool-II,
+             at c 1, 10, 100, next to plain loopback; skipped where network
+             namespaces cannot be made
 
 Options:
       --quick          every experiment briefly (a smoke run of a few minutes)

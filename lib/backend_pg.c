@@ -9,11 +9,31 @@
  * PostgreSQL 17), so a Sync per query would cost a send() each: flush()
  * ends a batch instead, one Sync and one write for every query sent since
  * the last. A statement that fails aborts the rest of its batch until that
- * Sync; those come back as failed (PGRES_PIPELINE_ABORTED). */
+ * Sync; those come back as failed (PGRES_PIPELINE_ABORTED).
+ *
+ * Several hosts (host = primary,replica,...; one port for all): libpq tries
+ * them in order. A writer (the loader: not read_only) takes the one that
+ * accepts writes (target_session_attrs=read-write). Read-only connections
+ * (the server's) take the hosts in turn, each connection starting at the
+ * next one and falling back to the others when it refuses, so lookups
+ * spread over a primary and its replicas and go on when one is down: a
+ * host that failed is in effect marked down, and tried again by the next
+ * connection whose turn it is. A connection that had to fall back is
+ * alive() for FALLBACK_NS only, then replaced by its owner, so a host that
+ * comes back gets its share again. What was in flight on a host that went
+ * away fails with its connection (the server answers 503 or retries).
+ *
+ * Its own keys: prepare = no makes prepare() keep the statement text and
+ * run() send it as an unnamed statement (parse, bind, execute in one round
+ * trip), for a pooler that hands each transaction to whichever server
+ * connection is free, where a named statement of an earlier one does not
+ * exist (pgbouncer's transaction pooling). application_name: what the
+ * server sees (pgpool-II routes by it). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +41,17 @@
 
 #include "backend.h"
 
+#define FALLBACK_NS (1000u * 1000u * 1000u)
+
 struct db {
     PGconn *conn;
     int next_stmt;       /* names s1, s2, ... per connection */
     int timeout_ms;      /* query_timeout_ms, 0: wait as long as it takes */
     bool given_up;       /* a query timed out: the protocol state is unknown */
+    bool named;          /* prepare = yes: server-side named statements */
+    bool prepared_here;  /* async prepare() of an unnamed statement: nothing to wait for */
+    uint64_t fallback_until_ns; /* connected to another host than its turn's: alive until then */
+    char first[256];     /* the host of its turn */
     char version[64];
     /* The asynchronous side's. */
     struct stmt *async_stmt;   /* its one prepared statement, freed on close */
@@ -34,12 +60,13 @@ struct db {
     int unsynced;        /* pipeline: statements sent since the last Sync */
     bool pipelined;
     const struct backend_conf *conf; /* what it was opened with (outlives it) */
-    char where[PATH_MAX + 32]; /* "HOST port N", for messages */
+    char where[2 * PATH_MAX + 32]; /* "HOSTS port N", for messages */
 };
 
 struct stmt {
     struct db *db;
     char name[16];
+    char *sql;           /* unnamed (prepare = no): the text, sent at each run */
     int nparams;
 };
 
@@ -60,15 +87,54 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* Its own config keys. */
+static int pg_check_key(const char *key, const char *value, char *why, size_t len)
+{
+    if (!strcmp(key, "application_name"))
+        return 0;
+    if (strcmp(key, "prepare"))
+        return -1;
+    if (strcmp(value, "yes") && strcmp(value, "no")) {
+        snprintf(why, len, "'%s' is not yes or no", value);
+        return -2;
+    }
+    return 0;
+}
+
 /* The connection parameters of bc, for PQconnectdbParams and
  * PQconnectStartParams alike. */
 struct pg_params {
-    const char *keys[10], *vals[10];
+    const char *keys[11], *vals[11];
     char port[16], timeout[16], socket_dir[PATH_MAX];
+    char hosts[2 * PATH_MAX]; /* the host list, starting at this connection's turn */
 };
 
-static void pg_params(const struct backend_conf *bc, struct pg_params *p, char *where,
-                      size_t wherelen)
+/* Which host the next read-only connection tries first. */
+static _Atomic unsigned next_turn;
+
+/* p's host list: bc's, rotated for a read-only connection to start at its
+ * turn; first gets the host of its turn. */
+static void pg_hosts(const struct backend_conf *bc, const char *host, struct pg_params *p,
+                     char *first, size_t firstlen, int *nhosts)
+{
+    *nhosts = 1;
+    for (const char *c = host; *c; c++)
+        *nhosts += *c == ',';
+    int turn = bc->read_only && *nhosts > 1
+                   ? (int)(atomic_fetch_add_explicit(&next_turn, 1, memory_order_relaxed) %
+                           (unsigned)*nhosts)
+                   : 0;
+    const char *start = host;
+    for (int i = 0; i < turn; i++)
+        start = strchr(start, ',') + 1;
+    snprintf(first, firstlen, "%.*s", (int)strcspn(start, ","), start);
+    if (turn)
+        snprintf(p->hosts, sizeof p->hosts, "%s,%.*s", start, (int)(start - host - 1), host);
+    else
+        snprintf(p->hosts, sizeof p->hosts, "%s", host);
+}
+
+static void pg_params(const struct backend_conf *bc, struct pg_params *p, struct db *db)
 {
     snprintf(p->port, sizeof p->port, "%d", bc->port > 0 ? bc->port : 5432);
     snprintf(p->timeout, sizeof p->timeout, "%d",
@@ -78,19 +144,23 @@ static void pg_params(const struct backend_conf *bc, struct pg_params *p, char *
     /* libpq takes a socket directory only as an absolute path. */
     if (bc->socket && bc->socket[0] != '/' && realpath(bc->socket, p->socket_dir))
         host = p->socket_dir;
-    int n = 0;
+    int n = 0, nhosts;
+    pg_hosts(bc, host, p, db->first, sizeof db->first, &nhosts);
+    const char *app = conf_option(bc, "application_name");
 #define KV(k, v) do { const char *v_ = (v); if (v_) { p->keys[n] = (k); p->vals[n] = v_; n++; } } while (0)
-    KV("host", host);
+    KV("host", p->hosts);
     KV("port", p->port);
     KV("dbname", bc->database ? bc->database : "zipbench");
     KV("user", bc->user ? bc->user : "zipbench");
     KV("password", bc->password);
     KV("passfile", bc->password_file);
     KV("connect_timeout", p->timeout);
-    KV("application_name", "zipbench");
+    KV("application_name", app ? app : "zipbench");
+    if (nhosts > 1)
+        KV("target_session_attrs", bc->read_only ? "any" : "read-write");
 #undef KV
     p->keys[n] = p->vals[n] = NULL;
-    snprintf(where, wherelen, "%s port %s", host, p->port);
+    snprintf(db->where, sizeof db->where, "%s port %s", p->hosts, p->port);
 }
 
 static void first_line(char *out, size_t len, const char *msg)
@@ -104,6 +174,9 @@ static void first_line(char *out, size_t len, const char *msg)
 static void pg_connected(struct db *db)
 {
     PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
+    const char *at = PQhost(db->conn);
+    if (at && strcmp(at, db->first))
+        db->fallback_until_ns = zb_now_ns() + FALLBACK_NS;
     int v = PQserverVersion(db->conn);
     snprintf(db->version, sizeof db->version, "PostgreSQL %d.%d", v / 10000, v % 10000);
 }
@@ -113,9 +186,11 @@ static struct db *pg_new(const struct backend_conf *bc, struct pg_params *p)
 {
     struct db *db = calloc(1, sizeof *db);
     if (db) {
-        pg_params(bc, p, db->where, sizeof db->where);
+        pg_params(bc, p, db);
         db->conf = bc;
         db->timeout_ms = bc->query_timeout_ms;
+        const char *prepare = conf_option(bc, "prepare");
+        db->named = !prepare || strcmp(prepare, "no");
     }
     return db;
 }
@@ -152,6 +227,8 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
 static void pg_close(struct db *db)
 {
     PQclear(db->last);
+    if (db->async_stmt)
+        free(db->async_stmt->sql);
     free(db->async_stmt);
     PQfinish(db->conn);
     free(db);
@@ -159,7 +236,8 @@ static void pg_close(struct db *db)
 
 static bool pg_alive(struct db *db)
 {
-    return !db->given_up && PQstatus(db->conn) == CONNECTION_OK;
+    return !db->given_up && PQstatus(db->conn) == CONNECTION_OK &&
+           (!db->fallback_until_ns || zb_now_ns() < db->fallback_until_ns);
 }
 
 /* The result of the query just sent, waited for at most db->timeout_ms
@@ -314,6 +392,12 @@ static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     }
     st->db = db;
     st->nparams = nparams;
+    if (!db->named) {
+        st->sql = q;
+        snprintf(st->name, sizeof st->name, "unnamed");
+        *out = st;
+        return 0;
+    }
     snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
     PGresult *r = PQprepare(db->conn, st->name, q, nparams, NULL);
     free(q);
@@ -327,11 +411,18 @@ static int pg_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     return 0;
 }
 
+/* Sends one run of st: by its name, or (unnamed) its text. */
+static int pg_send_stmt(struct db *db, const struct stmt *st, const char *const *params)
+{
+    return st->sql ? PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0)
+                   : PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+}
+
 static int pg_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
                   long long *affected, struct zb_err *err)
 {
     struct db *db = st->db;
-    if (!PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0))
+    if (!pg_send_stmt(db, st, params))
         return pg_fail(db, err, st->name);
     PGresult *r = pg_await(db, err, st->name);
     return r ? pg_result(db, r, fn, arg, affected, err, st->name) : -1;
@@ -341,7 +432,9 @@ static void pg_finalize(struct stmt *st)
 {
     if (!st)
         return;
-    if (pg_alive(st->db)) {                /* a given-up one would block here */
+    if (st->sql) {
+        free(st->sql);
+    } else if (pg_alive(st->db)) {         /* a given-up one would block here */
         char sql[32];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
         PQclear(PQexec(st->db->conn, sql));
@@ -554,9 +647,15 @@ static int pg_async_prepare(struct db *db, const char *sql, int nparams, struct 
     }
     st->db = db;
     st->nparams = nparams;
-    snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
     db->async_stmt = st;
     *out = st;
+    if (!db->named) {   /* kept here, sent with each run: no answer to wait for */
+        st->sql = q;
+        snprintf(st->name, sizeof st->name, "unnamed");
+        db->prepared_here = true;
+        return ZB_WANT_WRITE;
+    }
+    snprintf(st->name, sizeof st->name, "s%d", ++db->next_stmt);
     int ok = PQsendPrepare(db->conn, st->name, q, nparams, NULL);
     free(q);
     return pg_sent(db, ok, err, "PREPARE");
@@ -566,8 +665,7 @@ static int pg_send(struct db *db, struct stmt *st, const char *sql, int nparams,
                    const char *const *params, struct zb_err *err)
 {
     if (st)
-        return pg_sent(db, PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL,
-                                               NULL, 0), err, st->name);
+        return pg_sent(db, pg_send_stmt(db, st, params), err, st->name);
     char *q = pg_placeholders(sql);
     if (!q)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
@@ -578,6 +676,10 @@ static int pg_send(struct db *db, struct stmt *st, const char *sql, int nparams,
 
 static int pg_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *err)
 {
+    if (db->prepared_here) {   /* the unnamed statement's "PREPARE": done */
+        db->prepared_here = false;
+        return 0;
+    }
     int wants = pg_wants(db, err, "send");
     if (wants < 0)
         return -1;
@@ -661,6 +763,7 @@ static const struct backend_async pg_async = {
 
 const struct backend_driver backend_pg = {
     .name = "pg",
+    .check_key = pg_check_key,
     .open = pg_open,
     .close = pg_close,
     .alive = pg_alive,

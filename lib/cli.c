@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,4 +49,15 @@ int cli_usage_error(const char *prog)
 {
     fprintf(stderr, "Try '%s --help' for more information.\n", prog);
     return ZB_EXIT_USAGE;
+}
+
+sigset_t cli_stop_signals(void)
+{
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return sigs;
 }

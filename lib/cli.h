@@ -25,4 +25,11 @@ int cli_choice(const char *prog, const char *flag, const char *arg, const char *
  * ZB_EXIT_USAGE. */
 int cli_usage_error(const char *prog);
 
+/* For a program that stops on SIGINT or SIGTERM by sigwait: blocks both in
+ * this thread and in every thread it starts afterwards (they inherit the
+ * mask), ignores SIGPIPE (a peer gone shows as EPIPE), and returns the set
+ * to sigwait on. */
+#include <signal.h>
+sigset_t cli_stop_signals(void);
+
 #endif

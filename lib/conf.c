@@ -144,7 +144,7 @@ static const struct field backend_fields[] = {
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(query_timeout_ms, 0, 600000),
-    B(persistent), B(read_only), I(pipeline_connections, 1, 8),
+    B(persistent), B(read_only), I(pipeline_connections, 1, 8), B(named_only),
     { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, strategies },
 };
 #undef S
@@ -712,7 +712,8 @@ int conf_select(const struct zb_conf *conf, const char *list, const struct backe
     int n = 0;
     if (!list || !strcmp(list, "all")) {
         for (int i = 0; i < conf->nbackends; i++)
-            out[n++] = &conf->backend[i];
+            if (!conf->backend[i].named_only)
+                out[n++] = &conf->backend[i];
         return n;
     }
     char buf[1024];

@@ -23,7 +23,8 @@ struct backend_conf {
     const char *name;      /* section name: "sqlite", "pg", "innodb", ... */
     const char *driver;    /* a name of lib/backend.c's table of drivers */
     const char *path;      /* sqlite: database file or ":memory:" */
-    const char *host;      /* pg/mysql: TCP host (loopback) */
+    const char *host;      /* pg/mysql: TCP host; pg: "a,b,...", several (see
+                            * backend_pg.c: a primary and its replicas) */
     int port;
     const char *socket;    /* pg: socket directory; mysql: socket file */
     const char *user;
@@ -48,6 +49,9 @@ struct backend_conf {
      * and busy_timeout_ms...). */
     struct conf_option opt[ZB_MAX_DRIVER_KEYS];
     int nopts;
+    bool named_only;       /* left out of "all" (server, loader, sqlbench): a
+                            * second way to the data of another backend, such
+                            * as a pooler in front of pg, used when named */
 };
 
 struct server_conf {
@@ -131,9 +135,9 @@ int conf_open(struct zb_conf *conf, const char *path, const char *const *sets, i
 int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, struct zb_err *err);
 
 /* The backends a --backends LIST names (comma-separated, each once, in the
- * order given; NULL or "all": every backend of the config) into out, which
- * holds ZB_MAX_BACKENDS. Returns how many, or -1 with err naming an unknown
- * one. */
+ * order given; NULL or "all": every backend of the config but those with
+ * named_only) into out, which holds ZB_MAX_BACKENDS. Returns how many, or
+ * -1 with err naming an unknown one. */
 int conf_select(const struct zb_conf *conf, const char *list, const struct backend_conf **out,
                 struct zb_err *err);
 

@@ -10,10 +10,12 @@
 
 #include "cli.h"
 #include "conf.h"
+#include "keys.h"
 #include "load.h"
 
 static const char usage[] =
     "Usage: loader [OPTIONS] [--dataset NAME|FILE]\n"
+    "       loader --dataset NAME --write-keys FILE\n"
     "\n"
     "Loads a dataset into each chosen backend and reports how long it took. A\n"
     "dataset is a [dataset NAME] of the config: a file in Japan Post's KEN_ALL.CSV\n"
@@ -62,6 +64,11 @@ static const char usage[] =
     "                       it holds (default: an error, the table is kept)\n"
     "      --describe       print the dataset's columns, types (and which were\n"
     "                       inferred), key and tables, and load nothing\n"
+    "      --write-keys FILE  write each distinct value of the dataset's key column\n"
+    "                       (of the first --limit rows), one a line, sorted\n"
+    "                       (integers as numbers), to FILE for `loadgen --keys\n"
+    "                       FILE`, and load nothing; a key holding a newline or\n"
+    "                       carriage return is an error naming file:line\n"
     "  -c, --conf FILE      config file (default conf/zipbench.conf)\n"
     "      --set S.KEY=VAL  override a config key: of backend S (pg.port=5433), or\n"
     "                       of a dataset (dataset.NAME.file=other.csv)\n"
@@ -127,7 +134,8 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
 
 int main(int argc, char **argv)
 {
-    enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE };
+    enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE,
+           O_WRITE_KEYS };
     static const struct option longopts[] = {
         { "dataset", required_argument, NULL, 'f' },  { "backend", required_argument, NULL, 'b' },
         { "mode", required_argument, NULL, 'm' },     { "batch", required_argument, NULL, 'B' },
@@ -137,11 +145,12 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, O_JSON },        { "quiet", no_argument, NULL, 'q' },
         { "limit", required_argument, NULL, O_LIMIT }, { "allow-shrink", no_argument, NULL, O_SHRINK },
         { "describe", no_argument, NULL, O_DESCRIBE }, { "help", no_argument, NULL, 'h' },
+        { "write-keys", required_argument, NULL, O_WRITE_KEYS },
         { NULL, 0, NULL, 0 },
     };
     struct load_opts o = { .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
-    const char *dataset = DATASET_DEFAULT, *encoding = NULL;
+    const char *dataset = DATASET_DEFAULT, *encoding = NULL, *keys_file = NULL;
     bool raw = false, describe = false;
     const char *sets[32];
     int nsets = 0;
@@ -153,6 +162,7 @@ int main(int argc, char **argv)
         switch (ch) {
         case 'f': dataset = arg; break;
         case O_DESCRIBE: describe = true; break;
+        case O_WRITE_KEYS: keys_file = arg; break;
         case 'b': backends = arg; break;
         case 'm':
             if (load_mode_parse(arg, &o.mode) < 0) {
@@ -237,6 +247,17 @@ int main(int argc, char **argv)
     o.data = &data;
     char columns[4096];
     dataset_columns_text(&data, true, columns, sizeof columns);
+    if (keys_file) {
+        long long written = 0;
+        int rc = keys_write(&data, o.limit, keys_file, &written, &err);
+        if (rc < 0)
+            fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
+        else if (!o.quiet)
+            fprintf(stderr, "loader: dataset %s: %lld distinct keys (column %s) written to %s\n",
+                    dc.name, written, data.col[data.key].name, keys_file);
+        conf_free(&conf);
+        return rc < 0 ? ZB_EXIT_FAIL : ZB_EXIT_OK;
+    }
     if (data.sampled && !o.quiet && !describe)
         fprintf(stderr, "loader: dataset %s: types inferred from the first %ld rows of %s: %s\n",
                 dc.name, data.sampled, dc.file, columns);

@@ -1,4 +1,5 @@
-/* One backend as every loop sees it: its outage state and its key set.
+/* One backend serving one dataset, as every loop sees it: its lookup, its
+ * outage state and (postal) its key set.
  *
  * Outage: a lookup whose connection fails marks the backend down; while
  * down, one lookup at a time (the probe) may go to the database, the next
@@ -29,13 +30,36 @@ int strategy_by_name(const char *s)
     return -1;
 }
 
-int backend_init(struct srv_backend *sb, const struct backend_conf *bc, int index,
-                 apr_pool_t *parent, struct zb_err *err)
+/* `"name":` for every column, so a row is written by copies only. */
+static int column_keys(struct srv_backend *sb, struct zb_err *err)
+{
+    const struct dataset *d = sb->data;
+    for (int i = 0; i < d->ncols; i++) {
+        struct json_key *k = &sb->colkey[i];
+        int n = snprintf(k->s, sizeof k->s, "%s\"%s\":", i ? "," : "", d->col[i].name);
+        if (n < 0 || (size_t)n >= sizeof k->s)
+            return zb_fail(err, ZB_ERR_INPUT, "dataset %s: column name %s too long",
+                           d->conf->name, d->col[i].name);
+        k->len = (unsigned char)n;
+    }
+    return 0;
+}
+
+int backend_init(struct srv_backend *sb, const struct backend_conf *bc,
+                 const struct dataset *data, int index, apr_pool_t *parent, struct zb_err *err)
 {
     memset(sb, 0, sizeof *sb);
     sb->index = index;
     sb->conf = *bc;
     sb->conf.read_only = true;
+    sb->data = data;
+    sb->postal = !strcmp(data->conf->name, DATASET_DEFAULT);
+    sb->key_kind = sb->postal ? KEY_POSTAL
+                   : data->col[data->key].type == ZB_INTEGER ? KEY_INTEGER : KEY_TEXT;
+    if (sb->postal)
+        snprintf(sb->label, sizeof sb->label, "%s", bc->name);
+    else
+        snprintf(sb->label, sizeof sb->label, "%s/%s", data->conf->name, bc->name);
     sb->drv = backend_driver(bc->driver);
     if (!sb->drv)
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
@@ -45,8 +69,13 @@ int backend_init(struct srv_backend *sb, const struct backend_conf *bc, int inde
     if (sb->strategy == ST_PIPELINED && !(sb->drv->async && sb->drv->async->pipeline))
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy pipelined: the %s driver "
                        "cannot pipeline", bc->name, bc->driver);
-    if (zb_lookup_sql(sb->sql, sizeof sb->sql, bc->table) < 0)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", bc->name);
+    char table_name[256];
+    struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
+    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: the lookup of %s is too long", sb->label,
+                       table_name);
+    if (column_keys(sb, err) < 0)
+        return -1;
     if (apr_pool_create(&sb->pool, parent) != APR_SUCCESS)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     pthread_mutex_init(&sb->keys_lock, NULL);
@@ -66,13 +95,13 @@ void backend_mark_down(struct srv_backend *sb, const struct zb_err *err)
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
     pthread_mutex_unlock(&sb->reason_lock);
     if (was)
-        fprintf(stderr, "server: backend %s: down: %s\n", sb->conf.name, sb->down_reason);
+        fprintf(stderr, "server: backend %s: down: %s\n", sb->label, sb->down_reason);
 }
 
 void backend_mark_up(struct srv_backend *sb)
 {
     if (!atomic_load_explicit(&sb->up, RELAXED) && !atomic_exchange(&sb->up, true))
-        fprintf(stderr, "server: backend %s: up again\n", sb->conf.name);
+        fprintf(stderr, "server: backend %s: up again\n", sb->label);
 }
 
 void backend_bump_gen(struct srv_backend *sb, unsigned seen)
@@ -83,7 +112,7 @@ void backend_bump_gen(struct srv_backend *sb, unsigned seen)
 void backend_down_error(struct srv_backend *sb, struct zb_err *err)
 {
     pthread_mutex_lock(&sb->reason_lock);
-    zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->conf.name, sb->down_reason);
+    zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->label, sb->down_reason);
     pthread_mutex_unlock(&sb->reason_lock);
 }
 
@@ -179,7 +208,7 @@ static void *load_keys(void *arg)
     } else {
         snprintf(sb->keys_error, sizeof sb->keys_error, "keys not loaded: %.400s", err.msg);
         fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
-                sb->conf.name, err.msg);
+                sb->label, err.msg);
         if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_TIMEOUT)
             backend_mark_down(sb, &err);
     }
@@ -232,7 +261,7 @@ const uint32_t *backend_keys(struct srv_backend *sb, struct server *srv, size_t 
         if (!atomic_load(&sb->up))
             backend_down_error(sb, err);
         else
-            zb_fail(err, ZB_ERR_CONN, "backend %s: %s", sb->conf.name, sb->keys_error);
+            zb_fail(err, ZB_ERR_CONN, "backend %s: %s", sb->label, sb->keys_error);
     }
     pthread_mutex_unlock(&sb->keys_lock);
     return NULL;
@@ -249,7 +278,7 @@ int backend_start(struct srv_backend *sb, struct server *srv, struct zb_err *err
         backend_mark_down(sb, err);
     }
     pthread_mutex_lock(&sb->keys_lock);
-    if (rc == 0)
+    if (rc == 0 && sb->postal)
         start_load(sb, srv);
     pthread_mutex_unlock(&sb->keys_lock);
     return rc;

@@ -35,8 +35,11 @@ static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
     int fd = async_of(dc)->socket(dc->db);
     uint32_t events = (wants & ZB_WANT_READ ? EPOLLIN : 0) | (wants & ZB_WANT_WRITE ? EPOLLOUT : 0);
     if (fd < 0)
-        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lb->sb->conf.name);
-    if (fd == dc->fd && events == dc->events)
+        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lb->sb->label);
+    /* While connecting, libpq may close the socket of a host that failed
+     * and open the next host's, which often gets the same number: the
+     * closed one left the epoll set, so the same number is watched anew. */
+    if (fd == dc->fd && events == dc->events && dc->state != DC_CONNECTING)
         return 0;
     if (fd != dc->fd && dc->fd >= 0)
         loop_unwatch(l, dc->fd);   /* libpq moved to another address's socket */

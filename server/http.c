@@ -7,7 +7,8 @@
  *               does not (a NUL in the request line, Host, two
  *               Content-Lengths) and the method; a refusal is answered at
  *               once (libmicrohttpd then closes the connection);
- *   RQ_READ     the final call routes it: /stats at once; a lookup starts,
+ *   RQ_READ     the final call routes it (/DATASET/BACKEND/KEY, /zip/ the
+ *               postal dataset's): /stats at once; a lookup starts,
  *               and unless it finished inline the connection is suspended
  *               (MHD_suspend_connection);
  *   RQ_RUNNING  ...until the lookup's done() writes the answer and resumes
@@ -47,7 +48,7 @@ struct req {
     bool orphaned;                 /* its connection went while it ran: free it when done */
     unsigned status;
     struct jbuf body;
-    struct lb *lb;                 /* /zip: the backend, on this loop */
+    struct lb *lb;                 /* a lookup: its (dataset, backend), on this loop */
     enum strategy strategy;
     uint64_t t0;
     double miss;                   /* /random?miss= */
@@ -97,10 +98,11 @@ static void set_answer(struct req *rq, unsigned status)
     }
 }
 
-/* {"error":"msg"} plus the backend and code when known. */
-static void set_error(struct req *rq, unsigned status, const char *code, const char *fmt, ...)
+/* {"error":"msg"} plus the dataset (but postal's), the backend and the
+ * key ("code" for postal) when known. */
+static void set_error(struct req *rq, unsigned status, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void set_error(struct req *rq, unsigned status, const char *code, const char *fmt, ...)
+static void set_error(struct req *rq, unsigned status, const char *key, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -110,14 +112,23 @@ static void set_error(struct req *rq, unsigned status, const char *code, const c
     struct jbuf *b = &rq->body;
     b->n = 0;
     JB_LIT(b, "{");
-    if (rq->lb) {
-        JB_LIT(b, "\"backend\":");
-        jb_cstr(b, rq->lb->sb->conf.name);
+    const struct srv_backend *sb = rq->lb ? rq->lb->sb : NULL;
+    if (sb && !sb->postal) {
+        JB_LIT(b, "\"dataset\":");
+        jb_cstr(b, sb->data->conf->name);
         JB_LIT(b, ",");
     }
-    if (code) {
-        JB_LIT(b, "\"code\":");
-        jb_cstr(b, code);
+    if (sb) {
+        JB_LIT(b, "\"backend\":");
+        jb_cstr(b, sb->conf.name);
+        JB_LIT(b, ",");
+    }
+    if (key) {
+        if (sb && !sb->postal)
+            JB_LIT(b, "\"key\":");
+        else
+            JB_LIT(b, "\"code\":");
+        jb_cstr(b, key);
         JB_LIT(b, ",");
     }
     JB_LIT(b, "\"error\":");
@@ -147,34 +158,70 @@ static enum MHD_Result queue(struct req *rq)
 
 /* ---- lookups ---- */
 
-/* `"jis_code":` and `,"old_code":` ...: the keys, written once. */
-static struct { char s[40]; size_t len; } key_prefix[ZB_NCOLS];
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+/* An integer key: an optional '-' and 1-18 digits (within 64 bits). */
 static bool is_integer(const char *s, size_t len)
 {
     size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
-    if (i == len || len > 18)
+    if (i == len || len - i > 18)
         return false;
     for (; i < len; i++)
-        if (s[i] < '0' || s[i] > '9')
+        if (!is_digit(s[i]))
             return false;
     return true;
 }
 
+/* A number as JSON writes it (RFC 8259 section 6). A database's text for
+ * an integer or real column is one, but for NaN, Infinity and the like,
+ * which go out as strings. */
+static bool is_json_number(const char *s, size_t len)
+{
+    size_t i = 0, d;
+    if (i < len && s[i] == '-')
+        i++;
+    if (i < len && s[i] == '0')
+        i++;
+    else if (i < len && s[i] >= '1' && s[i] <= '9')
+        while (i < len && is_digit(s[i]))
+            i++;
+    else
+        return false;
+    if (i < len && s[i] == '.') {
+        for (d = ++i; i < len && is_digit(s[i]); i++)
+            ;
+        if (i == d)
+            return false;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        for (d = i; i < len && is_digit(s[i]); i++)
+            ;
+        if (i == d)
+            return false;
+    }
+    return i == len;
+}
+
+/* One row as a JSON object: the dataset's column names as keys, numbers
+ * as numbers, NULL as null, the rest as strings. */
 static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
     struct req *rq = arg;
+    const struct srv_backend *sb = rq->lb->sb;
+    const struct zb_column *col = sb->data->col;
     struct jbuf *b = &rq->body;
     if (rq->lk.rows > 1)
         JB_LIT(b, ",{");
     else
         JB_LIT(b, "{");
-    int n = ncols < ZB_NCOLS ? ncols : ZB_NCOLS;
+    int n = ncols < sb->data->ncols ? ncols : sb->data->ncols;
     for (int i = 0; i < n; i++) {
-        jb_put(b, key_prefix[i].s, key_prefix[i].len);
+        jb_put(b, sb->colkey[i].s, sb->colkey[i].len);
         if (!vals[i])
             JB_LIT(b, "null");
-        else if (zb_column_is_flag(i) && is_integer(vals[i], lens[i]))
+        else if (col[i].type != ZB_TEXT && is_json_number(vals[i], lens[i]))
             jb_put(b, vals[i], lens[i]);
         else
             jb_str(b, vals[i], lens[i]);
@@ -194,30 +241,41 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         return;
     }
     if (rc == LOOKUP_UNAVAILABLE)
-        set_error(rq, 503, lk->code, "%s", err->msg);
+        set_error(rq, 503, lk->key, "%s", err->msg);
     else if (rc != LOOKUP_OK)
-        set_error(rq, 500, lk->code, "%s", err->msg);
+        set_error(rq, 500, lk->key, "%s", err->msg);
     else if (lk->rows == 0)
-        set_error(rq, 404, lk->code, "no such code");
+        set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");
     else {
         JB_LIT(&rq->body, "]}");
         set_answer(rq, 200);
     }
 }
 
-/* Starts the lookup of code; the request waits, suspended, unless the
- * answer is already in. */
-static void start_lookup(struct req *rq, const char *code)
+/* Starts the lookup of key (checked, len <= SRV_KEY_MAX); the request
+ * waits, suspended, unless the answer is already in. */
+static void start_lookup(struct req *rq, const char *key, size_t len)
 {
     struct jbuf *b = &rq->body;
     struct lookup *lk = &rq->lk;
-    memcpy(lk->code, code, 8);
+    const struct srv_backend *sb = rq->lb->sb;
+    memcpy(lk->key, key, len);
+    lk->key[len] = 0;
+    lk->keylen = len;
     b->n = 0;
-    JB_LIT(b, "{\"backend\":");
-    jb_cstr(b, rq->lb->sb->conf.name);
-    JB_LIT(b, ",\"code\":\"");
-    jb_put(b, code, 7);
-    JB_LIT(b, "\",\"rows\":[");
+    if (sb->postal) {
+        JB_LIT(b, "{\"backend\":");
+        jb_cstr(b, sb->conf.name);
+        JB_LIT(b, ",\"code\":");
+    } else {
+        JB_LIT(b, "{\"dataset\":");
+        jb_cstr(b, sb->data->conf->name);
+        JB_LIT(b, ",\"backend\":");
+        jb_cstr(b, sb->conf.name);
+        JB_LIT(b, ",\"key\":");
+    }
+    jb_str(b, key, len);
+    JB_LIT(b, ",\"rows\":[");
     lk->lb = rq->lb;
     lk->strategy = rq->strategy;
     lk->on_row = put_row;
@@ -268,7 +326,7 @@ static bool start_random(struct req *rq)
     }
     char code[8];
     snprintf(code, sizeof code, "%07u", k);
-    start_lookup(rq, code);
+    start_lookup(rq, code, 7);
     return true;
 }
 
@@ -285,12 +343,36 @@ void http_keys_changed(struct loop *l)
     }
 }
 
-static bool is_code(const char *s)
+/* What is wrong with key for sb's key column (*status 400 or 414), or
+ * NULL: checked before any database work. */
+static const char *bad_key(const struct srv_backend *sb, const char *key, size_t len,
+                           unsigned *status, char *msg, size_t msglen)
 {
-    for (int i = 0; i < 7; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    return s[7] == 0;
+    *status = 400;
+    switch (sb->key_kind) {
+    case KEY_POSTAL:
+        if (len == 7 && is_integer(key, 7) && key[0] != '-')
+            return NULL;
+        return "the code must be exactly 7 digits 0-9 (or 'random')";
+    case KEY_INTEGER:
+        if (is_integer(key, len))
+            return NULL;
+        snprintf(msg, msglen, "the key of dataset %s must be an integer (an optional '-' and 1 to "
+                 "18 digits)%s", sb->data->conf->name, strcmp(key, "random") ? "" :
+                 "; /random is the postal dataset's: for random keys give loadgen --keys a "
+                 "file from loader --write-keys");
+        return msg;
+    default:
+        if (len == 0)
+            return "the key must not be empty";
+        if (len > SRV_KEY_MAX) {
+            *status = 414;
+            snprintf(msg, msglen, "the key is %zu bytes long, more than the %d the server takes",
+                     len, SRV_KEY_MAX);
+            return msg;
+        }
+        return NULL;
+    }
 }
 
 static int parse_bool_arg(const char *v, bool *out)
@@ -335,16 +417,22 @@ static bool pick_strategy(struct req *rq)
     return true;
 }
 
-static void zip(struct req *rq, const char *what)
+/* GET /DATASET/BACKEND/KEY (rq->lb set): a lookup of key, or for the
+ * postal dataset /random. */
+static void serve(struct req *rq, const char *key)
 {
     if (!pick_strategy(rq))
         return;
-    if (is_code(what)) {
-        start_lookup(rq, what);
-        return;
-    }
-    if (strcmp(what, "random")) {
-        set_error(rq, 400, NULL, "the code must be exactly 7 digits 0-9 (or 'random')");
+    const struct srv_backend *sb = rq->lb->sb;
+    size_t len = strlen(key);
+    if (!sb->postal || strcmp(key, "random")) {
+        unsigned status;
+        char msg[400];
+        const char *bad = bad_key(sb, key, len, &status, msg, sizeof msg);
+        if (bad)
+            set_error(rq, status, NULL, "%s", bad);
+        else
+            start_lookup(rq, key, len);
         return;
     }
     rq->miss = 0;
@@ -377,7 +465,7 @@ struct health {
         struct req *rq;
         bool up;
         char reason[512];
-    } item[ZB_MAX_BACKENDS];
+    } item[SRV_MAX_SERVED];
 };
 
 static void health_answer(struct req *rq)
@@ -386,14 +474,18 @@ static void health_answer(struct req *rq)
     struct health *h = rq->health;
     struct jbuf *b = &rq->body;
     bool all = true;
-    for (int i = 0; i < srv->nbackends; i++)
+    for (int i = 0; i < srv->nserved; i++)
         all &= h->item[i].up;
     b->n = 0;
     jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
-    for (int i = 0; i < srv->nbackends; i++) {
-        struct srv_backend *sb = srv->backend[i];
+    for (int i = 0; i < srv->nserved; i++) {
+        struct srv_backend *sb = srv->served[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
         jb_cstr(b, sb->conf.name);
+        if (!sb->postal) {
+            JB_LIT(b, ",\"dataset\":");
+            jb_cstr(b, sb->data->conf->name);
+        }
         JB_LIT(b, ",\"driver\":");
         jb_cstr(b, sb->conf.driver);
         jb_printf(b, ",\"up\":%s", h->item[i].up ? "true" : "false");
@@ -442,13 +534,16 @@ static void health(struct req *rq)
     }
     rq->health = h;
     rq->state = RQ_RUNNING;
-    h->pending = srv->nbackends + 1;   /* + 1: no answer before all are started */
-    for (int i = 0; i < srv->nbackends; i++) {
+    h->pending = srv->nserved + 1;   /* + 1: no answer before all are started */
+    for (int i = 0; i < srv->nserved; i++) {
         struct health_item *it = &h->item[i];
         it->rq = rq;
         it->lk.lb = &rq->loop->lb[i];
         it->lk.strategy = ST_POOLED;
-        memcpy(it->lk.code, "0000000", 8);
+        /* A key every key column takes; whether it is there does not matter. */
+        const char *key = srv->served[i]->postal ? "0000000" : "0";
+        it->lk.keylen = strlen(key);
+        memcpy(it->lk.key, key, it->lk.keylen + 1);
         it->lk.done = health_done;
         lookup_start(&it->lk, true);
     }
@@ -457,13 +552,29 @@ static void health(struct req *rq)
 
 /* ---- the handler ---- */
 
-static struct srv_backend *find_backend(struct server *srv, const char *name, size_t len)
+static bool is_name(const char *name, const char *s, size_t len)
 {
-    for (int i = 0; i < srv->nbackends; i++) {
-        const char *n = srv->backend[i]->conf.name;
-        if (strlen(n) == len && !memcmp(n, name, len))
-            return srv->backend[i];
-    }
+    return strlen(name) == len && !memcmp(name, s, len);
+}
+
+/* The served dataset called s ("zip": the postal dataset), or -1. */
+static int find_dataset(const struct server *srv, const char *s, size_t len)
+{
+    if (is_name("zip", s, len))
+        s = DATASET_DEFAULT, len = strlen(DATASET_DEFAULT);
+    for (int d = 0; d < srv->ndatasets; d++)
+        if (is_name(srv->datasets[d]->conf->name, s, len))
+            return d;
+    return -1;
+}
+
+/* Dataset d on the backend called s. */
+static struct srv_backend *find_backend(struct server *srv, int d, const char *s, size_t len)
+{
+    int per = srv->nserved / srv->ndatasets;
+    for (int i = d * per; i < (d + 1) * per; i++)
+        if (is_name(srv->served[i]->conf.name, s, len))
+            return srv->served[i];
     return NULL;
 }
 
@@ -486,19 +597,21 @@ static void route(struct req *rq, const char *url)
     struct loop *l = rq->loop;
     const char *path = origin_path(url);
     rq->t0 = zb_now_ns();
-    if (!strncmp(path, "/zip/", 5)) {
-        const char *name = path + 5, *slash = strchr(name, '/');
-        if (slash) {
-            struct srv_backend *sb = find_backend(l->srv, name, (size_t)(slash - name));
-            if (!sb) {
-                set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-                return;
-            }
-            rq->lb = &l->lb[sb->index];
-            zip(rq, slash + 1);
+    /* /DATASET/BACKEND/KEY: the key is the rest, slashes and all. */
+    const char *ds = path + 1, *bs = path[0] == '/' ? strchr(ds, '/') : NULL;
+    const char *ks = bs ? strchr(bs + 1, '/') : NULL;
+    int d = ks ? find_dataset(l->srv, ds, (size_t)(bs - ds)) : -1;
+    if (d >= 0) {
+        struct srv_backend *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
+        if (!sb) {
+            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
             return;
         }
-    } else if (!strcmp(path, "/health")) {
+        rq->lb = &l->lb[sb->index];
+        serve(rq, ks + 1);
+        return;
+    }
+    if (!strcmp(path, "/health")) {
         health(rq);
         return;
     } else if (!strcmp(path, "/stats")) {
@@ -507,8 +620,12 @@ static void route(struct req *rq, const char *url)
         set_answer(rq, 200);
         return;
     }
-    set_error(rq, 404, NULL, "no such resource: GET /zip/{backend}/{code}, /zip/{backend}/random, "
-              "/health or /stats");
+    char datasets[256] = "";
+    for (int i = 0, n = 0; i < l->srv->ndatasets && n < (int)sizeof datasets; i++)
+        n += snprintf(datasets + n, sizeof datasets - (size_t)n, "%s%s", i ? ", " : "",
+                      l->srv->datasets[i]->conf->name);
+    set_error(rq, 404, NULL, "no such resource: GET /{dataset}/{backend}/{key} (datasets: %s), "
+              "/zip/{backend}/{code}, /zip/{backend}/random, /health or /stats", datasets);
 }
 
 struct clen { const char *first; bool differ; };
@@ -844,12 +961,6 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     return (size_t)(w - s);
 }
 
-void http_init(void)
-{
-    for (int i = 0; i < ZB_NCOLS; i++)
-        key_prefix[i].len = (size_t)snprintf(key_prefix[i].s, sizeof key_prefix[i].s, "%s\"%s\":",
-                                             i ? "," : "", zb_columns[i]);
-}
 
 /* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
  * pool the request line and headers must fit in. Past it libmicrohttpd 0.9.75

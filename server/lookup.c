@@ -158,7 +158,7 @@ bool lookup_strategy_ok(const struct srv_backend *sb, enum strategy st)
 void lookup_start(struct lookup *lk, bool health)
 {
     struct srv_backend *sb = lk->lb->sb;
-    lk->params[0] = lk->code;
+    lk->params[0] = lk->key;
     lk->rows = 0;
     lk->retried = false;
     if (health)

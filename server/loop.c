@@ -86,8 +86,8 @@ int loop_init(struct loop *l, struct server *srv, int id, struct zb_err *err)
     l->epfd = l->wakefd = -1;
     l->rng = zb_now_ns() ^ ((uint64_t)id << 56) ^ 0x5a17;
     http_loop_init(l);
-    for (int i = 0; i < srv->nbackends; i++)
-        lb_init(&l->lb[i], l, srv->backend[i]);
+    for (int i = 0; i < srv->nserved; i++)
+        lb_init(&l->lb[i], l, srv->served[i]);
     pthread_mutex_init(&l->lock, NULL);
     APR_RING_INIT(&l->given, dbconn, link);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -170,7 +170,7 @@ static void woken(struct loop *l)
     take_handed(l);
     acceptor_wake(l);
     http_keys_changed(l);
-    for (int i = 0; i < l->srv->nbackends; i++)
+    for (int i = 0; i < l->srv->nserved; i++)
         pool_donate(&l->lb[i]);
     l->next_check_ns = 0;   /* a pool may need topping up, a probe may be due */
 }
@@ -182,7 +182,7 @@ static uint64_t check_deadlines(struct loop *l)
 {
     uint64_t next = UINT64_MAX;
 #define SOONER(t) do { uint64_t t_ = (t); if (t_ && t_ < next) next = t_; } while (0)
-    for (int i = 0; i < l->srv->nbackends; i++) {
+    for (int i = 0; i < l->srv->nserved; i++) {
         struct lb *lb = &l->lb[i];
         if (!lb->sb->drv->async)
             continue;
@@ -224,7 +224,7 @@ static void wind_down(struct loop *l)
 {
     struct zb_err err;
     zb_fail(&err, ZB_ERR_CONN, "the server is stopping");
-    for (int i = 0; i < l->srv->nbackends; i++) {
+    for (int i = 0; i < l->srv->nserved; i++) {
         struct lb *lb = &l->lb[i];
         struct conn_list *lists[] = { &lb->busy, &lb->opening, &lb->perreq, &lb->idle };
         for (int k = 0; k < 4; k++)
@@ -248,7 +248,7 @@ static void wind_down(struct loop *l)
     for (int i = 0; i < 3; i++)
         MHD_run(l->mhd);
     inline_commit(l);
-    for (int i = 0; i < l->srv->nbackends; i++) {
+    for (int i = 0; i < l->srv->nserved; i++) {
         inline_close(&l->lb[i], l->lb[i].inline_idle);
         l->lb[i].inline_idle = NULL;
     }

@@ -1,5 +1,6 @@
-/* build/bin/server: postal-code lookups over HTTP (libmicrohttpd), one
- * event loop per core. See usage below. */
+/* build/bin/server: lookups by key (postal codes, or any dataset of the
+ * config) over HTTP (libmicrohttpd), one event loop per core. See usage
+ * below. */
 #include <apr_general.h>
 #include <apr_getopt.h>
 #include <apr_version.h>
@@ -28,17 +29,19 @@
 
 static const char usage[] =
 "NAME\n"
-"    server - zipbench postal-code lookup server\n"
+"    server - zipbench lookup server: postal codes, or any dataset's key\n"
 "\n"
 "SYNOPSIS\n"
 "    server [--conf FILE] [--port N] [--bind ADDR [--allow-remote]] [--threads N]\n"
-"           [--backends NAME,...] [--set BACKEND.KEY=VALUE]...\n"
+"           [--backends NAME,...] [--datasets NAME,...] [--set BACKEND.KEY=VALUE]...\n"
 "           [--tls-cert FILE --tls-key FILE]\n"
 "    server --help | -V\n"
 "\n"
 "DESCRIPTION\n"
-"    Answers postal-code lookups from the backends of the config file over\n"
-"    HTTP/1.1 (libmicrohttpd, keep-alive), or HTTPS with --tls-cert.\n"
+"    Answers lookups by key from the backends of the config file over\n"
+"    HTTP/1.1 (libmicrohttpd, keep-alive), or HTTPS with --tls-cert: postal\n"
+"    codes, and the rows of any [dataset NAME] of the config that the loader\n"
+"    loaded (--datasets).\n"
 "\n"
 "    One event loop per core (--threads), each with its own single-threaded\n"
 "    libmicrohttpd daemon on epoll and its own database connections; new\n"
@@ -76,9 +79,18 @@ static const char usage[] =
 "                          online CPU)\n"
 "    -B, --backends LIST   serve only these backends, comma-separated\n"
 "                          (default: every [backend] of the config)\n"
-"    -s, --set B.KEY=VAL   override a config key; B is a backend name or\n"
-"                          'server', e.g. --set pg.pool_hard_max=4\n"
-"                          --set pg.strategy=pipelined; repeatable\n"
+"    -D, --datasets LIST   serve these [dataset NAME]s of the config,\n"
+"                          comma-separated (default: postal). Each is served\n"
+"                          from every backend, from the table the loader\n"
+"                          made there (loader --dataset NAME), each pair with\n"
+"                          its own pool, pool_hard_max each, and outage state.\n"
+"                          The columns are described as the loader does: a\n"
+"                          dataset whose config gives every column and type\n"
+"                          needs no copy of its file\n"
+"    -s, --set B.KEY=VAL   override a config key; B is a backend name,\n"
+"                          'server' or dataset.NAME, e.g. --set\n"
+"                          pg.pool_hard_max=4 --set pg.strategy=pipelined\n"
+"                          --set dataset.cities.table=mycities; repeatable\n"
 "        --tls-cert FILE   serve HTTPS (libmicrohttpd's GnuTLS): the\n"
 "                          certificate chain, PEM\n"
 "        --tls-key FILE    its private key, PEM (both or neither)\n"
@@ -93,12 +105,31 @@ static const char usage[] =
 "                              database cannot be reached (Retry-After: 1)\n"
 "    GET /zip/BACKEND/random   a code drawn uniformly from the table's codes\n"
 "        ?miss=R               share R (0..1) of draws that are absent codes\n"
+"    GET /postal/BACKEND/...   the same as /zip/BACKEND/...\n"
+"    GET /DATASET/BACKEND/KEY  the rows of dataset DATASET (--datasets) whose\n"
+"                              key column is KEY (percent-decoded; slashes\n"
+"                              and all): {\"dataset\":..,\"backend\":..,\n"
+"                              \"key\":..,\"rows\":[{COLUMN:VALUE,..},..]},\n"
+"                              integer and real columns as JSON numbers,\n"
+"                              NULL as null; 404 if none; 400 unless KEY is\n"
+"                              an integer ('-' and 1 to 18 digits) for an\n"
+"                              integer key column, or non-empty for a text\n"
+"                              one; 414 if longer than 255 bytes. KEY is a\n"
+"                              bound parameter, never part of the SQL.\n"
+"                              /random is the postal dataset's only: for\n"
+"                              others, `loader --dataset NAME --write-keys\n"
+"                              FILE` and `loadgen --keys FILE` draw keys\n"
+"                              (and for a text key, 'random' is a key)\n"
+"      and on any lookup:\n"
 "        ?strategy=S           pooled, per-request or pipelined (default: the\n"
 "                              backend's)\n"
 "        ?persistent=0|1       the older form: per-request or pooled\n"
 "    GET /health               each backend up or down (a real round trip);\n"
-"                              200 if all are up, 503 otherwise\n"
-"    GET /stats                per backend: requests, errors, pool, connects,\n"
+"                              200 if all are up, 503 otherwise; a dataset\n"
+"                              other than postal is listed once per backend,\n"
+"                              with a \"dataset\" field\n"
+"    GET /stats                per backend (and dataset, as /health):\n"
+"                              requests, errors, pool, connects,\n"
 "                              reconnects, latency percentiles (microseconds);\n"
 "                              per loop: requests, connections, CPU seconds\n"
 "    A target may be absolute (GET http://host/zip/...).\n"
@@ -128,7 +159,8 @@ static const char usage[] =
 "\n"
 "EXIT STATUS\n"
 "    0  stopped by a signal\n"
-"    1  could not start: bad config file, port in use, TLS files unreadable\n"
+"    1  could not start: bad config file, port in use, TLS files unreadable,\n"
+"       a dataset's columns not described (its header or sample unreadable)\n"
 "    2  usage error: bad option or value\n";
 
 static int usage_error(void) { return cli_usage_error("server"); }
@@ -208,6 +240,42 @@ static char *read_pem(const char *path, const char *flag)
     return NULL;
 }
 
+/* --datasets: each a [dataset NAME] of the config, once. Returns how many,
+ * or -1 after saying why. */
+static int select_datasets(const struct zb_conf *conf, const char *list,
+                           const struct dataset_conf **out)
+{
+    int n = 0;
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        const struct dataset_conf *dc = conf_dataset(conf, name);
+        if (!dc) {
+            fprintf(stderr, "server: --datasets: no [dataset %s] in %s\n", name, conf->file);
+            return -1;
+        }
+        if (!strcmp(name, "zip")) {
+            fprintf(stderr, "server: --datasets: dataset zip: /zip/ is the postal dataset's "
+                    "route; give the dataset another name\n");
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (out[i] == dc) {
+                fprintf(stderr, "server: --datasets: %s named twice\n", name);
+                return -1;
+            }
+        if (n == ZB_MAX_DATASETS) {
+            fprintf(stderr, "server: --datasets: more than %d\n", ZB_MAX_DATASETS);
+            return -1;
+        }
+        out[n++] = dc;
+        p += len;
+        if (!*p)
+            return n;
+    }
+}
+
 static void raise_fd_limit(int want)
 {
     struct rlimit rl;
@@ -232,11 +300,13 @@ int main(int argc, const char *const *argv)
         { "conf", 'c', 1, "" },     { "port", 'p', 1, "" },     { "bind", 'b', 1, "" },
         { "allow-remote", OPT_ALLOW_REMOTE, 0, "" },             { "threads", 't', 1, "" },
         { "backends", 'B', 1, "" }, { "set", 's', 1, "" },      { "help", 'h', 0, "" },
+        { "datasets", 'D', 1, "" },
         { "version", 'V', 0, "" },  { "tls-cert", OPT_TLS_CERT, 1, "" },
         { "tls-key", OPT_TLS_KEY, 1, "" },                       { NULL, 0, 0, NULL },
     };
     const char *conf_file = "conf/zipbench.conf", *port = NULL, *bind_addr = NULL,
-               *threads = NULL, *backends = NULL, *tls_cert = NULL, *tls_key = NULL;
+               *threads = NULL, *backends = NULL, *tls_cert = NULL, *tls_key = NULL,
+               *datasets = DATASET_DEFAULT;
     const char *sets[64];
     int nsets = 0;
     bool allow_remote = false;
@@ -255,6 +325,7 @@ int main(int argc, const char *const *argv)
         case OPT_TLS_KEY: tls_key = arg; break;
         case 't': threads = arg; break;
         case 'B': backends = arg; break;
+        case 'D': datasets = arg; break;
         case 's':
             if (nsets == (int)(sizeof sets / sizeof sets[0])) {
                 fprintf(stderr, "server: too many --set\n");
@@ -315,10 +386,23 @@ int main(int argc, const char *const *argv)
         fprintf(stderr, "server: --backends: %s\n", err.msg);
         goto out_conf;
     }
+    static const struct dataset_conf *named[ZB_MAX_DATASETS];
+    int ndatasets = select_datasets(&conf, datasets, named);
+    if (ndatasets < 0)
+        goto out_conf;
     rc = ZB_EXIT_FAIL;
     if (nchosen == 0) {
         fprintf(stderr, "server: %s: no [backend NAME] section to serve\n", conf_file);
         goto out_conf;
+    }
+    static struct dataset described[ZB_MAX_DATASETS];
+    static const struct dataset *data[ZB_MAX_DATASETS];
+    for (int i = 0; i < ndatasets; i++) {
+        if (dataset_describe(&described[i], named[i], &err) < 0) {
+            fprintf(stderr, "server: dataset %s: %s\n", named[i]->name, err.msg);
+            goto out_conf;
+        }
+        data[i] = &described[i];
     }
 
     if (conf.server.threads <= 0)
@@ -335,20 +419,16 @@ int main(int argc, const char *const *argv)
     }
     int want_fds = sc->max_connections + 64;
     for (int i = 0; i < nchosen; i++)
-        want_fds += chosen[i]->pool_hard_max * 2;
+        want_fds += chosen[i]->pool_hard_max * 2 * ndatasets;
     raise_fd_limit(want_fds);
 
     /* Signals: blocked in every thread (the loops inherit the mask), taken
      * by sigwait below. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs = cli_stop_signals();
 
     char names[1024];
-    if (server_start(&srv, &conf, chosen, nchosen, listen_fd, pool, names, sizeof names, &err) < 0) {
+    if (server_start(&srv, &conf, data, ndatasets, chosen, nchosen, listen_fd, pool, names,
+                     sizeof names, &err) < 0) {
         fprintf(stderr, "server: %s\n", err.msg);
         goto out_conf;
     }

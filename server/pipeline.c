@@ -45,9 +45,24 @@ static void open_one(struct lb *lb)
     lb->pipe[lb->npipes++] = dc;
 }
 
+/* Idle ones the driver no longer calls alive (pg: one that fell back to
+ * another host than its turn's, which may be back) are closed: the next
+ * lookups open others. */
+static void retire(struct lb *lb)
+{
+    for (int i = 0; i < lb->npipes; i++) {
+        struct dbconn *dc = lb->pipe[i];
+        if (dc->state == DC_READY && !dc->nsent && !dc->unflushed && !lb->sb->drv->alive(dc->db)) {
+            lb->pipe[i--] = lb->pipe[--lb->npipes];
+            dbconn_close(dc);
+        }
+    }
+}
+
 void pipe_submit(struct lookup *lk)
 {
     struct lb *lb = lk->lb;
+    retire(lb);
     struct dbconn *dc = least_busy(lb);
     if (dc) {
         dbconn_send(dc, lk);

@@ -11,9 +11,10 @@
  * share of pool_soft_max after pool_ttl_s.
  *
  * A lookup takes an idle connection of the current generation (older ones
- * are discarded: opened before a failure, suspect), or waits: a new
- * connection is opened for it if the budget allows, and it gives up with
- * 503 after acquire_timeout_ms. When the budget is spent while another
+ * are discarded: opened before a failure, suspect; so are those the
+ * driver no longer calls alive), or waits: a new connection is opened for
+ * it if the budget allows, and it gives up with 503 after
+ * acquire_timeout_ms. When the budget is spent while another
  * loop holds idle connections, this loop sets its starving bit and wakes
  * the others: one of theirs that is or goes idle is given to it, the
  * connection itself (its socket moves from one epoll set to the other),
@@ -168,7 +169,9 @@ void pool_submit(struct lookup *lk)
     unsigned gen = atomic_load_explicit(&lb->sb->gen, RELAXED);
     while (!APR_RING_EMPTY(&lb->idle, dbconn, link)) {
         struct dbconn *dc = APR_RING_FIRST(&lb->idle);
-        if (dc->gen == gen) {
+        /* Not alive: the driver wants it replaced (pg: a connection that
+         * fell back to another host than its turn's, that host may be back). */
+        if (dc->gen == gen && lb->sb->drv->alive(dc->db)) {
             use(dc, lk);
             return;
         }

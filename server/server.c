@@ -8,8 +8,9 @@
 
 #include "server.h"
 
-int server_start(struct server *srv, struct zb_conf *conf, const struct backend_conf *const *chosen,
-                 int nchosen, int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
+int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
+                 int ndatasets, const struct backend_conf *const *chosen, int nchosen,
+                 int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
                  struct zb_err *err)
 {
     char *cert = srv->tls_cert, *key = srv->tls_key;
@@ -19,13 +20,20 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct backend_
     srv->conf = conf;
     srv->listen_fd = listen_fd;
     srv->started_ns = zb_now_ns();
-    http_init();
-    for (int i = 0; i < nchosen; i++) {
-        struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
-        srv->backend[srv->nbackends++] = sb;
-        if (backend_init(sb, chosen[i], i, pool, err) < 0)
-            goto fail;
+    srv->datasets = datasets;
+    srv->ndatasets = ndatasets;
+    if (ndatasets * nchosen > SRV_MAX_SERVED) {
+        zb_fail(err, ZB_ERR_INPUT, "%d datasets on %d backends: more than %d pairs to serve",
+                ndatasets, nchosen, SRV_MAX_SERVED);
+        goto fail;
     }
+    for (int d = 0; d < ndatasets; d++)
+        for (int i = 0; i < nchosen; i++) {
+            struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
+            srv->served[srv->nserved] = sb;
+            if (backend_init(sb, chosen[i], datasets[d], srv->nserved++, pool, err) < 0)
+                goto fail;
+        }
     int n = conf->server.threads;
     if (!(srv->loops = calloc((size_t)n, sizeof *srv->loops))) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
@@ -40,14 +48,14 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct backend_
      * start; the server starts anyway and serves it once it is up. */
     size_t nn = 0;
     names[0] = 0;
-    for (int i = 0; i < srv->nbackends; i++) {
-        struct srv_backend *sb = srv->backend[i];
+    for (int i = 0; i < srv->nserved; i++) {
+        struct srv_backend *sb = srv->served[i];
         struct zb_err e = { 0 };
         bool ok = backend_start(sb, srv, &e) == 0;
         if (!ok)
             fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->conf.name, e.msg);
-        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->conf.name, ok ? "" : " (down)");
+                    "%s\n", sb->label, e.msg);
+        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
     }
@@ -101,13 +109,13 @@ void server_stop(struct server *srv, uint64_t *requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
             *requests += READ(srv->loops[i].requests);
     /* The key loaders first: they wake the loops when done. */
-    for (int i = 0; i < srv->nbackends; i++)
-        backend_destroy(srv->backend[i]);
+    for (int i = 0; i < srv->nserved; i++)
+        backend_destroy(srv->served[i]);
     for (int i = 0; i < srv->nloops; i++)
         loop_destroy(&srv->loops[i]);
     free(srv->loops);
     srv->loops = NULL;
-    srv->nloops = srv->nstarted = srv->nbackends = 0;
+    srv->nloops = srv->nstarted = srv->nserved = 0;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
     srv->listen_fd = -1;

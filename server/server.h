@@ -26,6 +26,11 @@
 #ifndef ZB_SERVER_H
 #define ZB_SERVER_H
 
+/* Before any APR header: with offsetof defined, APR_OFFSETOF (the ring
+ * macros') is offsetof, not arithmetic on a null pointer, which clang
+ * warns of and UBSan reports. */
+#include <stddef.h>
+
 #include <apr_pools.h>
 #include <apr_ring.h>
 #include <pthread.h>
@@ -36,6 +41,7 @@
 
 #include "backend.h"
 #include "conf.h"
+#include "dataset.h"
 #include "hist.h"
 #include "util.h"
 
@@ -63,7 +69,25 @@ enum watch_kind { W_MHD, W_WAKE, W_LISTEN, W_DB, W_DB_SET_ASIDE };
 struct server;
 struct loop;
 
-/* ---- a backend, shared by every loop ---- */
+/* ---- a backend serving one dataset, shared by every loop ---- */
+
+/* (dataset, backend) pairs the server can serve: --datasets times
+ * --backends. */
+#define SRV_MAX_SERVED 32
+/* The longest key a request may name, in bytes after percent-decoding. */
+#define SRV_KEY_MAX 255
+
+/* How a request's key is checked before any database work: the postal
+ * dataset's 7 digits, an integer key column's optional '-' and 1-18
+ * digits, or a text key column's any non-empty bytes. */
+enum key_kind { KEY_POSTAL, KEY_INTEGER, KEY_TEXT };
+
+/* A column's name as a JSON key, written once: `"name":` (`,"name":` after
+ * the first). */
+struct json_key {
+    char s[72];
+    unsigned char len;
+};
 
 struct srv_backend {
     /* Copy of the [backend NAME] section, read_only forced on: the server
@@ -71,8 +95,15 @@ struct srv_backend {
     struct backend_conf conf;
     const struct backend_driver *drv;
     enum strategy strategy;        /* the default: conf's strategy or persistent */
-    int index;                     /* in srv->backend[], and in each loop's lb[] */
-    char sql[1024];                /* zb_lookup_sql for conf.table */
+    int index;                     /* in srv->served[], and in each loop's lb[] */
+    /* The dataset this pair serves (owned by the caller of server_start):
+     * its table on this backend, looked up by its key column. */
+    const struct dataset *data;
+    bool postal;                   /* the postal dataset: /zip's answer and /random */
+    enum key_kind key_kind;
+    char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
+    char sql[1024];                /* zb_select_sql of the dataset's table */
+    struct json_key colkey[ZB_MAX_COLUMNS];
 
     /* Outage handling: a connection error marks the backend down and bumps
      * gen, so every connection opened before it is discarded when next
@@ -92,8 +123,8 @@ struct srv_backend {
     _Atomic int pooled;
     _Atomic uint64_t starving;
 
-    /* The distinct codes of the table, sorted, for /random: loaded by a
-     * thread of their own, which wakes every loop when done. */
+    /* The distinct codes of the table, sorted, for /random (postal only):
+     * loaded by a thread of their own, which wakes every loop when done. */
     pthread_mutex_t keys_lock;
     pthread_t keys_thread;
     bool keys_thread_started;
@@ -105,8 +136,8 @@ struct srv_backend {
 };
 
 /* backend.c */
-int  backend_init(struct srv_backend *sb, const struct backend_conf *bc, int index,
-                  apr_pool_t *parent, struct zb_err *err);
+int  backend_init(struct srv_backend *sb, const struct backend_conf *bc,
+                  const struct dataset *data, int index, apr_pool_t *parent, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run; then its keys start loading. */
 int  backend_start(struct srv_backend *sb, struct server *srv, struct zb_err *err);
@@ -136,13 +167,14 @@ APR_RING_HEAD(conn_list, dbconn);
 /* How a lookup ended. */
 enum lookup_rc { LOOKUP_OK = 0, LOOKUP_UNAVAILABLE = -1, LOOKUP_ERROR = -2 };
 
-/* One lookup of a code on one backend, from start to done(). */
+/* One lookup of a key on one backend, from start to done(). */
 struct lookup {
     APR_RING_ENTRY(lookup) link;   /* in a waiting list, or its connection's sent list */
     struct lb *lb;
     enum strategy strategy;
-    char code[8];
-    const char *params[1];         /* -> code */
+    char key[SRV_KEY_MAX + 1];     /* NUL-terminated, checked by its key_kind */
+    size_t keylen;
+    const char *params[1];         /* -> key */
     uint64_t since_ns;             /* began waiting for a connection / was sent */
     long rows;                     /* rows passed on so far */
     bool retried;                  /* a lost connection is retried once, if no row came */
@@ -154,7 +186,7 @@ struct lookup {
 };
 
 /* lookup.c */
-/* Runs lk (lb, strategy, code, on_row, done set): inline for an in-process
+/* Runs lk (lb, strategy, key, on_row, done set): inline for an in-process
  * database, else on a connection of lk's loop; done() may come before
  * this returns. health: a real round trip even while down (/health). */
 void lookup_start(struct lookup *lk, bool health);
@@ -348,10 +380,10 @@ struct loop {
     uint64_t next_check_ns;        /* no deadline comes before this */
     uint64_t rng;                  /* PRNG state for /random */
 
-    struct lb lb[ZB_MAX_BACKENDS]; /* srv->nbackends of them */
+    struct lb lb[SRV_MAX_SERVED];  /* srv->nserved of them */
     struct dbconn *to_flush[64];   /* pipelined connections with unflushed sends */
     int nflush;
-    struct lb *to_commit[ZB_MAX_BACKENDS];   /* in-process read transactions open */
+    struct lb *to_commit[SRV_MAX_SERVED];    /* in-process read transactions open */
     int ncommit;
     struct client_list awaiting;   /* clients waiting for a request header, oldest first */
     struct req_list keys_waiting;  /* /random requests waiting for a key set */
@@ -385,8 +417,12 @@ struct loop {
 /* What every loop shares, read-mostly. */
 struct server {
     struct zb_conf *conf;
-    int nbackends;
-    struct srv_backend *backend[ZB_MAX_BACKENDS];
+    /* Every (dataset, backend) pair served, dataset by dataset in the
+     * order of --datasets, each in the order of --backends. */
+    int nserved;
+    struct srv_backend *served[SRV_MAX_SERVED];
+    int ndatasets;
+    const struct dataset *const *datasets;
     uint64_t started_ns;
     int nloops, nstarted;
     struct loop *loops;
@@ -400,11 +436,13 @@ struct server {
 };
 
 /* server.c */
-/* Starts the backends (each probed once), conf->server.threads loops and
- * the acceptor on listen_fd, which it takes over. names gets " NAME" per
- * backend, " NAME (down)" for one not reachable now. On failure everything
- * started is stopped again: -1 with err. */
+/* Starts every (dataset, backend) pair of datasets x chosen (each backend
+ * probed once), conf->server.threads loops and the acceptor on listen_fd,
+ * which it takes over. datasets must outlive the server. names gets
+ * " LABEL" per pair, " LABEL (down)" for one not reachable now. On failure
+ * everything started is stopped again: -1 with err. */
 int  server_start(struct server *srv, struct zb_conf *conf,
+                  const struct dataset *const *datasets, int ndatasets,
                   const struct backend_conf *const *chosen, int nchosen, int listen_fd,
                   apr_pool_t *pool, char *names, size_t nameslen, struct zb_err *err);
 /* The stop sequence, then everything freed; requests (if not NULL) gets
@@ -445,7 +483,6 @@ void acceptor_wake(struct loop *l);
 void acceptor_slot_freed(struct server *srv);
 
 /* http.c */
-void http_init(void);
 /* A single-threaded daemon in external epoll mode, with no listening
  * socket of its own: the acceptor gives it connections. */
 struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err);
@@ -461,7 +498,7 @@ void http_wind_down(struct loop *l);
 void http_loop_free(struct loop *l);
 
 /* stats.c */
-/* /stats into b: every backend's figures summed over the loops, and each
+/* /stats into b: every served pair's figures summed over the loops, and each
  * loop's own. */
 void stats_json(struct server *srv, struct jbuf *b);
 

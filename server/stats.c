@@ -1,6 +1,6 @@
-/* /stats: each backend's figures summed over the loops, the server's, and
- * each loop's own (its share of the requests and of the CPU: the
- * benchmark's balance check reads them).
+/* /stats: each (dataset, backend) pair's figures summed over the loops,
+ * the server's, and each loop's own (its share of the requests and of the
+ * CPU: the benchmark's balance check reads them).
  *
  * Every figure has one writer, its loop; this reads them with relaxed
  * loads while they run, so a snapshot may be a few requests apart across
@@ -59,7 +59,7 @@ static void add(struct sums *s, const struct lb_stats *st)
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
 {
     static _Thread_local struct hist h;
-    struct srv_backend *sb = srv->backend[i];
+    struct srv_backend *sb = srv->served[i];
     const struct backend_conf *bc = &sb->conf;
     struct sums s = { 0 };
     hist_init(&h);
@@ -71,6 +71,10 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     size_t nkeys = atomic_load(&sb->keys) ? atomic_load(&sb->nkeys) : 0;
     jb_printf(b, "%s{\"name\":", i ? "," : "");
     jb_cstr(b, bc->name);
+    if (!sb->postal) {
+        JB_LIT(b, ",\"dataset\":");
+        jb_cstr(b, sb->data->conf->name);
+    }
     JB_LIT(b, ",\"driver\":");
     jb_cstr(b, bc->driver);
     jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"persistent\":%s,\"requests\":%llu,"
@@ -98,7 +102,7 @@ void stats_json(struct server *srv, struct jbuf *b)
     static _Thread_local struct hist all;
     hist_init(&all);
     JB_LIT(b, "{\"backends\":[");
-    for (int i = 0; i < srv->nbackends; i++)
+    for (int i = 0; i < srv->nserved; i++)
         backend_json(srv, i, b, &all);
     unsigned long long requests = 0, ok = 0, e4xx = 0, e5xx = 0, slow = 0;
     for (int i = 0; i < srv->nloops; i++) {

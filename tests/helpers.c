@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "kenall.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -234,4 +235,38 @@ int test_port(int preferred)
         memo[n++].chosen = chosen;
     }
     return chosen > 0 ? chosen : preferred;
+}
+
+int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen)
+{
+    struct zb_err err = { 0 };
+    struct kenall_opts o = { 0 };
+    struct kenall_reader *r = kenall_open(csv, &o, &err);
+    const char *const *f;
+    int rc = r && kenall_next(r, &f, &err) == 1 ? 0 : -1;
+    if (rc == 0)
+        snprintf(code, len, "%s", f[KENALL_ZIP]);
+    else
+        snprintf(why, whylen, "%s: %s", csv, err.msg[0] ? err.msg : "no row");
+    if (r)
+        kenall_close(r);
+    return rc;
+}
+
+struct ab_report ab_report(const char *text)
+{
+    struct ab_report a = { 0 };
+    const char *p;
+    if ((p = strstr(text, "Complete requests:")))
+        a.complete = atoi(p + 18);
+    if ((p = strstr(text, "Failed requests:")))
+        a.failed = atoi(p + 16);
+    if ((p = strstr(text, "Non-2xx responses:")))
+        a.non2xx = atoi(p + 18);
+    if ((p = strstr(text, "Requests per second:")))
+        a.rps = atof(p + 20);
+    if ((p = strstr(text, "(Connect: ")))
+        sscanf(p, "(Connect: %d, Receive: %d, Length: %*d, Exceptions: %d)", &a.connect,
+               &a.receive, &a.exceptions);
+    return a;
 }

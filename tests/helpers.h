@@ -22,6 +22,18 @@ int run_cmd(char *out, size_t outlen, const char *fmt, ...) __attribute__((forma
 void write_file(const char *path, const char *text);
 /* The config the tests use: $ZB_CONF, or conf/zipbench.conf. */
 const char *conf_path(void);
+/* The postal code of the first row of a KEN_ALL-layout file (a generated
+ * set) into code: 0, or -1 with why filled. */
+int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);
+
+/* The counts of an ab report in text (loadgen's is the same); a line
+ * that is not there counts 0. */
+struct ab_report {
+    int complete, failed, non2xx;
+    int connect, receive, exceptions;   /* ab's "Failed requests" split */
+    double rps;
+};
+struct ab_report ab_report(const char *text);
 
 
 /* ---- a server under test: spawned as a child, spoken to over loopback ---- */

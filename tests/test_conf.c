@@ -32,7 +32,16 @@ START_TEST(shipped_config_loads)
     struct zb_conf c;
     struct zb_err err = { 0 };
     ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(c.nbackends, 4);
+    ck_assert_int_eq(c.nbackends, 6);
+    /* The poolers' sections reach pg's data: not part of "all". */
+    const struct backend_conf *all[ZB_MAX_BACKENDS];
+    ck_assert_int_eq(conf_select(&c, "all", all, &err), 4);
+    ck_assert_int_eq(conf_select(&c, NULL, all, &err), 4);
+    ck_assert_int_eq(conf_select(&c, "pg,pg_bouncer", all, &err), 2);
+    ck_assert(conf_backend(&c, "pg_bouncer")->named_only);
+    ck_assert_str_eq(conf_option(conf_backend(&c, "pg_bouncer"), "prepare"), "no");
+    ck_assert_str_eq(conf_option(conf_backend(&c, "pg_pool"), "application_name"), "zipbench-primary");
+    ck_assert(!conf_option(conf_backend(&c, "pg"), "prepare") && !conf_backend(&c, "pg")->named_only);
     const struct backend_conf *pg = conf_backend(&c, "pg");
     ck_assert_str_eq(pg->driver, "pg");
     /* ${ZB_PG_PORT:-25432}: below the ephemeral range, unless the environment says */
@@ -73,6 +82,8 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
     expect_error("[backend x]\ndriver = pg\npool_min = 40\n\npool_hard_max = 20\n",
                  ":5: [backend x]: pool_hard_max (20) is below pool_min (40) or pool_soft_max (8)");
+    expect_error("[backend x]\ndriver = sqlite\nprepare = no\n", ":3: unknown key 'prepare' (for a sqlite backend)");
+    expect_error("[backend x]\ndriver = pg\nprepare = maybe\n", ":3: [backend x]: prepare: 'maybe' is not yes or no");
     struct zb_conf c;
     struct zb_err err = { 0 };
     ck_assert_int_eq(conf_load(&c, "/nonexistent/z.conf", &err), -1);

@@ -3,8 +3,10 @@
  *
  * The real server (server/server.c: its loop threads, each with its
  * libmicrohttpd daemon, and the acceptor) runs in this process, on a
- * loopback port, with one SQLite backend ("sqlite") on a two-row table the
- * target creates at first use. Each input is written as is to a fresh
+ * loopback port, with one SQLite backend ("sqlite") serving three
+ * datasets: postal (/zip, /postal), "nums" (an integer key, a real, a
+ * text) and "words" (a text key), each a two-row table the target creates
+ * at first use. Each input is written as is to a fresh
  * connection, and the reply read back with a short timeout: it must be
  * nothing (the server may wait for more, or close) or begin with
  * "HTTP/1.". Every 16 inputs a good request must still get its 200. Under
@@ -41,6 +43,31 @@ static void fail(const char *what, const char *msg)
     abort();
 }
 
+static struct dataset data[3];   /* postal, nums, words */
+
+/* Two rows in dataset d's table: the key column key0/key1, every other
+ * column a number for a number column, else text to escape. */
+static void make_table(struct backend *b, const struct dataset *d, const char *key0,
+                       const char *key1)
+{
+    char sql[2048], name[128];
+    struct zb_err err = { 0 };
+    struct zb_table t = dataset_table(d, b->conf, name, sizeof name);
+    zb_create_sql(sql, sizeof sql, &t, b->drv->create_suffix(b->db));
+    if (b->drv->exec(b->db, sql, &err) < 0)
+        fail("create", err.msg);
+    zb_insert_sql(sql, sizeof sql, &t, 1);
+    for (int r = 0; r < 2; r++) {
+        const char *v[ZB_MAX_COLUMNS];
+        for (int i = 0; i < t.ncols; i++)
+            v[i] = t.cols[i].type == ZB_TEXT ? "text \"quoted\" \\ \x01 東京都"
+                   : t.cols[i].type == ZB_REAL ? "-1.5e-7" : "-42";
+        v[t.key] = r ? key1 : key0;
+        if (b->drv->query(b->db, sql, t.ncols, v, NULL, NULL, NULL, &err) < 0)
+            fail("insert", err.msg);
+    }
+}
+
 static void make_db(const struct backend_conf *sbc)
 {
     struct backend_conf bc = *sbc;
@@ -49,6 +76,8 @@ static void make_db(const struct backend_conf *sbc)
     struct zb_err err = { 0 };
     if (backend_open(&b, &bc, &err) < 0)
         fail("open", err.msg);
+    make_table(&b, &data[1], "42", "-7");
+    make_table(&b, &data[2], "a b/c", "random");
     char sql[2048];
     struct zb_table table = zb_postal_table(bc.table);
     zb_create_sql(sql, sizeof sql, &table, b.drv->create_suffix(b.db));
@@ -96,11 +125,19 @@ static void setup(void)
     fprintf(f, "[server]\nthreads = 2\nconnection_timeout_s = 2\nmax_connections = 256\n"
             "max_request_bytes = 16384\n\n[backend sqlite]\ndriver = sqlite\npath = %s/fuzz.sqlite\n"
             "table = zt_fuzz\npool_min = 1\npool_soft_max = 2\npool_hard_max = 4\n"
-            "acquire_timeout_ms = 500\n", dir);
+            "acquire_timeout_ms = 500\n\n"
+            "[dataset nums]\nfile = none\nformat = csv\nheader = no\nkey = n\n"
+            "columns = n integer, r real, t text\n\n"
+            "[dataset words]\nfile = none\nformat = csv\nheader = no\nkey = w\n"
+            "columns = w text, n integer\n", dir);
     fclose(f);
     struct zb_err err = { 0 };
     if (conf_load(&conf, path, &err) < 0)
         fail("conf", err.msg);
+    static const char *const names_of[] = { DATASET_DEFAULT, "nums", "words" };
+    for (int i = 0; i < 3; i++)
+        if (dataset_describe(&data[i], conf_dataset(&conf, names_of[i]), &err) < 0)
+            fail("dataset", err.msg);
     make_db(&conf.backend[0]);
 
     apr_initialize();
@@ -115,7 +152,8 @@ static void setup(void)
     port = ntohs(a.sin_port);
     const struct backend_conf *chosen[] = { &conf.backend[0] };
     char names[256];
-    if (server_start(&srv, &conf, chosen, 1, fd, apool, names, sizeof names, &err) < 0)
+    static const struct dataset *served[] = { &data[0], &data[1], &data[2] };
+    if (server_start(&srv, &conf, served, 3, chosen, 1, fd, apool, names, sizeof names, &err) < 0)
         fail("server_start", err.msg);
     if (strstr(names, "(down)"))
         fail("server_start", names);
@@ -160,9 +198,14 @@ static size_t exchange(const void *data, size_t size, char *out, size_t outlen, 
 
 static void check_alive(void)
 {
-    static const char req[] = "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const char *const reqs[] = {
+        "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /words/sqlite/a%20b%2fc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    };
+    static unsigned turn;
+    const char *req = reqs[turn++ % 2];
     char out[4096];
-    exchange(req, sizeof req - 1, out, sizeof out, 5000);
+    exchange(req, strlen(req), out, sizeof out, 5000);
     if (strncmp(out, "HTTP/1.1 200", 12))
         fail("the server no longer answers a good request", out);
 }

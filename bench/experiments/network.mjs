@@ -1,0 +1,241 @@
+// Experiment: connection strategies across a network. The tiers on hosts
+// of their own (scripts/lab: client1, app, db as network namespaces on one
+// bridge), with a round-trip time on the client-app and app-db links,
+// against the same lookups on plain loopback in the same run. Per strategy
+// (pg pooled, pipelined, per-request direct, per-request through pgbouncer
+// and through pgpool-II; MariaDB pooled and per-request), c 1, 10, 100, and where the
+// tiers are: loopback, the lab with no delay, the lab through the delay
+// relay at RTT 0, 0.2 and 1 ms. req/s and p50/p99 latency; a plot of req/s
+// against the RTT, a line per strategy. The relay's own cost is measured in
+// the same run at every relayed setting (a round trip to app's /stats
+// through the relay against the same straight to app) and shown with every
+// figure that went through it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Cells, fmtCell, fmtNum } from '../lib/cells.mjs';
+import { table, fmtRatio } from '../lib/table.mjs';
+import { draw, writeData } from '../lib/plot.mjs';
+import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
+import { waitFor } from '../lib/http.mjs';
+import { median } from '../lib/stats.mjs';
+
+// label, backend, query: what picks each strategy.
+export const STRATEGIES = [
+  ['pg pooled', 'pg', 'strategy=pooled'],
+  ['pg pipelined', 'pg', 'strategy=pipelined'],
+  ['pg per-request direct', 'pg', 'strategy=per-request'],
+  ['pg per-request via pgbouncer', 'pg_bouncer', 'strategy=per-request'],
+  ['pg per-request via pgpool-II', 'pg_pool', 'strategy=per-request'],
+  ['innodb pooled', 'innodb', 'strategy=pooled'],
+  ['innodb per-request', 'innodb', 'strategy=per-request'],
+];
+// Where the tiers are. rtt: null, the lab with no relay (the lab's own
+// cost); a number, through the relay (its own cost at 0).
+const SETTINGS = [
+  { name: 'loopback', lab: false },
+  { name: 'lab, no relay', lab: true, rtt: null },
+  { name: 'relay, RTT 0', lab: true, rtt: 0 },
+  { name: 'relay, RTT 0.2 ms', lab: true, rtt: 0.2 },
+  { name: 'relay, RTT 1 ms', lab: true, rtt: 1 },
+];
+const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || 18380);
+// What the strategies use, in the lab and on loopback alike.
+const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
+// pgpool-II's children (scripts/pooler): each opens its backend connection
+// on its first client, so every one serves once before anything is timed.
+// More than the highest c; --quick, whose c is 10, starts fewer.
+const pgpoolChildren = ctx => (ctx.quick ? 32 : 128);
+
+const script = (ctx, name, args, env) =>
+  run(path.join(ctx.root, 'scripts', name), args, { env, log: ctx.logFile, timeoutS: 600 });
+const tail = r => (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ');
+
+function shellEnv(text) {
+  const env = {};
+  for (const m of text.matchAll(/^export (\w+)=(.*)$/gm))
+    env[m[1]] = m[2].replace(/^'(.*)'$/, '$1').replace(/\\(.)/g, '$1');
+  return env;
+}
+
+// One run of loadgen, on client1 in the lab (through scripts/lab exec) or
+// here, for `seconds` or (requests) that many requests: {value: req/s, p50,
+// p99 (us), errors}, or NaN when nothing was answered well (a run whose
+// every answer is an error measures nothing).
+async function clientRun(ctx, { inLab, env, url, c, seconds, requests }) {
+  const prefix = inLab ? [path.join(ctx.root, 'scripts/lab'), 'exec', 'client1'] : [];
+  const span = requests ? ['-n', String(requests)] : ['-t', String(seconds), '-n', '50000000'];
+  const cmd = [...prefix, ctx.bin('loadgen'), '-q', '--json', '-k', '-c', String(c), ...span, url];
+  const r = await runJSON(cmd[0], cmd.slice(1), { env, log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
+  const j = r.json[0];
+  const res = j && { value: j.rps, completed: j.completed, p50: j.latency_us?.p50, p99: j.latency_us?.p99,
+                     errors: (j.failed || 0) + (j.non2xx || 0) };
+  if (!res || !res.completed || res.errors >= res.completed) {
+    ctx.log(`${url} -c ${c}: ${res ? `${res.errors} errors of ${res.completed}` : 'no report'}`);
+    return NaN;
+  }
+  return res;
+}
+
+// The relay's own cost in a relayed lab, in ms: the p50 of a keep-alive
+// round trip from client1 to app's /stats (answered by the server alone, no
+// database) through the relay, less the same straight to app's own
+// address, less the RTT it was asked to add.
+// At RTT 0 that is all the relay's doing; at a given RTT it also holds its
+// timers' lateness.
+async function relayCost(ctx, env, lab, rtt) {
+  const p50 = async addr => {
+    const r = await clientRun(ctx, { inLab: true, env, url: `http://${addr}:${lab.ZB_LAB_APP_PORT}/stats`,
+                                     c: 1, requests: ctx.quick ? 500 : 3000 });
+    return Number.isFinite(r?.p50) ? r.p50 / 1000 : NaN;
+  };
+  const straight = await p50(lab.ZB_LAB_ADDR_APP), relayed = await p50(lab.ZB_LAB_APP);
+  return relayed - straight - rtt;
+}
+
+export default {
+  title: 'connection strategies across a network (scripts/lab)',
+  async run(ctx) {
+    const seconds = ctx.quick ? 1 : 2;
+    const levels = ctx.quick ? [10] : [1, 10, 100];
+    // --quick: what every code path needs, loopback and the relay at 0.
+    const settings = ctx.quick ? SETTINGS.filter(s => !s.lab || s.rtt === 0) : SETTINGS;
+    const work = path.resolve(ctx.build, 'bench-network');
+    fs.mkdirSync(work, { recursive: true });
+    // The run's own lab (named after its directory: a lab of yours in
+    // build/lab is left alone).
+    const children = pgpoolChildren(ctx);
+    const env = { ZB_LAB_DIR: path.join(work, 'lab'), ZB_PGPOOL_CHILDREN: String(children) };
+    const head = ['## Connection strategies across a network', ''];
+
+    if (process.getuid() !== 0 || (await run('unshare', ['--net', 'true'])).code !== 0) {
+      ctx.warn('network: skipped: this run cannot make network namespaces (root, unshare --net)');
+      return head.concat(['Skipped: the run could not make network namespaces (it needs root).', '']).join('\n');
+    }
+    // The poolers on loopback, for the loopback cells; the lab runs its own.
+    let r = await script(ctx, 'pooler', ['status']);
+    if (r.code !== 0) {
+      r = await script(ctx, 'pooler', ['start'], env);
+      if (r.code !== 0) throw new Error(`scripts/pooler start failed: ${tail(r)}`);
+      atCleanup(() => script(ctx, 'pooler', ['stop']));
+    }
+    r = await script(ctx, 'lab', ['up', '--clients', '1'], env);
+    if (r.code !== 0) throw new Error(`scripts/lab up failed: ${tail(r)}`);
+    atCleanup(() => script(ctx, 'lab', ['down'], env));
+    // --quick: a sample of the list, which loads in a second.
+    let dataset = path.resolve(ctx.dataset);
+    if (ctx.quick) {
+      dataset = path.join(work, 'sample.csv');
+      r = await run(ctx.bin('gen'), ['--rows', '5000', '--seed', '14', '-o', dataset]);
+      if (r.code !== 0) throw new Error(`gen failed: ${tail(r)}`);
+    }
+    r = await script(ctx, 'lab', ['load', '--dataset', dataset, '--backends', 'pg,innodb'], env);
+    if (r.code !== 0) throw new Error(`scripts/lab load failed: ${tail(r)}`);
+    const status = (await script(ctx, 'lab', ['status'], env)).stdout.trim();
+
+    const results = {}, relayMs = {};
+    let delayKind = 'relay';
+    for (const s of settings) {
+      let base, srv = null;
+      if (s.lab) {
+        r = await script(ctx, 'lab', ['rtt', s.rtt === null ? 'off' : String(s.rtt)], env);
+        if (r.code !== 0) throw new Error(`scripts/lab rtt: ${tail(r)}`);
+        await script(ctx, 'lab', ['server', 'stop'], env);
+        r = await script(ctx, 'lab', ['server', 'start', '--backends', BACKENDS], env);
+        if (r.code !== 0) throw new Error(`scripts/lab server start: ${tail(r)}`);
+        const e = shellEnv((await script(ctx, 'lab', ['env'], env)).stdout);
+        base = e.ZB_LAB_URL;
+        if (e.ZB_LAB_DELAY === 'netem') delayKind = 'netem';
+        if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
+      } else {
+        srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(PORT),
+                                             '--backends', BACKENDS],
+                         { log: path.join(work, 'server.log') });
+        if (!(await waitFor(PORT, '/health', { want: 0, alive: srv.alive })))
+          throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
+        base = `http://127.0.0.1:${PORT}`;
+      }
+      try {
+        const go = (url, c, requests) => clientRun(ctx, { inLab: s.lab, env, url, c, seconds, requests });
+        // Every request answered before the cells start (a run cut by -t
+        // leaves requests in flight that the next run would wait behind).
+        await go(`${base}/zip/pg_pool/random?strategy=per-request`, children, 2 * children);
+        const cells = new Cells(ctx, `network ${s.name}`,
+                                { budgetS: ctx.repeat.budgetS / settings.length });
+        for (const c of levels) for (const [label, b, q] of STRATEGIES)
+          cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c));
+        await cells.measure();
+        results[s.name] = cells;
+      } finally {
+        if (srv) await srv.stop();
+        else await script(ctx, 'lab', ['server', 'stop'], env);
+      }
+    }
+
+    // The latency medians of a cell's runs, in ms.
+    const ms = (cell, k) => {
+      const v = (cell?.extras || []).map(e => e[k]).filter(Number.isFinite);
+      return v.length ? median(v) / 1000 : NaN;
+    };
+    const errors = cell => (cell?.extras || []).reduce((n, e) => n + (e.errors || 0), 0);
+    const lines = [...head,
+      `Command: \`${ctx.command('network')}\`. The lab: \`scripts/lab up --clients 1\` in ` +
+      `\`${path.relative(ctx.root, env.ZB_LAB_DIR)}\`, client1, app (the server) and db (PostgreSQL, ` +
+      'MariaDB, pgbouncer, pgpool-II) as network namespaces on one bridge, every host on every CPU; ' +
+      (delayKind === 'netem' ? 'the RTT is sch_netem\'s, RTT/2 on each host\'s interface. '
+                             : 'the RTT through `build/bin/relay` on the bridge\'s namespace (this kernel has no sch_netem): ' +
+                               'every chunk held RTT/2 each way, a new connection one RTT. ') +
+      'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run.',
+      `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?strategy=S\` (the server draws the key) ` +
+      'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
+      'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +
+      `pgpool-II's ${children} children (the lab's; loopback's as \`scripts/pooler\` started them) ` +
+      'were each given a client before the runs.',
+      'What the lab costs: "loopback" against "lab, no relay". What the relay itself costs, measured in ' +
+      'this run at each relayed setting: the p50 of a keep-alive round trip from client1 to app\'s `/stats` ' +
+      'through the relay, less the same straight to app\'s own address, less the RTT asked for; its ' +
+      'zero-delay cost (at RTT 0) is in the header of every relayed column, and every figure there carries ' +
+      'it once per round trip on each relayed link (client-app, app-db).', '',
+      '```', status, '```', ''];
+    const zero = relayMs['relay, RTT 0'];
+    const column = s => !(s.name in relayMs) ? s.name
+      : `${s.name}<br>(relay's own: +${fmtNum(zero, 3)} ms at RTT 0` +
+        (s.rtt ? `, +${fmtNum(relayMs[s.name], 3)} ms here)` : ')');
+    for (const c of levels) {
+      lines.push(`### c = ${c}: req/s, and p50 / p99 latency in ms`, '');
+      lines.push(table(['strategy', ...settings.map(column)],
+        STRATEGIES.map(([label]) => [label, ...settings.map(s => {
+          const cell = results[s.name]?.get(`${label} ${c}`);
+          if (!cell) return '-';
+          const e = errors(cell);
+          return `${fmtCell(cell)}${e ? ` [${e} errors]` : ''}<br>${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
+        })])));
+      // The issue's target: per-request through pgbouncer at c 10 at least 5x direct.
+      for (const s of settings) {
+        const x = results[s.name].median(`pg per-request via pgbouncer ${c}`) /
+                  results[s.name].median(`pg per-request direct ${c}`);
+        lines.push(`- ${s.name}: per-request via pgbouncer / direct: ${fmtRatio(x)}` +
+                   (c === 10 && Number.isFinite(x) ? `, target >= 5x: ${x >= 5 ? 'met' : 'not met'}` : ''));
+      }
+      lines.push('');
+    }
+    for (const s of settings) lines.push(`${s.name}: ${results[s.name].machineNote()}`);
+    if (Object.keys(relayMs).length)
+      lines.push('', 'The relay\'s own cost per round trip, this run (ms, p50; at RTT > 0 its timers\' lateness ' +
+                 'included): ' + Object.entries(relayMs).map(([n, v]) => `${n}: +${fmtNum(v, 3)}`).join('; ') + '.');
+
+    // req/s against the RTT through the relay, a line per strategy, at c 10.
+    const c = levels.includes(10) ? 10 : levels[0];
+    const relayed = settings.filter(s => Number.isFinite(s.rtt));
+    const file = writeData(ctx.out, 'network.dat', [
+      ['#rtt_ms', ...STRATEGIES.map(([l]) => l.replace(/ /g, '_'))],
+      ...relayed.map(s => [s.rtt, ...STRATEGIES.map(([l]) => fmtNum(results[s.name].median(`${l} ${c}`), 1))])]);
+    draw(ctx.out, 'network', 800, 460, [
+      `set title 'Lookups across a network: req/s against the RTT (c ${c}; client-app and app-db)'`,
+      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'req/s'", 'set logscale y',
+      'set key outside right', 'set grid',
+      'plot ' + STRATEGIES.map(([l], i) => `'${file}' using 1:${i + 2} with linespoints title '${l}'`).join(', '),
+    ].join('\n'));
+    lines.push('', 'Plot: `plots/network.svg` (data: `data/network.dat`).', '');
+    return lines.join('\n');
+  },
+};
