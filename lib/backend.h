@@ -88,7 +88,9 @@ struct backend_driver {
 
     /* The backend's fastest load path into table (which exists, empty):
      * PostgreSQL COPY, MariaDB LOAD DATA LOCAL INFILE, SQLite prepared
-     * inserts. Returns rows loaded, or -1. The caller owns the transaction
+     * inserts. Returns rows loaded as the database counts them (COPY's
+     * tag, LOAD DATA's affected rows, SQLite's own inserts), which must be
+     * the rows next gave, or -1. The caller owns the transaction
      * where the backend has one. Every value must be stored whole: a
      * warning (a value cut or changed) fails the load, and an error about
      * one row sets err->row to its place among the rows next gave. */
