@@ -498,8 +498,8 @@ static long long pg_bulk_load(struct db *db, const struct zb_table *table, rows_
                 err->row = row;
         } else {
             /* COPY's own count of the rows it stored must be what was sent. */
-            long long stored = rc >= 0 ? strtoll(PQcmdTuples(r), NULL, 10) : rows;
-            if (stored != rows)
+            long long stored = strtoll(PQcmdTuples(r), NULL, 10);
+            if (rc >= 0 && stored != rows)
                 rc = zb_fail(err, ZB_ERR_SQL, "pg: COPY stored %lld of %lld rows", stored, rows);
             PQclear(r);
         }

@@ -6,6 +6,7 @@
 
 #include <apr_getopt.h>
 #include <apr_pools.h>
+#include <signal.h>
 #include <stdbool.h>
 
 /* Exit codes every zipbench program uses. */
@@ -29,7 +30,6 @@ int cli_usage_error(const char *prog);
  * this thread and in every thread it starts afterwards (they inherit the
  * mask), ignores SIGPIPE (a peer gone shows as EPIPE), and returns the set
  * to sigwait on. */
-#include <signal.h>
 sigset_t cli_stop_signals(void);
 
 #endif
