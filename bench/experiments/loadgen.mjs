@@ -18,8 +18,8 @@ import { table, fmtRatio } from '../lib/table.mjs';
 import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
 import { parseAb } from '../lib/clients.mjs';
-import { median } from '../lib/stats.mjs';
-import { nproc, childrenOf } from '../lib/proc.mjs';
+import { median, summarize } from '../lib/stats.mjs';
+import { nproc, childrenOf, cpuTicks } from '../lib/proc.mjs';
 import { versions } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
 
@@ -73,6 +73,7 @@ export default {
         args = ['wrk', '-t', String(th), '-c', String(c), '-d', `${wrkSecs[`${url} ${c} ${ka}`] || 1}s`, ...close, url];
         parse = parseWrk;
       }
+      const core0 = pin.length ? cpuTicks(0) : null;   // pinned: nginx's core
       const r = await run(pin.length ? pin[0] : '/usr/bin/time',
                           [...pin.slice(1), ...(pin.length ? ['/usr/bin/time'] : []), '-f', '%U %S', '-o', timeFile, ...args],
                           { log: ctx.logFile, timeoutS: 120 });
@@ -80,7 +81,9 @@ export default {
       if (!p || !p.completed) { ctx.log(`${client} -c ${c} keep-alive=${ka} ${url} failed: ${r.stdout.trim().split('\n').pop()}`); return NaN; }
       const [u, s] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
       if (client === 'loadgen') wrkSecs[`${url} ${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
-      return { value: p.rps, cpu: (u + s) * 1e6 / p.completed };
+      const core1 = core0 && cpuTicks(0);
+      const serverCore = core0 && core1.total > core0.total ? (core1.busy - core0.busy) / (core1.total - core0.total) : NaN;
+      return { value: p.rps, cpu: (u + s) * 1e6 / p.completed, serverCore };
     };
 
     // A section: every client at each -c and keep-alive, measured together
@@ -153,15 +156,19 @@ export default {
         : cl === 'loadgen-resume' ? 'loadgen --tls-resume'
         : cl.startsWith('loadgen-t') ? `loadgen --threads ${cl.slice(9)}`
         : cl === 'wrk' && c > 1 ? 'wrk -t 2' : cl === 'wrk-t1' ? 'wrk -t 1' : cl === 'h2load' ? 'h2load --h1 -t 1' : cl;
+      const core = k => { const c = cells.get(k); const v = c ? c.extras.map(e => e.serverCore).filter(Number.isFinite) : [];
+        return v.length ? `${(100 * median(v)).toFixed(0)}%` : ''; };
+      const pinnedRows = rows.some(([cl, c, ka]) => core(`${cl} ${c} ${ka}`));
       const body = rows.map(([cl, c, ka]) => {
         const k = `${cl} ${c} ${ka}`;
         const lg = cl.startsWith('loadgen');
         const ratio = names => { const b = best(names, c, ka); return lg && b ? fmtRatio(med(k) / b) : ''; };
         return [name(cl, c), c, ka, fmtCell(cells.get(k)), Number.isFinite(cpu(k)) ? cpu(k).toFixed(2) : '-',
-                ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
+                ...(pinnedRows ? [core(k)] : []), ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
       });
-      return [table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req', 'loadgen/wrk',
-                     'loadgen/h2load', 'loadgen/ab'], body, 'lrlrrrrr'), cells.machineNote()].join('\n');
+      return [table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req',
+                     ...(pinnedRows ? ['nginx core busy'] : []), 'loadgen/wrk', 'loadgen/h2load', 'loadgen/ab'],
+                    body, pinnedRows ? 'lrlrrrrrr' : 'lrlrrrrr'), cells.machineNote()].join('\n');
     };
 
     // Issue 13's targets, from the pinned table: loadgen at least 1.0x wrk
@@ -170,9 +177,20 @@ export default {
     for (const c of ctx.quick ? [10] : [10, 100]) for (const ka of ['yes', 'no']) {
       const m = k => pinned.cells.median(`${k} ${c} ${ka}`);
       const u = k => { const x = pinned.cells.get(`${k} ${c} ${ka}`); return x && x.extras.length ? median(x.extras.map(e => e.cpu)) : NaN; };
-      const rw = m('loadgen') / m('wrk-t1'), rh = m('loadgen') / m('h2load');
+      // Same-round ratios: the pinned rate without keep-alive swings between
+      // runs with the machine's state for every client alike (docs/LOADGEN.md).
+      const paired = peer => {
+        const r = pinned.cells.pairedRatios(`loadgen ${c} ${ka}`, `${peer} ${c} ${ka}`);
+        const s = r.length ? summarize(r) : null;
+        return !s ? { median: m('loadgen') / m(peer), text: 'no paired rounds' }
+          : { median: s.median, text: `${s.n} rounds, range ${s.min.toFixed(2)}-${s.max.toFixed(2)}` +
+              (Number.isFinite(s.lo) ? `, 95% CI ${s.lo.toFixed(2)}-${s.hi.toFixed(2)}` : '') };
+      };
+      const pw = paired('wrk-t1'), ph = paired('h2load');
+      const rw = pw.median, rh = ph.median;
       const ok = x => x >= 1 ? 'met' : 'not met';
-      targets.push(`- -c ${c}, keep-alive ${ka}: req/s ${rw.toFixed(3)}x wrk (${ok(rw)}), ${rh.toFixed(3)}x h2load (${ok(rh)}); ` +
+      targets.push(`- -c ${c}, keep-alive ${ka}: req/s ${rw.toFixed(3)}x wrk (${ok(rw)}; ${pw.text}), ` +
+        `${rh.toFixed(3)}x h2load (${ok(rh)}; ${ph.text}); ` +
         `CPU ${u('loadgen').toFixed(2)} µs/req against wrk ${u('wrk-t1').toFixed(2)} and h2load ${u('h2load').toFixed(2)} ` +
         `(${u('loadgen') <= u('wrk-t1') && u('loadgen') <= u('h2load') ? 'met' : 'not met'})`);
     }
@@ -195,7 +213,11 @@ export default {
       'nginx with one worker, pinned with its master to CPU 0; each client on CPU 1 (`taskset -c 1`). The server',
       'gets one core whatever the client does, so the client\'s own cost decides.', '',
       render(pinned), '',
-      'Targets (issue 13: at least 1.0x wrk and h2load, CPU per request at most theirs):', '', ...targets, '',
+      'nginx core busy: the share of CPU 0 (nginx\'s) that was busy during the run, median over runs; below 100%',
+      'the client, not nginx, was the limit.', '',
+      'Targets (issue 13: at least 1.0x wrk and h2load, CPU per request at most theirs). The req/s ratio is the',
+      'median of same-round ratios (loadgen\'s run over the peer\'s in the same round of the interleaving):', '',
+      ...targets, '',
       '### HTTPS', '',
       'nginx as in the first table, on its TLS port. Without keep-alive every request opens a TLS connection',
       'with a full handshake (ECDHE X25519, ECDSA P-256), as ab does and a first visit costs; --tls-resume',

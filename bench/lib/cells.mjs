@@ -40,7 +40,7 @@ export class Cells {
 
   #cell(key, meta = {}) {
     if (!this.cells.has(key))
-      this.cells.set(key, { key, meta, values: [], extras: [], machine: [], failed: 0,
+      this.cells.set(key, { key, meta, values: [], extras: [], machine: [], rounds: [], failed: 0,
                             done: false, capped: false });
     return this.cells.get(key);
   }
@@ -95,6 +95,7 @@ export class Cells {
             c.values.push(value);
             c.extras.push(extra);
             c.machine.push(m);
+            c.rounds.push(round);
           }
           this.#settle(c);
         }
@@ -119,6 +120,16 @@ export class Cells {
   }
 
   get(key) { return this.cells.get(key); }
+
+  // a/b per round in which both cells ran: a same-round ratio cancels
+  // what drifts between rounds (the machine's state), which a ratio of
+  // two cells' medians keeps.
+  pairedRatios(keyA, keyB) {
+    const a = this.cells.get(keyA), b = this.cells.get(keyB);
+    if (!a || !b) return [];
+    const byRound = new Map(b.rounds.map((r, i) => [r, b.values[i]]));
+    return a.rounds.flatMap((r, i) => byRound.has(r) && byRound.get(r) > 0 ? [a.values[i] / byRound.get(r)] : []);
+  }
   median(key) { const c = this.cells.get(key); return c && c.values.length ? c.summary.median : NaN; }
   keys() { return [...this.cells.keys()]; }
 

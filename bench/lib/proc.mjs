@@ -31,6 +31,14 @@ export function cpuTimes() {
            total: user + nice + system + idle + iowait + irq + softirq + steal };
 }
 
+// Busy ticks and all ticks of one CPU (cpuN's line of /proc/stat).
+export function cpuTicks(n) {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find(l => l.startsWith(`cpu${n} `));
+  const v = line ? line.trim().split(/\s+/).slice(1).map(Number) : [];
+  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - (v[3] || 0) - (v[4] || 0), total };
+}
+
 // Shares of the machine's CPU time between two cpuTimes() samples.
 export function cpuShares(a, b) {
   const t = b.total - a.total;
