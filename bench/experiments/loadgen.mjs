@@ -75,15 +75,15 @@ export default {
       }
       const core0 = pin.length ? cpuTicks(0) : null;   // pinned: nginx's core
       const r = await run(pin.length ? pin[0] : '/usr/bin/time',
-                          [...pin.slice(1), ...(pin.length ? ['/usr/bin/time'] : []), '-f', '%U %S', '-o', timeFile, ...args],
+                          [...pin.slice(1), ...(pin.length ? ['/usr/bin/time'] : []), '-f', '%U %S %w', '-o', timeFile, ...args],
                           { log: ctx.logFile, timeoutS: 120 });
       const p = parse(r.stdout);
       if (!p || !p.completed) { ctx.log(`${client} -c ${c} keep-alive=${ka} ${url} failed: ${r.stdout.trim().split('\n').pop()}`); return NaN; }
-      const [u, s] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+      const [u, s, waits] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
       if (client === 'loadgen') wrkSecs[`${url} ${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
       const core1 = core0 && cpuTicks(0);
       const serverCore = core0 && core1.total > core0.total ? (core1.busy - core0.busy) / (core1.total - core0.total) : NaN;
-      return { value: p.rps, cpu: (u + s) * 1e6 / p.completed, serverCore };
+      return { value: p.rps, cpu: (u + s) * 1e6 / p.completed, serverCore, sleeps: waits / p.completed };
     };
 
     // A section: every client at each -c and keep-alive, measured together
@@ -156,19 +156,21 @@ export default {
         : cl === 'loadgen-resume' ? 'loadgen --tls-resume'
         : cl.startsWith('loadgen-t') ? `loadgen --threads ${cl.slice(9)}`
         : cl === 'wrk' && c > 1 ? 'wrk -t 2' : cl === 'wrk-t1' ? 'wrk -t 1' : cl === 'h2load' ? 'h2load --h1 -t 1' : cl;
-      const core = k => { const c = cells.get(k); const v = c ? c.extras.map(e => e.serverCore).filter(Number.isFinite) : [];
-        return v.length ? `${(100 * median(v)).toFixed(0)}%` : ''; };
+      const extra = (k, f) => { const c = cells.get(k); const v = c ? c.extras.map(f).filter(Number.isFinite) : [];
+        return v.length ? median(v) : NaN; };
+      const core = k => { const v = extra(k, e => e.serverCore); return Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : ''; };
+      const sleeps = k => { const v = extra(k, e => e.sleeps); return Number.isFinite(v) ? v.toFixed(2) : ''; };
       const pinnedRows = rows.some(([cl, c, ka]) => core(`${cl} ${c} ${ka}`));
       const body = rows.map(([cl, c, ka]) => {
         const k = `${cl} ${c} ${ka}`;
         const lg = cl.startsWith('loadgen');
         const ratio = names => { const b = best(names, c, ka); return lg && b ? fmtRatio(med(k) / b) : ''; };
         return [name(cl, c), c, ka, fmtCell(cells.get(k)), Number.isFinite(cpu(k)) ? cpu(k).toFixed(2) : '-',
-                ...(pinnedRows ? [core(k)] : []), ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
+                ...(pinnedRows ? [core(k), sleeps(k)] : []), ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
       });
       return [table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req',
-                     ...(pinnedRows ? ['nginx core busy'] : []), 'loadgen/wrk', 'loadgen/h2load', 'loadgen/ab'],
-                    body, pinnedRows ? 'lrlrrrrrr' : 'lrlrrrrr'), cells.machineNote()].join('\n');
+                     ...(pinnedRows ? ['nginx core busy', 'client sleeps/req'] : []), 'loadgen/wrk', 'loadgen/h2load',
+                     'loadgen/ab'], body, pinnedRows ? 'lrlrrrrrrr' : 'lrlrrrrr'), cells.machineNote()].join('\n');
     };
 
     // Issue 13's targets, from the pinned table: loadgen at least 1.0x wrk
@@ -214,7 +216,9 @@ export default {
       'gets one core whatever the client does, so the client\'s own cost decides.', '',
       render(pinned), '',
       'nginx core busy: the share of CPU 0 (nginx\'s) that was busy during the run, median over runs; below 100%',
-      'the client, not nginx, was the limit.', '',
+      'the client, not nginx, was the limit. Client sleeps/req: the client\'s voluntary context switches (GNU time',
+      '%w) per request. Each sleep costs the server\'s core a wake-up of the client on the other CPU, an',
+      'interrupt that on this virtual machine takes a visible share of nginx\'s time (docs/LOADGEN.md).', '',
       'Targets (issue 13: at least 1.0x wrk and h2load, CPU per request at most theirs). The req/s ratio is the',
       'median of same-round ratios (loadgen\'s run over the peer\'s in the same round of the interleaving):', '',
       ...targets, '',
@@ -229,10 +233,10 @@ export default {
       `${n(httpsUrl, 10, 'no')} for https without keep-alive; wrk runs for loadgen's time rounded up to a second, S; T is 2,`,
       `or 1 at -c 1 and in the -t 1 rows; -t ${CAP} only caps a run on a busy machine, the same for loadgen and ab):`, '',
       '```',
-      `[taskset -c 1] /usr/bin/time -f '%U %S' build/bin/loadgen -q [--threads ${alt.slice(9)}] [--tls-resume] [-k] -t ${CAP} -n N -c C URL`,
-      `/usr/bin/time -f '%U %S' ab -q -r [-k] -t ${CAP} -n N -c C URL`,
-      `[taskset -c 1] /usr/bin/time -f '%U %S' wrk -t T -c C -d Ss [-H 'Connection: close'] URL`,
-      `[taskset -c 1] /usr/bin/time -f '%U %S' h2load --h1 -t 1 -c C -n N [-H 'Connection: close'] URL`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S %w' build/bin/loadgen -q [--threads ${alt.slice(9)}] [--tls-resume] [-k] -t ${CAP} -n N -c C URL`,
+      `/usr/bin/time -f '%U %S %w' ab -q -r [-k] -t ${CAP} -n N -c C URL`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S %w' wrk -t T -c C -d Ss [-H 'Connection: close'] URL`,
+      `[taskset -c 1] /usr/bin/time -f '%U %S %w' h2load --h1 -t 1 -c C -n N [-H 'Connection: close'] URL`,
       'ZB_NGINX_WORKERS=1 scripts/nginx start; taskset -a -p -c 0 <nginx master and worker>   # pinned',
       '```', '', explain(ctx, 'loadgen'), '',
       'Why the figures look as they do, and what else was tried: docs/LOADGEN.md.'].join('\n');
