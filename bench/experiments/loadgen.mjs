@@ -19,7 +19,7 @@ import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
 import { parseAb } from '../lib/clients.mjs';
 import { median, summarize } from '../lib/stats.mjs';
-import { nproc, childrenOf, cpuTicks } from '../lib/proc.mjs';
+import { nproc, childrenOf, cpuTimes, cpuShares } from '../lib/proc.mjs';
 import { versions } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
 
@@ -73,7 +73,7 @@ export default {
         args = ['wrk', '-t', String(th), '-c', String(c), '-d', `${wrkSecs[`${url} ${c} ${ka}`] || 1}s`, ...close, url];
         parse = parseWrk;
       }
-      const core0 = pin.length ? cpuTicks(0) : null;   // pinned: nginx's core
+      const core0 = pin.length ? cpuTimes(0) : null;   // pinned: nginx's core
       const r = await run(pin.length ? pin[0] : '/usr/bin/time',
                           [...pin.slice(1), ...(pin.length ? ['/usr/bin/time'] : []), '-f', '%U %S %w', '-o', timeFile, ...args],
                           { log: ctx.logFile, timeoutS: 120 });
@@ -81,8 +81,7 @@ export default {
       if (!p || !p.completed) { ctx.log(`${client} -c ${c} keep-alive=${ka} ${url} failed: ${r.stdout.trim().split('\n').pop()}`); return NaN; }
       const [u, s, waits] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
       if (client === 'loadgen') wrkSecs[`${url} ${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
-      const core1 = core0 && cpuTicks(0);
-      const serverCore = core0 && core1.total > core0.total ? (core1.busy - core0.busy) / (core1.total - core0.total) : NaN;
+      const serverCore = core0 ? cpuShares(core0, cpuTimes(0)).busy : NaN;
       return { value: p.rps, cpu: (u + s) * 1e6 / p.completed, serverCore, sleeps: waits / p.completed };
     };
 

@@ -21,22 +21,15 @@ export function loadavg() {
   return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
 }
 
-// The machine's CPU time so far, in ticks, from the "cpu" line of /proc/stat.
-export function cpuTimes() {
-  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0];
+// CPU time so far, in ticks, from /proc/stat: the whole machine's ("cpu"
+// line), or one CPU's (cpuTimes(0): the "cpu0" line).
+export function cpuTimes(cpu = '') {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find(l => l.startsWith(`cpu${cpu} `)) || '';
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   const [user, nice, system, idle, iowait, irq, softirq, steal = 0] = v;
   // guest time is already counted in user
   return { user, nice, system, idle, iowait, irq, softirq, steal,
            total: user + nice + system + idle + iowait + irq + softirq + steal };
-}
-
-// Busy ticks and all ticks of one CPU (cpuN's line of /proc/stat).
-export function cpuTicks(n) {
-  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find(l => l.startsWith(`cpu${n} `));
-  const v = line ? line.trim().split(/\s+/).slice(1).map(Number) : [];
-  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - (v[3] || 0) - (v[4] || 0), total };
 }
 
 // Shares of the machine's CPU time between two cpuTimes() samples.
