@@ -56,3 +56,19 @@ test('cells: a batch gives several figures at once, failed runs do not count', a
   assert.ok(cells.get('b').failed > 0);
   assert.equal(fmtCell(undefined), '-');
 });
+
+test('cells: same-round ratios pair the runs of one round', async () => {
+  // The machine swings between a fast and a slow state from round to round;
+  // b is 1.2x a within every round, and each ratio says exactly that.
+  const state = [100, 50, 100, 50, 50, 50, 100];
+  let ra = 0, rb = 0;
+  const cells = new Cells({ ...ctx, repeat: { ...ctx.repeat, minRuns: 7, maxRuns: 7 } }, 'paired');
+  cells.add('a', () => state[ra++]);
+  cells.add('b', () => 1.2 * state[rb++]);
+  await cells.measure();
+  const r = cells.pairedRatios('b', 'a');
+  assert.equal(r.length, 7);
+  assert.ok(r.every(x => Math.abs(x - 1.2) < 1e-9));
+  assert.deepEqual(cells.get('a').rounds, [1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(cells.pairedRatios('b', 'missing'), []);
+});
