@@ -18,7 +18,7 @@ import { table, fmtRatio } from '../lib/table.mjs';
 import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
 import { parseAb } from '../lib/clients.mjs';
-import { median, summarize } from '../lib/stats.mjs';
+import { median } from '../lib/stats.mjs';
 import { nproc, childrenOf, cpuTimes, cpuShares } from '../lib/proc.mjs';
 import { versions } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
@@ -181,11 +181,9 @@ export default {
       // Same-round ratios: the pinned rate without keep-alive swings between
       // runs with the machine's state for every client alike (docs/LOADGEN.md).
       const paired = peer => {
-        const r = pinned.cells.pairedRatios(`loadgen ${c} ${ka}`, `${peer} ${c} ${ka}`);
-        const s = r.length ? summarize(r) : null;
-        return !s ? { median: m('loadgen') / m(peer), text: 'no paired rounds' }
-          : { median: s.median, text: `${s.n} rounds, range ${s.min.toFixed(2)}-${s.max.toFixed(2)}` +
-              (Number.isFinite(s.lo) ? `, 95% CI ${s.lo.toFixed(2)}-${s.hi.toFixed(2)}` : '') };
+        const { value, summary: s } = pinned.cells.sameRoundRatio(`loadgen ${c} ${ka}`, `${peer} ${c} ${ka}`);
+        return { median: value, text: !s ? 'no paired rounds' : `${s.n} rounds, range ${s.min.toFixed(2)}-${s.max.toFixed(2)}` +
+                 (Number.isFinite(s.lo) ? `, 95% CI ${s.lo.toFixed(2)}-${s.hi.toFixed(2)}` : '') };
       };
       const pw = paired('wrk-t1'), ph = paired('h2load');
       const rw = pw.median, rh = ph.median;

@@ -19,7 +19,7 @@ import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from
 import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
 import { ab, loadgen } from '../lib/clients.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
-import { median, summarize } from '../lib/stats.mjs';
+import { median } from '../lib/stats.mjs';
 import { clockTicks, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { programs } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
@@ -334,13 +334,10 @@ async function balanceRuns(ctx, port, srv, backends, strat, keys, threads) {
 function targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, c10, cpuOf, tool }) {
   const med = k => cells.median(k);
   // a/b from the runs of one round (both cells are interleaved in the same
-  // rounds), so the box's swings between rounds cancel; the ratio of the
-  // two medians where no round has both.
+  // rounds), so the box's swings between rounds cancel.
   const ratio = (a, b) => {
-    const r = cells.pairedRatios(a, b);
-    if (!r.length) return { value: med(a) / med(b), how: 'ratio of medians' };
-    const x = summarize(r);
-    return { value: x.median, how: `same-round median of ${x.n}, range ${fmtRatio(x.min)}-${fmtRatio(x.max)}` };
+    const { value, summary: x } = cells.sameRoundRatio(a, b);
+    return { value, how: !x ? 'ratio of medians' : `same-round median of ${x.n}, range ${fmtRatio(x.min)}-${fmtRatio(x.max)}` };
   };
   const lines = ['### The server\'s targets (issue 12), from this run', ''];
   const say = (text, ok) => lines.push(`- ${text}: ${ok === null ? 'not measured' : ok ? 'met' : 'NOT met'}.`);

@@ -130,6 +130,15 @@ export class Cells {
     const byRound = new Map(b.rounds.map((r, i) => [r, b.values[i]]));
     return a.rounds.flatMap((r, i) => byRound.has(r) && byRound.get(r) > 0 ? [a.values[i] / byRound.get(r)] : []);
   }
+
+  // The median of pairedRatios(a, b) with its summary, or the ratio of the
+  // two cells' medians (summary null) where no round ran both.
+  sameRoundRatio(keyA, keyB) {
+    const r = this.pairedRatios(keyA, keyB);
+    if (!r.length) return { value: this.median(keyA) / this.median(keyB), summary: null };
+    const summary = summarize(r);
+    return { value: summary.median, summary };
+  }
   median(key) { const c = this.cells.get(key); return c && c.values.length ? c.summary.median : NaN; }
   keys() { return [...this.cells.keys()]; }
 

@@ -71,4 +71,6 @@ test('cells: same-round ratios pair the runs of one round', async () => {
   assert.ok(r.every(x => Math.abs(x - 1.2) < 1e-9));
   assert.deepEqual(cells.get('a').rounds, [1, 2, 3, 4, 5, 6, 7]);
   assert.deepEqual(cells.pairedRatios('b', 'missing'), []);
+  assert.ok(Math.abs(cells.sameRoundRatio('b', 'a').value - 1.2) < 1e-9);
+  assert.equal(cells.sameRoundRatio('b', 'a').summary.n, 7);
 });
