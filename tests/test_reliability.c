@@ -718,10 +718,16 @@ static void outage(const char *db, const char *victim)
     figure("%s outage: restart took %.1f s (scripts/db start); first 200 from %s %.0f ms after it "
            "returned; then %s %.0f req/s all 200, sqlite %.0f req/s", db, (double)(t2 - t1) / 1e9,
            victim, (double)(t3 - t2) / 1e6, victim, v3.rps, s3.rps);
-    /* A noisy 2-core box: sqlite keeps at least half its rate. */
-    ck_assert_msg(s2.rps > 0.5 * s0.rps, "sqlite %.0f req/s while %s is down, %.0f before", s2.rps,
+    /* sqlite keeps being served. Not a speed target: on a 2-core box its
+     * rate beside the outage ranged 49-369% of before in recorded runs; a
+     * loop blocked on the dead database would stop it. */
+    ck_assert_msg(s2.rps > 0.2 * s0.rps, "sqlite %.0f req/s while %s is down, %.0f before", s2.rps,
                   db, s0.rps);
-    ck_assert_msg(v2.p99_us < 200000, "%s 503 p99 %.0f us", victim, v2.p99_us);
+    /* No 503 waited for a timeout (acquire_timeout_ms 2000, connect_timeout_s
+     * 2): the gate answers at once. The p99 under load follows the box (1.7
+     * to 280 ms in recorded runs), so the bound is the timeout, not a speed. */
+    ck_assert_msg(v2.max_us < 2000000 && lone_max < 2000, "%s 503 max %.0f us under load, %.2f ms alone",
+                  victim, v2.max_us, lone_max);
 }
 
 /* A database that hangs instead of going away: its processes stopped, so
