@@ -849,9 +849,10 @@ START_TEST(merge_agents)
         snprintf(one, sizeof one, "%s/agent%d.hlog", dir, i);
         snprintf(logs + strlen(logs), sizeof logs - strlen(logs), " %s", one);
         snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd),
-                 "%s -q -k -c 2 -t 1.5 --start-at %lld --hdr-log %s --json "
+                 "%s -q -k -c 2 -t 1.5 %s --start-at %lld --hdr-log %s --json "
                  "http://127.0.0.1:%d/%s > %s/agent%d.json & ",
-                 prog("loadgen"), at, one, srv.port, i == 2 ? "slow" : "", dir, i);
+                 prog("loadgen"), i == 2 ? "" : "--rate 400", at, one, srv.port,
+                 i == 2 ? "slow" : "", dir, i);
     }
     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "wait");
     int rc = run_cmd(out, sizeof out, "%s", cmd);
@@ -876,9 +877,12 @@ START_TEST(merge_agents)
     reference_read(logs);
     ck_assert_int_eq((long)num_in(node_out, "count"), sum);
     same_percentiles(out, node_out);
-    /* The slow agent's 20 ms (under 1% of the requests) is in the tail. */
+    /* The slow agent's 20 ms requests (at most 150 of ~1,350: the fast
+     * agents are held to 400 req/s so that share does not hang on how fast
+     * the machine is) set the merged p99; an average of the three agents'
+     * p99s would be under 20 ms. */
     const char *lat = strstr(out, "\"latency_us\":");
-    ck_assert_msg(num_in(lat, "p999") >= 20000 && num_in(lat, "p50") < 20000, "%s", lat);
+    ck_assert_msg(num_in(lat, "p99") >= 20000 && num_in(lat, "p50") < 20000, "%s", lat);
     /* The text report says how many were merged. */
     rc = loadgen("merge%s", logs);
     ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3"), "%s", OUT);
