@@ -147,16 +147,22 @@ export default {
 
     // A section's table, with loadgen's ratios to the better wrk, to h2load
     // and to ab (same -c and keep-alive).
+    // The median of one figure a cell's runs recorded beside req/s (cpu,
+    // serverCore, sleeps), over the runs that have it; NaN when none do.
+    const extraMedian = (cells, k, f) => {
+      const c = cells.get(k);
+      const v = c ? c.extras.map(f).filter(Number.isFinite) : [];
+      return v.length ? median(v) : NaN;
+    };
     const render = ({ cells, rows }) => {
       const med = k => cells.median(k);
-      const cpu = k => { const c = cells.get(k); return c && c.extras.length ? median(c.extras.map(e => e.cpu)) : NaN; };
+      const extra = (k, f) => extraMedian(cells, k, f);
+      const cpu = k => extra(k, e => e.cpu);
       const best = (names, c, ka) => Math.max(...names.map(w => med(`${w} ${c} ${ka}`)).filter(Number.isFinite), 0);
       const name = (cl, c) => cl === 'loadgen' ? `loadgen (${lgThreads} thread${lgThreads === 1 ? '' : 's'})`
         : cl === 'loadgen-resume' ? 'loadgen --tls-resume'
         : cl.startsWith('loadgen-t') ? `loadgen --threads ${cl.slice(9)}`
         : cl === 'wrk' && c > 1 ? 'wrk -t 2' : cl === 'wrk-t1' ? 'wrk -t 1' : cl === 'h2load' ? 'h2load --h1 -t 1' : cl;
-      const extra = (k, f) => { const c = cells.get(k); const v = c ? c.extras.map(f).filter(Number.isFinite) : [];
-        return v.length ? median(v) : NaN; };
       const core = k => { const v = extra(k, e => e.serverCore); return Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : ''; };
       const sleeps = k => { const v = extra(k, e => e.sleeps); return Number.isFinite(v) ? v.toFixed(2) : ''; };
       const pinnedRows = rows.some(([cl, c, ka]) => core(`${cl} ${c} ${ka}`));
@@ -177,7 +183,7 @@ export default {
     const targets = [];
     for (const c of ctx.quick ? [10] : [10, 100]) for (const ka of ['yes', 'no']) {
       const m = k => pinned.cells.median(`${k} ${c} ${ka}`);
-      const u = k => { const x = pinned.cells.get(`${k} ${c} ${ka}`); return x && x.extras.length ? median(x.extras.map(e => e.cpu)) : NaN; };
+      const u = k => extraMedian(pinned.cells, `${k} ${c} ${ka}`, e => e.cpu);
       // Same-round ratios: the pinned rate without keep-alive swings between
       // runs with the machine's state for every client alike (docs/LOADGEN.md).
       const paired = peer => {
