@@ -145,8 +145,6 @@ export default {
     });
     const elapsed = Math.round((Date.now() - t0) / 1000);
 
-    // A section's table, with loadgen's ratios to the better wrk, to h2load
-    // and to ab (same -c and keep-alive).
     // The median of one figure a cell's runs recorded beside req/s (cpu,
     // serverCore, sleeps), over the runs that have it; NaN when none do.
     const extraMedian = (cells, k, f) => {
@@ -154,6 +152,8 @@ export default {
       const v = c ? c.extras.map(f).filter(Number.isFinite) : [];
       return v.length ? median(v) : NaN;
     };
+    // A section's table, with loadgen's ratios to the better wrk, to h2load
+    // and to ab (same -c and keep-alive).
     const render = ({ cells, rows }) => {
       const med = k => cells.median(k);
       const extra = (k, f) => extraMedian(cells, k, f);
@@ -182,7 +182,6 @@ export default {
     // and h2load, its CPU per request at most theirs.
     const targets = [];
     for (const c of ctx.quick ? [10] : [10, 100]) for (const ka of ['yes', 'no']) {
-      const m = k => pinned.cells.median(`${k} ${c} ${ka}`);
       const u = k => extraMedian(pinned.cells, `${k} ${c} ${ka}`, e => e.cpu);
       // Same-round ratios: the pinned rate without keep-alive swings between
       // runs with the machine's state for every client alike (docs/LOADGEN.md).
