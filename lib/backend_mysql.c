@@ -68,6 +68,18 @@ static bool conn_errno(unsigned e)
            e == ER_SERVER_SHUTDOWN;
 }
 
+/* A failed connect's kind: refused for good (nothing listens, no socket
+ * file, access denied, no such database, shutting down) is ZB_ERR_REFUSED,
+ * the backend is down; anything else ("too many connections", a reset
+ * under load) is ZB_ERR_CONN. */
+static enum zb_err_kind my_connect_kind(unsigned e)
+{
+    return e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR || e == ER_ACCESS_DENIED_ERROR ||
+                   e == ER_DBACCESS_DENIED_ERROR || e == ER_BAD_DB_ERROR || e == ER_SERVER_SHUTDOWN
+               ? ZB_ERR_REFUSED
+               : ZB_ERR_CONN;
+}
+
 /* MariaDB names the row of a multi-row statement (or of LOAD DATA's input)
  * only in its message: "... for column 'town' at row 11". */
 static long long row_named_in(const char *msg)
@@ -81,8 +93,11 @@ static int my_fail_code(struct db *db, struct zb_err *err, const char *what, uns
 {
     if (conn_errno(e))
         db->broken = true;
+    /* ER_NEED_REPREPARE: the table changed under a prepared statement (a
+     * reload swapped it) and the server gave up re-preparing it itself. */
     enum zb_err_kind kind = conn_errno(e) ? ZB_ERR_CONN
                             : e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT ? ZB_ERR_BUSY
+                            : e == ER_NEED_REPREPARE                            ? ZB_ERR_STALE
                                                                                : ZB_ERR_SQL;
     zb_fail(err, kind, "mysql: %s: %s (%u)", what, msg, e);
     if (err)
@@ -177,7 +192,9 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
                             bc->database ? bc->database : "zipbench",
                             (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0)) {
         /* Refused at once, or accepted and then never answered (frozen). */
-        my_connect_failed(db, bc, zb_failure_kind(t0, (uint64_t)timeout * 1000000000u), err);
+        enum zb_err_kind kind = zb_failure_kind(t0, (uint64_t)timeout * 1000000000u);
+        my_connect_failed(db, bc, kind == ZB_ERR_CONN ? my_connect_kind(mysql_errno(db->h)) : kind,
+                          err);
         mysql_close(db->h);
         free(db);
         return -1;
@@ -665,7 +682,7 @@ static int my_connect_start(const struct backend_conf *bc, struct db **out, stru
         return my_wants(db, status);
     db->op = OP_NONE;
     if (!db->connected)
-        return my_connect_failed(db, bc, ZB_ERR_CONN, err);
+        return my_connect_failed(db, bc, my_connect_kind(mysql_errno(db->h)), err);
     my_connected(db);
     return 0;
 }
@@ -678,8 +695,8 @@ static int my_connect_step(struct db *db, struct zb_err *err)
     db->op = OP_NONE;
     if (!db->connected) {
         db->broken = true;
-        return zb_fail(err, ZB_ERR_CONN, "mysql: cannot connect: %s (%u)", mysql_error(db->h),
-                       mysql_errno(db->h));
+        return zb_fail(err, my_connect_kind(mysql_errno(db->h)), "mysql: cannot connect: %s (%u)",
+                       mysql_error(db->h), mysql_errno(db->h));
     }
     my_connected(db);
     return 0;

@@ -195,6 +195,25 @@ static struct db *pg_new(const struct backend_conf *bc, struct pg_params *p)
     return db;
 }
 
+/* A failed connect's kind, from libpq's message (libpq gives no SQLSTATE
+ * for a connect): refused for good (nothing listens, no socket file,
+ * authentication, a database or role that does not exist, shutting down
+ * or starting up) is ZB_ERR_REFUSED, the backend is down; anything else
+ * ("too many clients already", a reset under load) is ZB_ERR_CONN. */
+static enum zb_err_kind pg_connect_kind(const char *msg)
+{
+    static const char *const refusals[] = {
+        "Connection refused", "No such file or directory", "authentication failed",
+        "does not exist", "the database system is shutting down",
+        "the database system is starting up", "the database system is in recovery mode",
+        "the database system is not yet accepting connections",
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (strstr(msg, refusals[i]))
+            return ZB_ERR_REFUSED;
+    return ZB_ERR_CONN;
+}
+
 static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     struct pg_params p;
@@ -212,8 +231,10 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
         first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         /* Refused at once, or accepted and then never answered (frozen). */
         char why[600];
-        zb_fail(err, zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u),
-                "pg: cannot connect to %s: %s%s", db->where, msg,
+        enum zb_err_kind kind = zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u);
+        if (kind == ZB_ERR_CONN)
+            kind = pg_connect_kind(PQerrorMessage(db->conn));
+        zb_fail(err, kind, "pg: cannot connect to %s: %s%s", db->where, msg,
                 zb_password_file_problem(bc, why, sizeof why));
         PQfinish(db->conn);
         free(db);
@@ -316,7 +337,10 @@ static char *pg_placeholders(const char *sql)
 /* What a failed statement's error means. A FATAL or PANIC error ends the
  * session (the server was stopped, the backend terminated) even while
  * libpq has not seen the socket close yet: the connection is lost. Lock
- * conflicts are ZB_ERR_BUSY: the statement may simply be run again. */
+ * conflicts are ZB_ERR_BUSY: the statement may simply be run again.
+ * 0A000 on a lookup is "cached plan must not change result type": the
+ * table was swapped for one whose columns differ (a reload), and the
+ * statement fails until prepared again: ZB_ERR_STALE. */
 static enum zb_err_kind pg_error_kind(struct db *db, const PGresult *r)
 {
     const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
@@ -327,6 +351,8 @@ static enum zb_err_kind pg_error_kind(struct db *db, const PGresult *r)
     if (state && (!strcmp(state, "40P01") || !strcmp(state, "55P03") ||
                   !strcmp(state, "40001")))
         return ZB_ERR_BUSY;   /* deadlock, lock not available, serialization failure */
+    if (state && !strcmp(state, "0A000"))
+        return ZB_ERR_STALE;
     return ZB_ERR_SQL;
 }
 
@@ -567,6 +593,7 @@ static int pg_swap_table(struct db *db, const char *from, const char *to, struct
 
 /* ---- asynchronous ---- */
 
+
 /* The connection went away (or was never there): everything sent is lost. */
 static int pg_lost(struct db *db, struct zb_err *err, const char *what)
 {
@@ -586,8 +613,12 @@ static int pg_connect_start(const struct backend_conf *bc, struct db **out, stru
     db->conn = PQconnectStartParams(p.keys, p.vals, 0);
     if (!db->conn)
         return zb_fail(err, ZB_ERR_SYS, "pg: out of memory");
-    if (PQstatus(db->conn) == CONNECTION_BAD)
-        return pg_lost(db, err, "cannot connect");
+    if (PQstatus(db->conn) == CONNECTION_BAD) {
+        pg_lost(db, err, "cannot connect");
+        if (err)
+            err->kind = pg_connect_kind(PQerrorMessage(db->conn));
+        return -1;
+    }
     return ZB_WANT_WRITE;   /* as if PQconnectPoll had said PGRES_POLLING_WRITING */
 }
 
@@ -608,7 +639,8 @@ static int pg_connect_step(struct db *db, struct zb_err *err)
         first_line(msg, sizeof msg, PQerrorMessage(db->conn));
         db->given_up = true;
         char why[600];
-        return zb_fail(err, ZB_ERR_CONN, "pg: cannot connect to %s: %s%s", db->where, msg,
+        return zb_fail(err, pg_connect_kind(PQerrorMessage(db->conn)),
+                       "pg: cannot connect to %s: %s%s", db->where, msg,
                        zb_password_file_problem(db->conf, why, sizeof why));
     }
     }

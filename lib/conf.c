@@ -44,6 +44,7 @@ static void backend_defaults(struct backend_conf *b)
     b->pool_ttl_s = 60;
     b->acquire_timeout_ms = 2000;
     b->connect_timeout_s = 2;
+    b->per_request_connect_timeout_s = 60;
     b->persistent = true;
     b->pipeline_connections = 1;
 }
@@ -143,7 +144,7 @@ static const struct field backend_fields[] = {
     S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
-    I(query_timeout_ms, 0, 600000),
+    I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
     B(persistent), B(read_only), I(pipeline_connections, 1, 8), B(named_only),
     { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, strategies },
 };

@@ -39,7 +39,10 @@ struct backend_conf {
     int pool_hard_max;     /* never more than this many at once */
     int pool_ttl_s;        /* idle lifetime of connections above soft max */
     int acquire_timeout_ms;/* a request waits this long for a connection, then 503 */
-    int connect_timeout_s;
+    int connect_timeout_s; /* a pooled or pipelined connect: no answer within this, given up */
+    /* The server's per-request strategy waits this long for its connect (as
+     * PHP does by default): the cell measures the connect, not a timeout. */
+    int per_request_connect_timeout_s;
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
     bool persistent;       /* false: connect per request (strategy per-request) */
     const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: by persistent) */

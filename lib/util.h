@@ -11,12 +11,18 @@
 /* What went wrong, and of which kind: the server maps ZB_ERR_CONN to 503
  * and drops the connection; ZB_ERR_TIMEOUT (no answer within the backend's
  * query_timeout_ms, connection given up) too, but does not retry it;
+ * ZB_ERR_REFUSED is a connect the database turned down for good (nothing
+ * listens, no socket file, authentication failed, shutting down or
+ * starting up): the backend is down, while a connect that is merely slow
+ * or turned away for load ("too many clients": ZB_ERR_CONN) is not;
+ * ZB_ERR_STALE is a prepared statement the table changed under (a reload
+ * swapped it): prepare again and run it once more;
  * ZB_ERR_BUSY is a lock conflict the database reported (SQLite busy or
  * locked, a deadlock or lock wait timeout): the statement may simply be
  * tried again, the connection goes on (503 in the server); everything else
  * is the caller's fault or data. */
 enum zb_err_kind { ZB_OK = 0, ZB_ERR_INPUT, ZB_ERR_SQL, ZB_ERR_CONN, ZB_ERR_SYS, ZB_ERR_TIMEOUT,
-                   ZB_ERR_BUSY };
+                   ZB_ERR_BUSY, ZB_ERR_REFUSED, ZB_ERR_STALE };
 
 struct zb_err {
     enum zb_err_kind kind;

@@ -209,7 +209,7 @@ static void *load_keys(void *arg)
         snprintf(sb->keys_error, sizeof sb->keys_error, "keys not loaded: %.400s", err.msg);
         fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
                 sb->label, err.msg);
-        if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_TIMEOUT)
+        if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
             backend_mark_down(sb, &err);
     }
     atomic_store(&sb->keys_loading, false);

@@ -80,11 +80,18 @@ struct dbconn *dbconn_open(struct lb *lb, enum dc_role role, struct zb_err *err)
     return dc;
 }
 
+/* How long a connect may take: a per-request one waits as PHP would. */
+static int connect_limit_s(const struct dbconn *dc)
+{
+    const struct backend_conf *bc = &dc->lb->sb->conf;
+    return dc->role == DC_PER_REQUEST ? bc->per_request_connect_timeout_s : bc->connect_timeout_s;
+}
+
 uint64_t dbconn_deadline(const struct dbconn *dc)
 {
     const struct backend_conf *bc = &dc->lb->sb->conf;
     if (dc->state != DC_READY)
-        return dc->since_ns + (uint64_t)bc->connect_timeout_s * 1000000000u;
+        return dc->since_ns + (uint64_t)connect_limit_s(dc) * 1000000000u;
     if (dc->nsent == 0 || bc->query_timeout_ms <= 0)
         return 0;
     return APR_RING_FIRST(&dc->sent)->since_ns + (uint64_t)bc->query_timeout_ms * 1000000u;
@@ -102,7 +109,7 @@ bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
     struct zb_err err;
     if (dc->state != DC_READY)
         zb_fail(&err, ZB_ERR_TIMEOUT, "%s: cannot connect: no answer within %d s", bc->name,
-                bc->connect_timeout_s);
+                connect_limit_s(dc));
     else
         zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %d ms", bc->name,
                 bc->query_timeout_ms);
@@ -285,9 +292,11 @@ static void answers(struct dbconn *dc)
                 lost(dc, &err);
             return;
         }
+        /* The connection is gone with what it had; or (ZB_ERR_STALE) its
+         * prepared lookup is: the strategy retries on a fresh one. */
         if (wants < 0 && (!lk || err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_TIMEOUT ||
-                          err.kind == ZB_ERR_SYS)) {
-            lost(dc, &err);   /* the connection is gone with what it had */
+                          err.kind == ZB_ERR_SYS || err.kind == ZB_ERR_STALE)) {
+            lost(dc, &err);
             return;
         }
         APR_RING_REMOVE(lk, link);

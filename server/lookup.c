@@ -24,24 +24,41 @@ int lookup_rc_of(const struct zb_err *err)
 {
     switch (err->kind) {
     case ZB_ERR_CONN:
+    case ZB_ERR_REFUSED:
     case ZB_ERR_TIMEOUT:
     case ZB_ERR_BUSY:
+    case ZB_ERR_STALE:
         return LOOKUP_UNAVAILABLE;   /* 503: try again later */
     default:
         return LOOKUP_ERROR;
     }
 }
 
-void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err)
+/* The end of lk; a 503 counted as overload or, the backend down, as down. */
+static void finish(struct lookup *lk, int rc, const struct zb_err *err, bool overload)
 {
     struct srv_backend *sb = lk->lb->sb;
     if (rc == LOOKUP_OK)
         backend_mark_up(sb);
+    else if (rc == LOOKUP_UNAVAILABLE && overload)
+        BUMP(lk->lb->st.overload);
+    else if (rc == LOOKUP_UNAVAILABLE && !atomic_load_explicit(&sb->up, RELAXED))
+        BUMP(lk->lb->st.down);
     if (lk->probe) {
         lk->probe = false;
         backend_end_probe(sb);
     }
     lk->done(lk, rc, rc == LOOKUP_OK ? NULL : err);
+}
+
+void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err)
+{
+    finish(lk, rc, err, false);
+}
+
+void lookup_overloaded(struct lookup *lk, const struct zb_err *err)
+{
+    finish(lk, LOOKUP_UNAVAILABLE, err, true);
 }
 
 void lb_down(struct lb *lb, const struct zb_err *err)
@@ -166,6 +183,7 @@ void lookup_start(struct lookup *lk, bool health)
     if (!backend_may_try(sb, &lk->probe)) {
         struct zb_err err;
         backend_down_error(sb, &err);
+        BUMP(lk->lb->st.down);
         lk->done(lk, LOOKUP_UNAVAILABLE, &err);
         return;
     }

@@ -4,9 +4,11 @@
  * (no PREPARE, as a PHP page that does not cache statements), then the
  * connection is closed.
  *
- * A refused connect is this lookup's alone (it may be "too many
- * connections" while the pool is fine): 503, the backend is not marked
- * down. A connect or query that times out marks it down. */
+ * A connect turned away for load is this lookup's alone (it may be "too
+ * many connections" while the pool is fine): 503, the backend is not
+ * marked down. One the database refuses for good (ZB_ERR_REFUSED), and a
+ * connect (per_request_connect_timeout_s, long: the cell measures the
+ * connect, as PHP waits for it) or query that times out, marks it down. */
 #include <stdlib.h>
 
 #include "server.h"
@@ -44,7 +46,7 @@ void perreq_conn_failed(struct dbconn *dc, const struct zb_err *err)
     struct lb *lb = dc->lb;
     APR_RING_REMOVE(dc, link);
     dbconn_close(dc);
-    if (err->kind == ZB_ERR_TIMEOUT)
+    if (err->kind == ZB_ERR_TIMEOUT || err->kind == ZB_ERR_REFUSED)
         lb_down(lb, err);
     if (lk)
         lookup_finish(lk, lookup_rc_of(err), err);

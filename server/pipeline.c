@@ -6,12 +6,20 @@
  * after MHD_run), so many HTTP requests share each round trip.
  *
  * Lookups that come while no connection is ready wait for one, at most
- * acquire_timeout_ms. A connection lost or timed out fails every lookup
- * in its pipeline with 503 (none is retried: each may have run) and marks
- * the backend down; the next lookup opens a new one. */
+ * acquire_timeout_ms (then 503, counted as overload). A connection lost or
+ * timed out fails every lookup in its pipeline with 503 (none is retried:
+ * each may have run) and marks the backend down; the next lookup opens a
+ * new one. A stale prepared lookup (ZB_ERR_STALE: a reload changed the
+ * table's columns) closes the connection too, but its lookups, which did
+ * not run, are retried once on a fresh one, and the backend is up. A
+ * connect that fails is an outage only if it was refused or no
+ * other connection of the loop is ready; else (slow, or turned away under
+ * load) another is tried after RETRY_NS, as pool.c does. */
 #include <stdlib.h>
 
 #include "server.h"
+
+#define RETRY_NS (100u * 1000u * 1000u)   /* after a connect that failed under load */
 
 static struct dbconn *least_busy(struct lb *lb)
 {
@@ -33,26 +41,41 @@ static void fail_waiting(struct lb *lb, const struct zb_err *err)
     }
 }
 
+/* A connect failed: refused, or no other connection ready, the backend is
+ * down; else the next connect comes after RETRY_NS. */
+static void connect_failed(struct lb *lb, const struct zb_err *err)
+{
+    if (err->kind == ZB_ERR_REFUSED || !least_busy(lb)) {
+        lb_down(lb, err);
+        fail_waiting(lb, err);
+        return;
+    }
+    lb->grow_after_ns = lb->loop->now + RETRY_NS;
+}
+
 static void open_one(struct lb *lb)
 {
+    if (lb->loop->now < lb->grow_after_ns)
+        return;
     struct zb_err err = { 0 };
     struct dbconn *dc = dbconn_open(lb, DC_PIPELINED, &err);
     if (!dc) {
-        lb_down(lb, &err);
-        fail_waiting(lb, &err);
+        connect_failed(lb, &err);
         return;
     }
     lb->pipe[lb->npipes++] = dc;
 }
 
 /* Idle ones the driver no longer calls alive (pg: one that fell back to
- * another host than its turn's, which may be back) are closed: the next
- * lookups open others. */
+ * another host than its turn's, which may be back), or opened before a
+ * reload made their prepared lookup stale, are closed: the next lookups
+ * open others. */
 static void retire(struct lb *lb)
 {
     for (int i = 0; i < lb->npipes; i++) {
         struct dbconn *dc = lb->pipe[i];
-        if (dc->state == DC_READY && !dc->nsent && !dc->unflushed && !lb->sb->drv->alive(dc->db)) {
+        if (dc->state == DC_READY && !dc->nsent && !dc->unflushed &&
+            (!lb->sb->drv->alive(dc->db) || dc->gen != atomic_load(&lb->sb->gen))) {
             lb->pipe[i--] = lb->pipe[--lb->npipes];
             dbconn_close(dc);
         }
@@ -94,21 +117,31 @@ void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
     for (int i = 0; i < lb->npipes; i++)
         if (lb->pipe[i] == dc)
             lb->pipe[i] = lb->pipe[--lb->npipes];
+    if (opening) {
+        BUMP(lb->st.connect_failures);
+        dbconn_close(dc);
+        connect_failed(lb, err);
+        return;
+    }
     struct lookup_list lost;
     APR_RING_INIT(&lost, lookup, link);
     APR_RING_CONCAT(&lost, &dc->sent, lookup, link);
-    if (opening)
-        BUMP(lb->st.connect_failures);
-    else
-        backend_bump_gen(lb->sb, dc->gen);
+    backend_bump_gen(lb->sb, dc->gen);
     dbconn_close(dc);
-    lb_down(lb, err);
+    bool stale = err->kind == ZB_ERR_STALE;
+    if (!stale)
+        lb_down(lb, err);
     while (!APR_RING_EMPTY(&lost, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&lost);
         APR_RING_REMOVE(lk, link);
-        lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
+        if (stale && !lk->retried && lk->rows == 0) {
+            lk->retried = true;   /* it did not run: a fresh connection prepares again */
+            pipe_submit(lk);
+        } else {
+            lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
+        }
     }
-    if (!least_busy(lb))
+    if (!stale && !least_busy(lb))
         fail_waiting(lb, err);
 }
 
@@ -131,7 +164,15 @@ uint64_t pipe_deadlines(struct lb *lb, uint64_t now)
         struct zb_err err;
         zb_fail(&err, ZB_ERR_CONN, "backend %s: no pipeline connection within %d ms", bc->name,
                 bc->acquire_timeout_ms);
-        lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
+        lookup_overloaded(lk, &err);
+    }
+    /* Lookups wait with no connection opening: one more, once the pause
+     * after a failed connect is over. */
+    if (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link) && lb->npipes < lb->pipe_target) {
+        if (now >= lb->grow_after_ns)
+            open_one(lb);
+        else if (!next || lb->grow_after_ns < next)
+            next = lb->grow_after_ns;
     }
     return next;
 }

@@ -21,9 +21,21 @@
  * so nothing is reconnected.
  *
  * A connection lost under a lookup bumps the generation and is replaced;
- * the lookup is retried once on another connection if no row came yet and
- * it was not a timeout (the frozen database would be waited for twice). A
- * second loss, a failed connect or a timeout marks the backend down. */
+ * so does one whose prepared lookup went stale (ZB_ERR_STALE: a reload
+ * swapped the table for one with other column types; the fresh one
+ * prepares again). The lookup is retried once on another connection if no
+ * row came yet and it was not a timeout (the frozen database would be waited for twice). A
+ * second loss or a query timeout marks the backend down.
+ *
+ * Overload is not an outage. A connect the database refuses (ZB_ERR_REFUSED:
+ * nothing listens, authentication, shutting down) marks the backend down,
+ * and so does one that fails while the pool holds no live connection at
+ * all. One that is merely slow (each PostgreSQL connect costs tens of ms
+ * of its CPU, and a burst opens thirty) or turned away for load while live
+ * connections serve is retried in the background, as HikariCP's pool
+ * filler does, after RETRY_NS; the lookups keep waiting for the live ones,
+ * and one that waited past acquire_timeout_ms gets 503, counted as
+ * overload. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +43,7 @@
 #include "server.h"
 
 #define NS_PER_MS 1000000ull
+#define RETRY_NS (100 * NS_PER_MS)   /* after a connect that failed under load */
 
 static uint64_t bit_of(struct lb *lb) { return 1ull << (lb->loop->id % 64); }
 
@@ -139,11 +152,38 @@ static void fail_waiting(struct lb *lb, const struct zb_err *err)
         fail(unqueue(lb), err);
 }
 
-/* One more connection; false if the budget is spent. For lookups that
- * wait (not to keep pool_min), the other loops are asked for budget. */
+/* Does any loop hold an open pooled connection of lb's backend? */
+static bool has_live(struct lb *lb)
+{
+    struct server *srv = lb->loop->srv;
+    for (int i = 0; i < srv->nloops; i++)
+        if (READ(srv->loops[i].lb[lb->sb->index].st.open))
+            return true;
+    return false;
+}
+
+/* A connect failed: refused, or nothing live to wait for, the backend is
+ * down and the lookups waiting here fail; else they wait, and the next
+ * connect for them comes after RETRY_NS. */
+static void connect_failed(struct lb *lb, const struct zb_err *err)
+{
+    if (err->kind == ZB_ERR_REFUSED || !has_live(lb)) {
+        lb_down(lb, err);
+        fail_waiting(lb, err);
+        return;
+    }
+    lb->grow_after_ns = lb->loop->now + RETRY_NS;
+    loop_deadline(lb->loop, lb->grow_after_ns);
+}
+
+/* One more connection; false if the budget is spent or it could not
+ * start. For lookups that wait (not to keep pool_min), the other loops
+ * are asked for budget. */
 static bool grow(struct lb *lb, bool for_waiters)
 {
     struct srv_backend *sb = lb->sb;
+    if (lb->loop->now < lb->grow_after_ns)
+        return false;   /* the last connect failed under load: not yet */
     if (!take_budget(sb)) {
         if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(lb)) & bit_of(lb)))
             loop_wake_all(lb->loop->srv);   /* whoever has an idle one gives it back */
@@ -154,9 +194,8 @@ static bool grow(struct lb *lb, bool for_waiters)
     struct dbconn *dc = dbconn_open(lb, DC_POOLED, &err);
     if (!dc) {
         give_budget(lb);
-        lb_down(lb, &err);
-        fail_waiting(lb, &err);
-        return true;
+        connect_failed(lb, &err);   /* counted by dbconn_open */
+        return false;
     }
     APR_RING_INSERT_TAIL(&lb->opening, dc, dbconn, link);
     lb->nopening++;
@@ -250,28 +289,29 @@ void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err 
         APR_RING_REMOVE(lk, link);
         dc->nsent--;
     }
-    if (!opening)
-        backend_bump_gen(sb, dc->gen);
     if (!opening) {
+        /* Lost, or its plan stale (every connection opened before holds
+         * the same stale plan): all are replaced. */
+        backend_bump_gen(sb, dc->gen);
         BUMP(lb->st.discarded);
         lb->owed++;
     }
     drop(dc);
     if (opening) {
-        /* Could not connect: down, and so is everyone waiting here. */
         BUMP(lb->st.connect_failures);
-        lb_down(lb, err);
-        fail_waiting(lb, err);
+        connect_failed(lb, err);
         return;
     }
     if (!lk)
         return;
-    if (err->kind == ZB_ERR_CONN && !lk->retried && lk->rows == 0) {
-        lk->retried = true;   /* after a restart, a fresh connection answers */
+    bool stale = err->kind == ZB_ERR_STALE;
+    if ((err->kind == ZB_ERR_CONN || stale) && !lk->retried && lk->rows == 0) {
+        lk->retried = true;   /* after a restart or a reload, a fresh connection answers */
         pool_submit(lk);
         return;
     }
-    lb_down(lb, err);
+    if (!stale)
+        lb_down(lb, err);
     fail(lk, err);
 }
 
@@ -293,10 +333,12 @@ uint64_t pool_deadlines(struct lb *lb, uint64_t now)
         struct zb_err err;
         zb_fail(&err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
                 "(pool_hard_max %d)", bc->name, bc->acquire_timeout_ms, bc->pool_hard_max);
-        fail(lk, &err);
+        lookup_overloaded(lk, &err);
     }
     if (lb->nwaiting && lb->nopening < lb->nwaiting)
-        grow(lb, true);   /* budget may have come back */
+        grow(lb, true);   /* budget may have come back, or the pause after a failed connect ended */
+    if (lb->nwaiting && lb->grow_after_ns > now)
+        SOONER(lb->grow_after_ns);
     /* Connects and lookups that take too long. */
     struct conn_list *lists[] = { &lb->opening, &lb->busy };
     for (int i = 0; i < 2; i++) {

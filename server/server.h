@@ -192,6 +192,9 @@ struct lookup {
 void lookup_start(struct lookup *lk, bool health);
 /* The end of lk: counts, probe bookkeeping, then done(). */
 void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err);
+/* The end of lk that waited past acquire_timeout_ms for a connection
+ * while the backend is up: 503, counted as overload, not as down. */
+void lookup_overloaded(struct lookup *lk, const struct zb_err *err);
 /* The 503 or 500 for err's kind. */
 int  lookup_rc_of(const struct zb_err *err);
 /* The row_fn a driver is given for lk (its arg): counts the rows (a lost
@@ -289,6 +292,8 @@ struct lb_stats {
     counter discarded;             /* pooled connections dropped as dead or stale */
     counter waits;                 /* lookups that found every pooled connection busy */
     counter timeouts;              /* of which gave up after acquire_timeout_ms */
+    counter overload;              /* 503: waited past acquire_timeout_ms, the backend up */
+    counter down;                  /* 503: the backend was down */
     counter open;                  /* pooled connections open now */
     counter in_use;                /* of which with a lookup now */
     counter pipelined, batches;    /* lookups sent in pipeline mode, flushes */
@@ -312,6 +317,9 @@ struct lb {
     int npooled;                   /* open or opening, this loop */
     int min_share, soft_share;     /* pool_min, pool_soft_max split over the loops */
     uint64_t owed;                 /* discarded, not yet replaced */
+    /* A connect that failed slow or turned away under load (not refused)
+     * while others serve: no new one for the waiters before this. */
+    uint64_t grow_after_ns;
     /* pipelined */
     struct dbconn *pipe[8];
     int npipes, pipe_target;

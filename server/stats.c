@@ -33,7 +33,8 @@ static double thread_cpu_s(pthread_t t)
 /* One backend's counters over every loop. */
 struct sums {
     unsigned long long requests, ok, not_found, e4xx, e5xx, connects, connects_per_request,
-        connect_failures, reconnects, discarded, waits, timeouts, open, in_use, pipelined, batches;
+        connect_failures, reconnects, discarded, waits, timeouts, overload, down, open, in_use,
+        pipelined, batches;
 };
 
 static void add(struct sums *s, const struct lb_stats *st)
@@ -50,6 +51,8 @@ static void add(struct sums *s, const struct lb_stats *st)
     s->discarded += READ(st->discarded);
     s->waits += READ(st->waits);
     s->timeouts += READ(st->timeouts);
+    s->overload += READ(st->overload);
+    s->down += READ(st->down);
     s->open += READ(st->open);
     s->in_use += READ(st->in_use);
     s->pipelined += READ(st->pipelined);
@@ -78,10 +81,11 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     JB_LIT(b, ",\"driver\":");
     jb_cstr(b, bc->driver);
     jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"persistent\":%s,\"requests\":%llu,"
-              "\"ok\":%llu,\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,",
+              "\"ok\":%llu,\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,"
+              "\"overload\":%llu,\"down\":%llu,",
               atomic_load(&sb->up) ? "true" : "false", strategy_names[sb->strategy],
               sb->strategy != ST_PER_REQUEST ? "true" : "false", s.requests, s.ok, s.not_found,
-              s.e4xx, s.e5xx);
+              s.e4xx, s.e5xx, s.overload, s.down);
     jb_printf(b, "\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
               "\"acquire_timeout_ms\":%d,\"size\":%llu,\"in_use\":%llu,\"idle\":%llu,"
               "\"waits\":%llu,\"timeouts\":%llu},",
