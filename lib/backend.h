@@ -62,6 +62,15 @@ extern const char *const zb_sync_names[3];
 struct backend_driver {
     const char *name;  /* "sqlite", "pg", "mysql": the config's `driver` */
 
+    /* What it can do, asked instead of its name. in_process: the database
+     * runs inside this process on a file (SQLite): no server, no connect
+     * cost, and its journal (PRAGMA journal_mode) is the caller's to set.
+     * analyze: the statement that refreshes a table's statistics, written
+     * before the table's name ("ANALYZE ", MariaDB's "ANALYZE TABLE ").
+     * Pipelining and the server's asynchronous calls: see async. */
+    bool in_process;
+    const char *analyze;
+
     /* Its own config keys (those conf.c does not know): 0 if key=value is
      * good, -1 if key is not one of its, -2 with why filled for a bad
      * value. NULL: it has none. */

@@ -833,6 +833,7 @@ static const struct backend_async my_async = {
 
 const struct backend_driver backend_mysql = {
     .name = "mysql",
+    .analyze = "ANALYZE TABLE ",
     .check_key = my_check_key,
     .open = my_open,
     .close = my_close,

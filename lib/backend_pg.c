@@ -799,6 +799,7 @@ static const struct backend_async pg_async = {
 
 const struct backend_driver backend_pg = {
     .name = "pg",
+    .analyze = "ANALYZE ",
     .check_key = pg_check_key,
     .open = pg_open,
     .close = pg_close,

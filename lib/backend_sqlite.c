@@ -300,6 +300,8 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
 
 const struct backend_driver backend_sqlite = {
     .name = "sqlite",
+    .in_process = true,
+    .analyze = "ANALYZE ",
     .check_key = sqlite_check_key,
     .open = sqlite_open,
     .close = sqlite_close,

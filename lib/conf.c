@@ -124,7 +124,17 @@ struct field {
     const char *const *choices;   /* F_CHOICE: the values allowed, NULL-terminated */
 };
 
-static const char *const strategies[] = { "pooled", "per-request", "pipelined", NULL };
+int conf_choice(const char *const *choices, const char *value)
+{
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(choices[i], value))
+            return i;
+    return -1;
+}
+
+#define STRATEGY_NAME(id, name) name,
+const char *const zb_strategy_names[ZB_NSTRATEGIES + 1] = { ZB_STRATEGIES(STRATEGY_NAME) NULL };
+#undef STRATEGY_NAME
 
 #define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0, NULL }
 #define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi, NULL }
@@ -146,7 +156,7 @@ static const struct field backend_fields[] = {
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
     B(persistent), B(read_only), I(pipeline_connections, 1, 8), B(named_only),
-    { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, strategies },
+    { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, zb_strategy_names },
 };
 #undef S
 #undef I
@@ -226,10 +236,9 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
                                "(letters, digits, _)", where, key, value);
             break;
         case F_CHOICE: {
-            bool ok = false;
+            bool ok = conf_choice(f[i].choices, value) >= 0;
             char list[200] = "";
             for (const char *const *c = f[i].choices; *c; c++) {
-                ok |= !strcmp(*c, value);
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                          c == f[i].choices ? "" : c[1] ? ", " : " or ", *c);
             }

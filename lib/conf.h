@@ -18,6 +18,19 @@ struct conf_option {
     int line;              /* in the file; 0 when it came from --set */
 };
 
+/* The server's strategies, the one list of their names: X(ID, "name").
+ * The config's `strategy` key is checked against it; the server's table
+ * (server/lookup.c) holds one instance per ID. */
+#define ZB_STRATEGIES(X) X(ZB_POOLED, "pooled") X(ZB_PER_REQUEST, "per-request") \
+    X(ZB_PIPELINED, "pipelined")
+#define ZB_STRATEGY_ID(id, name) id,
+enum zb_strategy { ZB_STRATEGIES(ZB_STRATEGY_ID) ZB_NSTRATEGIES };
+#undef ZB_STRATEGY_ID
+/* Their names by enum zb_strategy, NULL-terminated. */
+extern const char *const zb_strategy_names[ZB_NSTRATEGIES + 1];
+/* value's index in choices (NULL-terminated, as zb_strategy_names), or -1. */
+int conf_choice(const char *const *choices, const char *value);
+
 /* One [backend NAME] section. Strings are owned by the conf. */
 struct backend_conf {
     const char *name;      /* section name: "sqlite", "pg", "innodb", ... */

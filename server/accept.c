@@ -28,19 +28,26 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "accept.h"
 
 #define ACCEPT_BATCH 16
+
+/* A connection accepted by one loop for another. */
+struct handed {
+    int fd;
+    socklen_t len;
+    struct sockaddr_storage addr;
+};
 
 static uint64_t load_of(struct loop *l)
 {
     return atomic_load_explicit(&l->assigned, RELAXED) - READ(l->closed);
 }
 
-static struct loop *least_loaded(struct server *srv)
+static struct loop *least_loaded(struct server *srv, struct loop *self)
 {
     unsigned start = atomic_fetch_add_explicit(&srv->accept_rr, 1, RELAXED);
-    struct loop *best = NULL;
+    struct loop *best = self;
     uint64_t best_load = UINT64_MAX;
     for (int k = 0; k < srv->nloops; k++) {
         struct loop *l = &srv->loops[(start + (unsigned)k) % (unsigned)srv->nloops];
@@ -99,19 +106,28 @@ static void stop_watching(struct loop *l)
     }
 }
 
+static int watch_listen(struct loop *l, struct zb_err *err)
+{
+    /* EPOLLEXCLUSIVE: one loop is woken per new connection. */
+    return loop_watch(l, l->srv->listen_fd, EPOLLIN | EPOLLEXCLUSIVE, &l->listen, err);
+}
+
 static void watch_again(struct loop *l)
 {
     struct zb_err err;
     if (l->listening)
         return;
-    if (loop_watch_listen(l, l->srv->listen_fd, &err) < 0)
+    if (watch_listen(l, &err) < 0)
         fprintf(stderr, "server: %s\n", err.msg);
     else
         l->listening = true;
 }
 
-void acceptor_ready(struct loop *l)
+/* The listening socket is readable: accept a batch. */
+static void ready(struct watch *w, uint32_t events)
 {
+    (void)events;
+    struct loop *l = container_of(w, struct loop, listen);
     struct server *srv = l->srv;
     uint64_t max = (uint64_t)srv->conf->server.max_connections;
     if (atomic_load_explicit(&srv->stopping, RELAXED)) {
@@ -122,7 +138,7 @@ void acceptor_ready(struct loop *l)
         if (total_open(srv) >= max) {
             /* Every loop stops watching; a slot freed wakes them all. */
             atomic_store(&srv->accept_paused, true);
-            loop_wake_all(srv);
+            loop_wake_all(l);
             stop_watching(l);
             return;
         }
@@ -135,23 +151,52 @@ void acceptor_ready(struct loop *l)
                         "max_connections)\n", strerror(errno));
             return;   /* EAGAIN: the backlog is empty (or another loop took it) */
         }
-        hand_over(l, least_loaded(srv), fd, &a, len);
+        hand_over(l, least_loaded(srv, l), fd, &a, len);
     }
 }
 
 int acceptor_start(struct loop *l, struct zb_err *err)
 {
-    if (loop_watch_listen(l, l->srv->listen_fd, err) < 0)
+    l->listen.ready = ready;
+    if (watch_listen(l, err) < 0)
         return -1;
     l->listening = true;
     return 0;
 }
 
-/* On wake: stop for good when stopping; else stop at the limit, and
- * watch again once below it (waking the others to do the same). */
+/* Connections the acceptor handed over: into our daemon (MHD closes the
+ * socket itself if it cannot take it). */
+static void take_handed(struct loop *l)
+{
+    pthread_mutex_lock(&l->lock);
+    struct handed *h = l->handed;
+    size_t n = l->nhanded;
+    l->handed = NULL;
+    l->nhanded = l->caphanded = 0;
+    pthread_mutex_unlock(&l->lock);
+    for (size_t i = 0; i < n; i++)
+        if (MHD_add_connection(l->mhd, h[i].fd, (const struct sockaddr *)&h[i].addr,
+                               h[i].len) != MHD_YES)
+            BUMP(l->closed);
+    free(h);
+}
+
+void acceptor_free(struct loop *l)
+{
+    for (size_t i = 0; i < l->nhanded; i++)
+        close(l->handed[i].fd);
+    free(l->handed);
+    l->handed = NULL;
+    l->nhanded = 0;
+}
+
+/* On wake: what was handed over taken in; stop for good when stopping;
+ * else stop at the limit, and watch again once below it (waking the
+ * others to do the same). */
 void acceptor_wake(struct loop *l)
 {
     struct server *srv = l->srv;
+    take_handed(l);
     if (srv->listen_fd < 0)
         return;
     if (atomic_load_explicit(&srv->stopping, RELAXED)) {
@@ -172,6 +217,6 @@ void acceptor_wake(struct loop *l)
 
 void acceptor_slot_freed(struct server *srv)
 {
-    if (atomic_load_explicit(&srv->accept_paused, RELAXED))
-        loop_wake_all(srv);
+    if (atomic_load_explicit(&srv->accept_paused, RELAXED) && srv->nloops)
+        loop_wake_all(&srv->loops[0]);
 }

@@ -4,7 +4,7 @@
  *   DC_CONNECTING  connect_step() each time the socket is ready, until the
  *                  driver says it is connected; bounded by connect_timeout_s.
  *   DC_PREPARING   pooled and pipelined connections prepare the lookup once
- *                  (pipelined ones enter pipeline mode first); per-request
+ *                  (pipelined ones enter pipeline mode first); per-lookup
  *                  ones skip this, their lookup is a one-shot query.
  *   DC_READY       lookups are sent and answered in order; the oldest one
  *                  sent is bounded by query_timeout_ms.
@@ -12,16 +12,17 @@
  * (so an idle connection the database closes is noticed at once), and for
  * writing only while the driver has output it could not write.
  *
- * The connection reports to its strategy: *_conn_ready when it is ready or
- * has answered everything sent, *_conn_failed when it is lost; the
- * strategy answers the lookups and closes it. */
+ * The connection reports to its strategy through the pointer it holds:
+ * conn_ready when it is ready or has answered everything sent,
+ * conn_failed when it is lost; the strategy answers the lookups and
+ * closes it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "server.h"
+#include "dbconn.h"
 
 static const struct backend_async *async_of(const struct dbconn *dc)
 {
@@ -43,24 +44,26 @@ static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
         return 0;
     if (fd != dc->fd && dc->fd >= 0)
         loop_unwatch(l, dc->fd);   /* libpq moved to another address's socket */
-    if ((fd != dc->fd || loop_rewatch(l, fd, events, dc) < 0) &&
-        loop_watch(l, fd, events, dc, err) < 0)
+    if ((fd != dc->fd || loop_rewatch(l, fd, events, &dc->w) < 0) &&
+        loop_watch(l, fd, events, &dc->w, err) < 0)
         return -1;
     dc->fd = fd;
     dc->events = events;
     return 0;
 }
 
-struct dbconn *dbconn_open(struct lb *lb, enum dc_role role, struct zb_err *err)
+static void ready(struct watch *w, uint32_t events);
+
+struct dbconn *dbconn_open(struct lb *lb, const struct strategy *st, struct zb_err *err)
 {
     struct dbconn *dc = calloc(1, sizeof *dc);
     if (!dc) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
-    dc->kind = W_DB;
+    dc->w.ready = ready;
     dc->lb = lb;
-    dc->role = role;
+    dc->st = st;
     dc->fd = -1;
     dc->gen = atomic_load(&lb->sb->gen);
     dc->since_ns = lb->loop->now;
@@ -84,7 +87,7 @@ struct dbconn *dbconn_open(struct lb *lb, enum dc_role role, struct zb_err *err)
 static int connect_limit_s(const struct dbconn *dc)
 {
     const struct backend_conf *bc = &dc->lb->sb->conf;
-    return dc->role == DC_PER_REQUEST ? bc->per_request_connect_timeout_s : bc->connect_timeout_s;
+    return dc->st->per_lookup ? bc->per_request_connect_timeout_s : bc->connect_timeout_s;
 }
 
 uint64_t dbconn_deadline(const struct dbconn *dc)
@@ -117,6 +120,13 @@ bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
     return true;
 }
 
+/* A connection closed or given away earlier in this batch: its events are
+ * ignored. */
+static void set_aside(struct watch *w, uint32_t events)
+{
+    (void)w, (void)events;
+}
+
 /* Closed, but freed only by dbconn_settle: this iteration's epoll batch
  * may still hold an event pointing at it, and a lookup that ends may close
  * another connection than its own. */
@@ -130,7 +140,7 @@ static void forget(struct dbconn *dc)
         loop_unwatch(l, dc->fd);
     dc->lb->sb->drv->close(dc->db);
     dc->db = NULL;
-    dc->kind = W_DB_SET_ASIDE;
+    dc->w.ready = set_aside;
     dc->next_aside = l->closed_aside;
     l->closed_aside = dc;
 }
@@ -147,7 +157,7 @@ void dbconn_leave(struct dbconn *dc, struct loop *to)
         loop_unwatch(l, dc->fd);
     dc->fd = -1;
     dc->events = 0;
-    dc->kind = W_DB_SET_ASIDE;
+    dc->w.ready = set_aside;
     dc->give_to = to;
     dc->next_aside = l->leaving;
     l->leaving = dc;
@@ -163,9 +173,23 @@ void dbconn_settle(struct loop *l)
     while (l->leaving) {
         struct dbconn *dc = l->leaving;
         l->leaving = dc->next_aside;
-        dc->kind = W_DB;
-        loop_give(dc->give_to, dc);
+        dc->w.ready = ready;
+        struct loop *to = dc->give_to;
+        pthread_mutex_lock(&to->lock);
+        APR_RING_INSERT_TAIL(&to->given, dc, dbconn, link);
+        pthread_mutex_unlock(&to->lock);
+        loop_wake(to);
     }
+}
+
+struct dbconn *dbconn_given(struct loop *l)
+{
+    pthread_mutex_lock(&l->lock);
+    struct dbconn *dc = APR_RING_EMPTY(&l->given, dbconn, link) ? NULL : APR_RING_FIRST(&l->given);
+    if (dc)
+        APR_RING_REMOVE(dc, link);
+    pthread_mutex_unlock(&l->lock);
+    return dc;
 }
 
 bool dbconn_join(struct dbconn *dc, struct lb *lb)
@@ -182,26 +206,7 @@ bool dbconn_join(struct dbconn *dc, struct lb *lb)
 /* Lost: its strategy answers what it had and closes it. */
 static void lost(struct dbconn *dc, const struct zb_err *err)
 {
-    switch (dc->role) {
-    case DC_POOLED:
-        pool_conn_failed(dc, dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL, err);
-        break;
-    case DC_PIPELINED:
-        pipe_conn_failed(dc, err);
-        break;
-    case DC_PER_REQUEST:
-        perreq_conn_failed(dc, err);
-        break;
-    }
-}
-
-static void ready(struct dbconn *dc)
-{
-    switch (dc->role) {
-    case DC_POOLED: pool_conn_ready(dc); break;
-    case DC_PIPELINED: pipe_conn_ready(dc); break;
-    case DC_PER_REQUEST: perreq_conn_ready(dc); break;
-    }
+    dc->st->conn_failed(dc, err);
 }
 
 void dbconn_fail(struct dbconn *dc, const struct zb_err *err)
@@ -209,6 +214,18 @@ void dbconn_fail(struct dbconn *dc, const struct zb_err *err)
     if (err->kind == ZB_ERR_TIMEOUT)
         async_of(dc)->abort(dc->db);   /* it may still answer: never wait on it */
     lost(dc, err);
+}
+
+static void flush_one(struct dbconn *dc);
+
+/* A pipelined connection to flush at the end of this iteration. */
+static void flush_later(struct dbconn *dc)
+{
+    struct loop *l = dc->lb->loop;
+    if (l->nflush < (int)(sizeof l->to_flush / sizeof l->to_flush[0]))
+        l->to_flush[l->nflush++] = dc;
+    else
+        flush_one(dc);   /* more pipelines than slots: write this one now */
 }
 
 void dbconn_send(struct dbconn *dc, struct lookup *lk)
@@ -219,11 +236,11 @@ void dbconn_send(struct dbconn *dc, struct lookup *lk)
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
     int wants = async_of(dc)->send(dc->db, dc->lookup, lb->sb->sql, 1, lk->params, &err);
-    if (wants >= 0 && dc->role == DC_PIPELINED) {
+    if (wants >= 0 && dc->st->pipelines) {
         BUMP(lb->st.pipelined);
         if (!dc->unflushed) {
             dc->unflushed = true;
-            loop_flush_later(lb->loop, dc);
+            flush_later(dc);
         }
     } else if (wants >= 0) {
         /* 0: answered already (the driver read it in passing): the socket
@@ -238,7 +255,8 @@ void dbconn_send(struct dbconn *dc, struct lookup *lk)
         loop_deadline(lb->loop, dbconn_deadline(dc));
 }
 
-void dbconn_flush(struct dbconn *dc)
+/* Writes what dc was sent since its last flush. */
+static void flush_one(struct dbconn *dc)
 {
     struct zb_err err = { 0 };
     dc->unflushed = false;
@@ -246,6 +264,12 @@ void dbconn_flush(struct dbconn *dc)
     int wants = async_of(dc)->flush(dc->db, &err);
     if (wants < 0 || set_watch(dc, wants, &err) < 0)
         lost(dc, &err);
+}
+
+void dbconn_flush_all(struct loop *l)
+{
+    while (l->nflush)
+        flush_one(l->to_flush[--l->nflush]);
 }
 
 /* Connecting, then preparing: returns true once ready. */
@@ -260,16 +284,16 @@ static bool setup(struct dbconn *dc, struct zb_err *err, int *wants)
     }
     if (dc->state == DC_PREPARING && !dc->lookup) {
         BUMP(lb->st.connects);
-        if (dc->role == DC_PER_REQUEST) {
+        if (dc->st->per_lookup) {
             BUMP(lb->st.connects_per_request);
             dc->state = DC_READY;
             return true;
         }
-        if (dc->role == DC_PIPELINED && (*wants = as->pipeline(dc->db, err)) < 0)
+        if (dc->st->pipelines && (*wants = as->pipeline(dc->db, err)) < 0)
             return false;
         if ((*wants = as->prepare(dc->db, lb->sb->sql, 1, &dc->lookup, err)) < 0)
             return false;
-        if (dc->role == DC_PIPELINED && (*wants = as->flush(dc->db, err)) < 0)
+        if (dc->st->pipelines && (*wants = as->flush(dc->db, err)) < 0)
             return false;
     }
     /* The PREPARE's answer. */
@@ -305,15 +329,17 @@ static void answers(struct dbconn *dc)
             loop_deadline(dc->lb->loop, dbconn_deadline(dc));
         lookup_finish(lk, wants == 0 ? LOOKUP_OK : lookup_rc_of(&err), &err);
         if (!dc->nsent) {
-            ready(dc);   /* may send again, or close it: dc is not ours now */
+            dc->st->conn_ready(dc);   /* may send again, or close it: dc is not ours now */
             return;
         }
     }
 }
 
-void dbconn_ready(struct dbconn *dc, uint32_t events)
+/* The socket is ready (events: EPOLLIN/OUT/ERR/HUP). */
+static void ready(struct watch *w, uint32_t events)
 {
     (void)events;
+    struct dbconn *dc = container_of(w, struct dbconn, w);
     if (dc->state != DC_READY) {
         struct zb_err err = { 0 };
         int wants;
@@ -321,7 +347,7 @@ void dbconn_ready(struct dbconn *dc, uint32_t events)
             if (set_watch(dc, ZB_WANT_READ, &err) < 0)
                 lost(dc, &err);
             else
-                ready(dc);
+                dc->st->conn_ready(dc);
         } else if (wants < 0 || set_watch(dc, wants, &err) < 0) {
             lost(dc, &err);
         }

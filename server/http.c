@@ -28,12 +28,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 
-#include "server.h"
+#include "accept.h"
+#include "http.h"
+#include "json.h"
+#include "lookup.h"
+#include "stats.h"
 
 enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
+
+/* A client connection (libmicrohttpd's socket context). */
+struct client {
+    APR_RING_ENTRY(client) link;   /* in its loop's awaiting list while waiting for a header */
+    uint64_t since_ns;             /* connected, or its last answer was sent */
+    bool awaiting;
+    int fd;
+};
 
 struct health;
 
@@ -49,7 +62,7 @@ struct req {
     unsigned status;
     struct jbuf body;
     struct lb *lb;                 /* a lookup: its (dataset, backend), on this loop */
-    enum strategy strategy;
+    enum zb_strategy strategy;
     uint64_t t0;
     double miss;                   /* /random?miss= */
     uint64_t waiting_since;        /* waiting for a key set since */
@@ -305,7 +318,7 @@ static bool start_random(struct req *rq)
     struct zb_err err = { 0 };
     size_t n;
     bool loading;
-    const uint32_t *keys = backend_keys(rq->lb->sb, rq->loop->srv, &n, &loading, &err);
+    const uint32_t *keys = served_keys(rq->lb->sb, &n, &loading, &err);
     if (!keys) {
         if (!loading)
             set_error(rq, 503, NULL, "%s", err.msg);
@@ -396,22 +409,22 @@ static bool pick_strategy(struct req *rq)
     const char *p = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "persistent");
     bool persistent;
     if (s) {
-        int st = strategy_by_name(s);
+        int st = conf_choice(zb_strategy_names, s);
         if (st < 0) {
             set_error(rq, 400, NULL, "strategy must be pooled, per-request or pipelined");
             return false;
         }
-        rq->strategy = (enum strategy)st;
+        rq->strategy = (enum zb_strategy)st;
     } else if (p) {
         if (parse_bool_arg(p, &persistent) < 0) {
             set_error(rq, 400, NULL, "persistent must be 0 or 1");
             return false;
         }
-        rq->strategy = persistent ? ST_POOLED : ST_PER_REQUEST;
+        rq->strategy = persistent ? ZB_POOLED : ZB_PER_REQUEST;
     }
     if (!lookup_strategy_ok(sb, rq->strategy)) {
         set_error(rq, 400, NULL, "strategy %s: the %s driver cannot pipeline",
-                  strategy_names[rq->strategy], sb->conf.driver);
+                  zb_strategy_names[rq->strategy], sb->conf.driver);
         return false;
     }
     return true;
@@ -539,7 +552,7 @@ static void health(struct req *rq)
         struct health_item *it = &h->item[i];
         it->rq = rq;
         it->lk.lb = &rq->loop->lb[i];
-        it->lk.strategy = ST_POOLED;
+        it->lk.strategy = ZB_POOLED;
         /* A key every key column takes; whether it is there does not matter. */
         const char *key = srv->served[i]->postal ? "0000000" : "0";
         it->lk.keylen = strlen(key);
@@ -969,7 +982,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
  * with Connection: close and an empty body without a Content-Type (so not
  * our JSON). The test suite checks both statuses; docs/RELIABILITY.md lists
  * every answer libmicrohttpd makes on its own. */
-struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
+static struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
 {
     const struct server *srv = l->srv;
     const struct server_conf *sc = &srv->conf->server;
@@ -997,4 +1010,40 @@ struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
                 "max_request_bytes %d%s)", sc->max_connections, sc->max_request_bytes,
                 srv->tls_cert ? ", TLS: is the key the certificate's?" : "");
     return d;
+}
+
+/* libmicrohttpd's epoll fd: nothing to do when it is ready, as the daemon
+ * runs every iteration (http_turn). */
+static void mhd_ready(struct watch *w, uint32_t events)
+{
+    (void)w, (void)events;
+}
+
+int http_start(struct loop *l, struct zb_err *err)
+{
+    if (!(l->mhd = http_daemon(l, err)))
+        return -1;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info)
+        return zb_fail(err, ZB_ERR_SYS, "loop %d: libmicrohttpd has no epoll fd", l->id);
+    l->mhd_watch.ready = mhd_ready;
+    return loop_watch(l, info->epoll_fd, EPOLLIN, &l->mhd_watch, err);
+}
+
+void http_turn(struct loop *l)
+{
+    MHD_run(l->mhd);
+}
+
+int http_sleep_ms(struct loop *l)
+{
+    MHD_UNSIGNED_LONG_LONG mhd;
+    return MHD_get_timeout(l->mhd, &mhd) == MHD_YES && mhd < 60000 ? (int)mhd : 60000;
+}
+
+void http_stop(struct loop *l)
+{
+    if (l->mhd)
+        MHD_stop_daemon(l->mhd);
+    l->mhd = NULL;
 }

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "json.h"
+#include "util.h"
 
 bool jb_reserve(struct jbuf *b, size_t more)
 {

@@ -11,68 +11,29 @@
  *     change counter: about five system calls) is paid once per batch, not
  *     per lookup, and a writer (the loader swapping tables) waits at most
  *     one iteration;
- *   - elsewhere: by strategy, pool.c, perrequest.c or pipeline.c, on a
+ *   - elsewhere: by its strategy (the table below, one line each), on a
  *     connection of the lookup's own loop.
- * lookup_finish ends every lookup, whichever way it went. */
+ * lookup_finish (lb.c) ends every lookup, whichever way it went. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "lookup.h"
+#include "strategy.h"
 
-int lookup_rc_of(const struct zb_err *err)
-{
-    switch (err->kind) {
-    case ZB_ERR_CONN:
-    case ZB_ERR_REFUSED:
-    case ZB_ERR_TIMEOUT:
-    case ZB_ERR_BUSY:
-    case ZB_ERR_STALE:
-        return LOOKUP_UNAVAILABLE;   /* 503: try again later */
-    default:
-        return LOOKUP_ERROR;
-    }
-}
+/* The one table of strategies, by lib/conf.h's ZB_STRATEGIES. */
+static const struct strategy *const strategies[ZB_NSTRATEGIES] = {
+    [ZB_POOLED] = &pooled_strategy,
+    [ZB_PER_REQUEST] = &per_request_strategy,
+    [ZB_PIPELINED] = &pipelined_strategy,
+};
 
-/* The end of lk; a 503 counted as overload or, the backend down, as down. */
-static void finish(struct lookup *lk, int rc, const struct zb_err *err, bool overload)
-{
-    struct srv_backend *sb = lk->lb->sb;
-    if (rc == LOOKUP_OK)
-        backend_mark_up(sb);
-    else if (rc == LOOKUP_UNAVAILABLE && overload)
-        BUMP(lk->lb->st.overload);
-    else if (rc == LOOKUP_UNAVAILABLE && !atomic_load_explicit(&sb->up, RELAXED))
-        BUMP(lk->lb->st.down);
-    if (lk->probe) {
-        lk->probe = false;
-        backend_end_probe(sb);
-    }
-    lk->done(lk, rc, rc == LOOKUP_OK ? NULL : err);
-}
-
-void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err)
-{
-    finish(lk, rc, err, false);
-}
-
-void lookup_overloaded(struct lookup *lk, const struct zb_err *err)
-{
-    finish(lk, LOOKUP_UNAVAILABLE, err, true);
-}
-
-void lb_down(struct lb *lb, const struct zb_err *err)
-{
-    if (!atomic_load_explicit(&lb->loop->srv->shutdown, RELAXED))
-        backend_mark_down(lb->sb, err);
-}
-
-int lookup_row(void *arg, int n, const char *const *v, const size_t *l)
-{
-    struct lookup *lk = arg;
-    lk->rows++;
-    return lk->on_row ? lk->on_row(lk->arg, n, v, l) : 0;
-}
+/* An in-process (SQLite) connection with its prepared lookup. */
+struct inline_conn {
+    struct backend b;
+    struct stmt *lookup;
+    unsigned gen;
+};
 
 /* ---- in-process ---- */
 
@@ -97,7 +58,7 @@ static struct inline_conn *inline_open(struct lb *lb, struct zb_err *err)
     return ic;
 }
 
-void inline_close(struct lb *lb, struct inline_conn *ic)
+static void inline_close(struct lb *lb, struct inline_conn *ic)
 {
     if (!ic)
         return;
@@ -113,7 +74,7 @@ static void inline_lookup(struct lookup *lk)
     struct srv_backend *sb = lb->sb;
     struct zb_err err = { 0 };
     int rc;
-    if (lk->strategy == ST_PER_REQUEST) {
+    if (strategies[lk->strategy]->per_lookup) {
         /* As a PHP page does it: connect, one-shot query, close. */
         struct backend b;
         rc = backend_open(&b, &sb->conf, &err);
@@ -137,13 +98,11 @@ static void inline_lookup(struct lookup *lk)
             lookup_finish(lk, lookup_rc_of(&err), &err);
             return;
         }
-        if (!lb->inline_txn && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0) {
-            lb->inline_txn = true;
-            lb->loop->to_commit[lb->loop->ncommit++] = lb;
-        }
+        if (!lb->inline_txn && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0)
+            lb->inline_txn = true;   /* committed at the end of the iteration */
         rc = ic->b.drv->run(ic->lookup, lk->params, lookup_row, lk, NULL, &err);
         if (rc < 0 && !ic->b.drv->alive(ic->b.db)) {
-            backend_bump_gen(sb, ic->gen);
+            served_bump_gen(sb, ic->gen);
             inline_close(lb, ic);   /* its transaction with it */
             lb->inline_txn = false;
             BUMP(lb->st.discarded);
@@ -156,10 +115,11 @@ static void inline_lookup(struct lookup *lk)
 
 void inline_commit(struct loop *l)
 {
-    while (l->ncommit) {
-        struct lb *lb = l->to_commit[--l->ncommit];
-        if (lb->inline_txn && lb->inline_idle &&
-            lb->inline_idle->b.drv->exec(lb->inline_idle->b.db, "COMMIT", NULL) < 0)
+    for (int i = 0; i < l->nlb; i++) {
+        struct lb *lb = &l->lb[i];
+        if (!lb->inline_txn)
+            continue;
+        if (lb->inline_idle && lb->inline_idle->b.drv->exec(lb->inline_idle->b.db, "COMMIT", NULL) < 0)
             lb->inline_idle->b.drv->exec(lb->inline_idle->b.db, "ROLLBACK", NULL);
         lb->inline_txn = false;
     }
@@ -167,9 +127,47 @@ void inline_commit(struct loop *l)
 
 /* ---- the way in ---- */
 
-bool lookup_strategy_ok(const struct srv_backend *sb, enum strategy st)
+bool lookup_strategy_ok(const struct srv_backend *sb, enum zb_strategy st)
 {
-    return st != ST_PIPELINED || (sb->drv->async && sb->drv->async->pipeline);
+    return !strategies[st]->pipelines || (sb->drv->async && sb->drv->async->pipeline);
+}
+
+uint64_t lookup_deadlines(struct lb *lb, uint64_t now)
+{
+    uint64_t next = 0;
+    if (!lb->sb->drv->async)
+        return 0;
+    for (int i = 0; i < ZB_NSTRATEGIES; i++) {
+        uint64_t t = strategies[i]->deadlines(lb, now);
+        if (t && (!next || t < next))
+            next = t;
+    }
+    return next;
+}
+
+void lookup_init(struct lb *lb)
+{
+    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+        strategies[i]->init(lb);
+}
+
+void lookup_woken(struct lb *lb)
+{
+    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+        if (strategies[i]->woken)
+            strategies[i]->woken(lb);
+}
+
+void lookup_wind_down(struct lb *lb, const struct zb_err *err)
+{
+    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+        strategies[i]->fail_all(lb, err);
+}
+
+void lookup_close(struct lb *lb)
+{
+    inline_close(lb, lb->inline_idle);
+    lb->inline_idle = NULL;
 }
 
 void lookup_start(struct lookup *lk, bool health)
@@ -180,9 +178,9 @@ void lookup_start(struct lookup *lk, bool health)
     lk->retried = false;
     if (health)
         atomic_store(&sb->next_probe_ns, 0);   /* /health always tries: it is rare */
-    if (!backend_may_try(sb, &lk->probe)) {
+    if (!served_may_try(sb, &lk->probe)) {
         struct zb_err err;
-        backend_down_error(sb, &err);
+        served_down_error(sb, &err);
         BUMP(lk->lb->st.down);
         lk->done(lk, LOOKUP_UNAVAILABLE, &err);
         return;
@@ -191,9 +189,5 @@ void lookup_start(struct lookup *lk, bool health)
         inline_lookup(lk);
         return;
     }
-    switch (lk->strategy) {
-    case ST_PER_REQUEST: perreq_submit(lk); break;
-    case ST_PIPELINED: pipe_submit(lk); break;
-    default: pool_submit(lk); break;
-    }
+    strategies[lk->strategy]->submit(lk);
 }

@@ -11,13 +11,13 @@
  * connect, as PHP waits for it) or query that times out, marks it down. */
 #include <stdlib.h>
 
-#include "server.h"
+#include "dbconn.h"
 
-void perreq_submit(struct lookup *lk)
+static void submit(struct lookup *lk)
 {
     struct lb *lb = lk->lb;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, DC_PER_REQUEST, &err);
+    struct dbconn *dc = dbconn_open(lb, &per_request_strategy, &err);
     if (!dc) {
         lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
         return;
@@ -26,7 +26,8 @@ void perreq_submit(struct lookup *lk)
     APR_RING_INSERT_TAIL(&lb->perreq, dc, dbconn, link);
 }
 
-void perreq_conn_ready(struct dbconn *dc)
+/* Connected: its query; or answered: closed. */
+static void conn_ready(struct dbconn *dc)
 {
     struct lookup *lk = dc->owner;
     if (lk) {   /* connected: its query */
@@ -38,7 +39,7 @@ void perreq_conn_ready(struct dbconn *dc)
     dbconn_close(dc);
 }
 
-void perreq_conn_failed(struct dbconn *dc, const struct zb_err *err)
+static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
     struct lookup *lk = dc->owner ? dc->owner : dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
     if (dc->owner)
@@ -51,3 +52,32 @@ void perreq_conn_failed(struct dbconn *dc, const struct zb_err *err)
     if (lk)
         lookup_finish(lk, lookup_rc_of(err), err);
 }
+
+/* Connects and queries that took too long. */
+static uint64_t deadlines(struct lb *lb, uint64_t now)
+{
+    uint64_t next = 0;
+    struct dbconn *dc = APR_RING_FIRST(&lb->perreq), *nx;
+    for (; dc != APR_RING_SENTINEL(&lb->perreq, dbconn, link); dc = nx) {
+        nx = APR_RING_NEXT(dc, link);
+        if (dbconn_expired(dc, now, &next))
+            return now;   /* the list changed: look again at once */
+    }
+    return next;
+}
+
+static void init(struct lb *lb)
+{
+    APR_RING_INIT(&lb->perreq, dbconn, link);
+}
+
+static void fail_all(struct lb *lb, const struct zb_err *err)
+{
+    while (!APR_RING_EMPTY(&lb->perreq, dbconn, link))
+        dbconn_fail(APR_RING_FIRST(&lb->perreq), err);
+}
+
+const struct strategy per_request_strategy = {
+    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
+    .deadlines = deadlines, .fail_all = fail_all, .per_lookup = true,
+};

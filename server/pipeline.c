@@ -14,12 +14,10 @@
  * not run, are retried once on a fresh one, and the backend is up. A
  * connect that fails is an outage only if it was refused or no
  * other connection of the loop is ready; else (slow, or turned away under
- * load) another is tried after RETRY_NS, as pool.c does. */
+ * load) another is tried after LB_RETRY_NS, as pool.c does. */
 #include <stdlib.h>
 
-#include "server.h"
-
-#define RETRY_NS (100u * 1000u * 1000u)   /* after a connect that failed under load */
+#include "dbconn.h"
 
 static struct dbconn *least_busy(struct lb *lb)
 {
@@ -41,16 +39,12 @@ static void fail_waiting(struct lb *lb, const struct zb_err *err)
     }
 }
 
-/* A connect failed: refused, or no other connection ready, the backend is
- * down; else the next connect comes after RETRY_NS. */
+/* A connect failed: down (refused, or no other connection of the loop
+ * ready), and the lookups waiting fail; else they wait. */
 static void connect_failed(struct lb *lb, const struct zb_err *err)
 {
-    if (err->kind == ZB_ERR_REFUSED || !least_busy(lb)) {
-        lb_down(lb, err);
+    if (lb_connect_failed(lb, err, least_busy(lb) != NULL))
         fail_waiting(lb, err);
-        return;
-    }
-    lb->grow_after_ns = lb->loop->now + RETRY_NS;
 }
 
 static void open_one(struct lb *lb)
@@ -58,7 +52,7 @@ static void open_one(struct lb *lb)
     if (lb->loop->now < lb->grow_after_ns)
         return;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, DC_PIPELINED, &err);
+    struct dbconn *dc = dbconn_open(lb, &pipelined_strategy, &err);
     if (!dc) {
         connect_failed(lb, &err);
         return;
@@ -82,7 +76,7 @@ static void retire(struct lb *lb)
     }
 }
 
-void pipe_submit(struct lookup *lk)
+static void submit(struct lookup *lk)
 {
     struct lb *lb = lk->lb;
     retire(lb);
@@ -100,7 +94,8 @@ void pipe_submit(struct lookup *lk)
         open_one(lb);
 }
 
-void pipe_conn_ready(struct dbconn *dc)
+/* Ready: the lookups waiting go on it. */
+static void conn_ready(struct dbconn *dc)
 {
     struct lb *lb = dc->lb;
     while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
@@ -110,7 +105,7 @@ void pipe_conn_ready(struct dbconn *dc)
     }
 }
 
-void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
+static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
     struct lb *lb = dc->lb;
     bool opening = dc->state != DC_READY;
@@ -126,7 +121,7 @@ void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
     struct lookup_list lost;
     APR_RING_INIT(&lost, lookup, link);
     APR_RING_CONCAT(&lost, &dc->sent, lookup, link);
-    backend_bump_gen(lb->sb, dc->gen);
+    served_bump_gen(lb->sb, dc->gen);
     dbconn_close(dc);
     bool stale = err->kind == ZB_ERR_STALE;
     if (!stale)
@@ -136,7 +131,7 @@ void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
         APR_RING_REMOVE(lk, link);
         if (stale && !lk->retried && lk->rows == 0) {
             lk->retried = true;   /* it did not run: a fresh connection prepares again */
-            pipe_submit(lk);
+            submit(lk);
         } else {
             lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
         }
@@ -145,7 +140,7 @@ void pipe_conn_failed(struct dbconn *dc, const struct zb_err *err)
         fail_waiting(lb, err);
 }
 
-uint64_t pipe_deadlines(struct lb *lb, uint64_t now)
+static uint64_t deadlines(struct lb *lb, uint64_t now)
 {
     const struct backend_conf *bc = &lb->sb->conf;
     uint64_t next = 0;
@@ -176,3 +171,22 @@ uint64_t pipe_deadlines(struct lb *lb, uint64_t now)
     }
     return next;
 }
+
+static void init(struct lb *lb)
+{
+    int most = (int)(sizeof lb->pipe / sizeof lb->pipe[0]), want = lb->sb->conf.pipeline_connections;
+    APR_RING_INIT(&lb->pipe_waiting, lookup, link);
+    lb->pipe_target = want < 1 ? 1 : want > most ? most : want;
+}
+
+static void fail_all(struct lb *lb, const struct zb_err *err)
+{
+    while (lb->npipes)
+        dbconn_fail(lb->pipe[0], err);
+    fail_waiting(lb, err);
+}
+
+const struct strategy pipelined_strategy = {
+    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
+    .deadlines = deadlines, .fail_all = fail_all, .pipelines = true,
+};

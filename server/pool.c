@@ -33,17 +33,16 @@
  * all. One that is merely slow (each PostgreSQL connect costs tens of ms
  * of its CPU, and a burst opens thirty) or turned away for load while live
  * connections serve is retried in the background, as HikariCP's pool
- * filler does, after RETRY_NS; the lookups keep waiting for the live ones,
+ * filler does, after LB_RETRY_NS; the lookups keep waiting for the live ones,
  * and one that waited past acquire_timeout_ms gets 503, counted as
  * overload. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "dbconn.h"
 
 #define NS_PER_MS 1000000ull
-#define RETRY_NS (100 * NS_PER_MS)   /* after a connect that failed under load */
 
 static uint64_t bit_of(struct lb *lb) { return 1ull << (lb->loop->id % 64); }
 
@@ -62,9 +61,9 @@ static void give_budget(struct lb *lb)
     atomic_fetch_sub(&sb->pooled, 1);
     lb->npooled--;
     uint64_t starving = atomic_load(&sb->starving) & ~bit_of(lb);
-    for (int i = 0; starving && i < lb->loop->srv->nloops; i++)
+    for (int i = 0; starving && i < lb->loop->npeers; i++)
         if (starving & (1ull << (i % 64)))
-            loop_wake(&lb->loop->srv->loops[i]);
+            loop_wake(&lb->loop->peers[i]);
 }
 
 /* Closes a pooled connection that has nothing sent. */
@@ -88,10 +87,10 @@ static void drop(struct dbconn *dc)
 static struct loop *starving_loop(struct lb *lb)
 {
     uint64_t starving = atomic_load_explicit(&lb->sb->starving, RELAXED) & ~bit_of(lb);
-    struct server *srv = lb->loop->srv;
-    for (int i = 0; starving && i < srv->nloops; i++)
+    struct loop *l = lb->loop;
+    for (int i = 0; starving && i < l->npeers; i++)
         if (starving & (1ull << (i % 64)))
-            return &srv->loops[i];
+            return &l->peers[i];
     return NULL;
 }
 
@@ -155,25 +154,19 @@ static void fail_waiting(struct lb *lb, const struct zb_err *err)
 /* Does any loop hold an open pooled connection of lb's backend? */
 static bool has_live(struct lb *lb)
 {
-    struct server *srv = lb->loop->srv;
-    for (int i = 0; i < srv->nloops; i++)
-        if (READ(srv->loops[i].lb[lb->sb->index].st.open))
+    struct loop *l = lb->loop;
+    for (int i = 0; i < l->npeers; i++)
+        if (READ(l->peers[i].lb[lb->sb->index].st.open))
             return true;
     return false;
 }
 
-/* A connect failed: refused, or nothing live to wait for, the backend is
- * down and the lookups waiting here fail; else they wait, and the next
- * connect for them comes after RETRY_NS. */
+/* A connect failed: down (refused, or no live connection in any loop),
+ * and the lookups waiting here fail; else they wait for the live ones. */
 static void connect_failed(struct lb *lb, const struct zb_err *err)
 {
-    if (err->kind == ZB_ERR_REFUSED || !has_live(lb)) {
-        lb_down(lb, err);
+    if (lb_connect_failed(lb, err, has_live(lb)))
         fail_waiting(lb, err);
-        return;
-    }
-    lb->grow_after_ns = lb->loop->now + RETRY_NS;
-    loop_deadline(lb->loop, lb->grow_after_ns);
 }
 
 /* One more connection; false if the budget is spent or it could not
@@ -186,12 +179,12 @@ static bool grow(struct lb *lb, bool for_waiters)
         return false;   /* the last connect failed under load: not yet */
     if (!take_budget(sb)) {
         if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(lb)) & bit_of(lb)))
-            loop_wake_all(lb->loop->srv);   /* whoever has an idle one gives it back */
+            loop_wake_all(lb->loop);   /* whoever has an idle one gives it back */
         return false;
     }
     lb->npooled++;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, DC_POOLED, &err);
+    struct dbconn *dc = dbconn_open(lb, &pooled_strategy, &err);
     if (!dc) {
         give_budget(lb);
         connect_failed(lb, &err);   /* counted by dbconn_open */
@@ -202,7 +195,7 @@ static bool grow(struct lb *lb, bool for_waiters)
     return true;
 }
 
-void pool_submit(struct lookup *lk)
+static void submit(struct lookup *lk)
 {
     struct lb *lb = lk->lb;
     unsigned gen = atomic_load_explicit(&lb->sb->gen, RELAXED);
@@ -226,7 +219,8 @@ void pool_submit(struct lookup *lk)
 
 static void idle(struct dbconn *dc);
 
-void pool_conn_ready(struct dbconn *dc)
+/* Connected, or its lookup done. */
+static void conn_ready(struct dbconn *dc)
 {
     struct lb *lb = dc->lb;
     struct srv_backend *sb = lb->sb;
@@ -268,7 +262,8 @@ static void idle(struct dbconn *dc)
         give_away(dc);
 }
 
-void pool_adopt(struct loop *l, struct dbconn *dc)
+/* One given by another loop. */
+static void adopt(struct loop *l, struct dbconn *dc)
 {
     struct lb *lb = &l->lb[dc->lb->sb->index];
     lb->npooled++;
@@ -280,8 +275,10 @@ void pool_adopt(struct loop *l, struct dbconn *dc)
     idle(dc);
 }
 
-void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err *err)
+/* Lost, timed out or stale; lk is what it had sent (or NULL). */
+static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
+    struct lookup *lk = dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
     struct lb *lb = dc->lb;
     struct srv_backend *sb = lb->sb;
     bool opening = dc->state != DC_READY;
@@ -292,7 +289,7 @@ void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err 
     if (!opening) {
         /* Lost, or its plan stale (every connection opened before holds
          * the same stale plan): all are replaced. */
-        backend_bump_gen(sb, dc->gen);
+        served_bump_gen(sb, dc->gen);
         BUMP(lb->st.discarded);
         lb->owed++;
     }
@@ -307,7 +304,7 @@ void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err 
     bool stale = err->kind == ZB_ERR_STALE;
     if ((err->kind == ZB_ERR_CONN || stale) && !lk->retried && lk->rows == 0) {
         lk->retried = true;   /* after a restart or a reload, a fresh connection answers */
-        pool_submit(lk);
+        submit(lk);
         return;
     }
     if (!stale)
@@ -315,7 +312,7 @@ void pool_conn_failed(struct dbconn *dc, struct lookup *lk, const struct zb_err 
     fail(lk, err);
 }
 
-uint64_t pool_deadlines(struct lb *lb, uint64_t now)
+static uint64_t deadlines(struct lb *lb, uint64_t now)
 {
     const struct backend_conf *bc = &lb->sb->conf;
     uint64_t next = 0;
@@ -368,8 +365,40 @@ uint64_t pool_deadlines(struct lb *lb, uint64_t now)
 #undef SOONER
 }
 
-void pool_donate(struct lb *lb)
+/* pool_min and pool_soft_max split over the loops, the first ones taking
+ * the remainder. */
+static void init(struct lb *lb)
 {
+    const struct backend_conf *bc = &lb->sb->conf;
+    int n = lb->loop->npeers, i = lb->loop->id;
+    APR_RING_INIT(&lb->idle, dbconn, link);
+    APR_RING_INIT(&lb->busy, dbconn, link);
+    APR_RING_INIT(&lb->opening, dbconn, link);
+    APR_RING_INIT(&lb->waiting, lookup, link);
+    lb->min_share = bc->pool_min / n + (i < bc->pool_min % n);
+    lb->soft_share = bc->pool_soft_max / n + (i < bc->pool_soft_max % n);
+}
+
+/* Woken: connections other loops gave are taken in; a loop that starves
+ * is given an idle one. */
+static void woken(struct lb *lb)
+{
+    for (struct dbconn *dc; (dc = dbconn_given(lb->loop));)
+        adopt(lb->loop, dc);
     if (lb->nidle && !lb->nwaiting)
         give_away(APR_RING_FIRST(&lb->idle));
 }
+
+static void fail_all(struct lb *lb, const struct zb_err *err)
+{
+    struct conn_list *lists[] = { &lb->busy, &lb->opening, &lb->idle };
+    for (int k = 0; k < 3; k++)
+        while (!APR_RING_EMPTY(lists[k], dbconn, link))
+            dbconn_fail(APR_RING_FIRST(lists[k]), err);
+    fail_waiting(lb, err);
+}
+
+const struct strategy pooled_strategy = {
+    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
+    .deadlines = deadlines, .fail_all = fail_all, .woken = woken,
+};

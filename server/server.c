@@ -1,12 +1,118 @@
 /* The server's lifecycle: its backends and loop threads started, and the
- * stop sequence. main.c (and the HTTP fuzz target) call these. */
+ * stop sequence. main.c (and the HTTP fuzz target) call these. Here the
+ * layers are wired: each loop is handed the hooks of its turns, which
+ * call down into http, accept, lookup and dbconn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "accept.h"
+#include "dbconn.h"
+#include "http.h"
+#include "lookup.h"
 #include "server.h"
+
+/* ---- a loop's turns ---- */
+
+static void woken(struct loop *l)
+{
+    acceptor_wake(l);
+    http_keys_changed(l);
+    for (int i = 0; i < l->nlb; i++)
+        lookup_woken(&l->lb[i]);
+}
+
+/* Every deadline that has passed: lookups waiting too long, connects and
+ * queries that took too long, pools to top up or trim, headers too slow.
+ * Returns when the next one is due (0: none). */
+static uint64_t deadlines(struct loop *l, uint64_t now)
+{
+    uint64_t next = 0;
+    for (int i = 0; i < l->nlb; i++) {
+        uint64_t t = lookup_deadlines(&l->lb[i], now);
+        if (t && (!next || t < next))
+            next = t;
+    }
+    uint64_t t = http_header_deadlines(l, now);
+    return t && (!next || t < next) ? t : next;
+}
+
+static void iterated(struct loop *l)
+{
+    http_turn(l);
+    dbconn_flush_all(l);   /* everything the turn sent: one write per pipeline */
+    inline_commit(l);
+    dbconn_settle(l);
+}
+
+/* Shutdown: every lookup still waiting or sent fails with 503, its request
+ * is resumed, and libmicrohttpd gets a few turns to write the answers. */
+static void wind_down(struct loop *l)
+{
+    struct zb_err err;
+    zb_fail(&err, ZB_ERR_CONN, "the server is stopping");
+    for (int i = 0; i < l->nlb; i++)
+        lookup_wind_down(&l->lb[i], &err);
+    http_wind_down(l);
+    for (int i = 0; i < 3; i++)
+        http_turn(l);
+    inline_commit(l);
+    for (int i = 0; i < l->nlb; i++)
+        lookup_close(&l->lb[i]);
+    dbconn_settle(l);
+}
+
+static const struct loop_hooks hooks = {
+    .woken = woken, .deadlines = deadlines, .sleep_ms = http_sleep_ms, .iterated = iterated,
+    .wind_down = wind_down,
+};
+
+/* Loop id set up: the core, its shares of the backends, its daemon. */
+static int loop_setup(struct server *srv, int id, struct zb_err *err)
+{
+    struct loop *l = &srv->loops[id];
+    l->srv = srv;
+    l->rng = zb_now_ns() ^ ((uint64_t)id << 56) ^ 0x5a17;
+    APR_RING_INIT(&l->given, dbconn, link);
+    http_loop_init(l);
+    if (loop_init(l, id, srv->loops, srv->conf->server.threads, &hooks, &srv->shutdown,
+                  srv->conf->server.pin, err) < 0)
+        return -1;
+    if (!(l->lb = calloc((size_t)srv->nserved, sizeof *l->lb)))
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    l->nlb = srv->nserved;
+    for (int i = 0; i < srv->nserved; i++) {
+        lb_init(&l->lb[i], l, srv->served[i]);
+        lookup_init(&l->lb[i]);
+    }
+    return http_start(l, err);
+}
+
+/* After the loop stopped: what each layer kept of it freed. */
+static void loop_teardown(struct loop *l)
+{
+    http_stop(l);
+    acceptor_free(l);
+    for (struct dbconn *dc; (dc = dbconn_given(l));) {   /* given as the loops stopped */
+        dc->lb = &l->lb[dc->lb->sb->index];   /* ours now: freed with ours */
+        dbconn_close(dc);
+    }
+    dbconn_settle(l);
+    http_loop_free(l);
+    free(l->lb);
+    loop_destroy(l);
+}
+
+/* sb's default strategy must be one its driver can take. */
+static int check_strategy(const struct srv_backend *sb, struct zb_err *err)
+{
+    if (lookup_strategy_ok(sb, sb->strategy))
+        return 0;
+    return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy %s: the %s driver cannot pipeline",
+                   sb->conf.name, zb_strategy_names[sb->strategy], sb->conf.driver);
+}
 
 int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
                  int ndatasets, const struct backend_conf *const *chosen, int nchosen,
@@ -31,7 +137,8 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         for (int i = 0; i < nchosen; i++) {
             struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
             srv->served[srv->nserved] = sb;
-            if (backend_init(sb, chosen[i], datasets[d], srv->nserved++, pool, err) < 0)
+            if (served_init(sb, chosen[i], datasets[d], srv->nserved++, pool, err) < 0 ||
+                check_strategy(sb, err) < 0)
                 goto fail;
         }
     int n = conf->server.threads;
@@ -40,7 +147,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         goto fail;
     }
     for (; srv->nloops < n; srv->nloops++)
-        if (loop_init(&srv->loops[srv->nloops], srv, srv->nloops, err) < 0) {
+        if (loop_setup(srv, srv->nloops, err) < 0) {
             srv->nloops++;
             goto fail;
         }
@@ -51,7 +158,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     for (int i = 0; i < srv->nserved; i++) {
         struct srv_backend *sb = srv->served[i];
         struct zb_err e = { 0 };
-        bool ok = backend_start(sb, srv, &e) == 0;
+        bool ok = served_start(sb, srv->loops, &e) == 0;
         if (!ok)
             fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
                     "%s\n", sb->label, e.msg);
@@ -79,7 +186,7 @@ fail:
 static void drain(struct server *srv)
 {
     atomic_store(&srv->stopping, true);
-    loop_wake_all(srv);
+    loop_wake_all(&srv->loops[0]);
     /* New connections are refused from now on (the loops stop watching
      * the socket; it is closed once they are gone). */
     shutdown(srv->listen_fd, SHUT_RDWR);
@@ -110,9 +217,9 @@ void server_stop(struct server *srv, uint64_t *requests)
             *requests += READ(srv->loops[i].requests);
     /* The key loaders first: they wake the loops when done. */
     for (int i = 0; i < srv->nserved; i++)
-        backend_destroy(srv->served[i]);
+        served_destroy(srv->served[i]);
     for (int i = 0; i < srv->nloops; i++)
-        loop_destroy(&srv->loops[i]);
+        loop_teardown(&srv->loops[i]);
     free(srv->loops);
     srv->loops = NULL;
     srv->nloops = srv->nstarted = srv->nserved = 0;

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "server.h"
+#include "lb.h"
+#include "stats.h"
 
 static void put_latency(struct jbuf *b, const struct hist *h)
 {
@@ -83,8 +84,8 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"persistent\":%s,\"requests\":%llu,"
               "\"ok\":%llu,\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,"
               "\"overload\":%llu,\"down\":%llu,",
-              atomic_load(&sb->up) ? "true" : "false", strategy_names[sb->strategy],
-              sb->strategy != ST_PER_REQUEST ? "true" : "false", s.requests, s.ok, s.not_found,
+              atomic_load(&sb->up) ? "true" : "false", zb_strategy_names[sb->strategy],
+              sb->strategy != ZB_PER_REQUEST ? "true" : "false", s.requests, s.ok, s.not_found,
               s.e4xx, s.e5xx, s.overload, s.down);
     jb_printf(b, "\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
               "\"acquire_timeout_ms\":%d,\"size\":%llu,\"in_use\":%llu,\"idle\":%llu,"

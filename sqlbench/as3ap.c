@@ -126,7 +126,7 @@ static int populate(struct as3ap *a, struct zb_err *err)
     }
     sb_cpu(&u0, &s0);
     t0 = zb_now_s();
-    if (sb_execf(b, err, "ANALYZE %s%s", a->t->is_mysql ? "TABLE " : "", a->table) < 0)
+    if (sb_execf(b, err, "%s%s", b->drv->analyze, a->table) < 0)
         goto out;
     sb_figure_init(&f[3], "as3ap", "analyze", a->t, a->sync, src.rows);
     timed(&f[3], t0, u0, s0);
@@ -446,7 +446,7 @@ int sb_as3ap(const struct sb_opts *o, const struct sb_target *t, struct zb_err *
     snprintf(a->table, sizeof a->table, "%szip", o->prefix);
     a->zt = zb_postal_table(a->table);
     int rc = sb_open(&a->b, t, o->sync, err);
-    if (rc == 0 && t->is_sqlite)
+    if (rc == 0 && t->in_process)
         rc = a->b.drv->exec(a->b.db, "PRAGMA journal_mode=WAL", err);
     if (rc == 0)
         rc = a->b.drv->set_sync(a->b.db, ZB_SYNC_DEFAULT, a->sync, sizeof a->sync, err);
@@ -458,7 +458,7 @@ int sb_as3ap(const struct sb_opts *o, const struct sb_target *t, struct zb_err *
         rc = multi_user(a, err);
     if (a->b.db) {
         sb_execf(&a->b, NULL, "DROP TABLE IF EXISTS %s", a->table);
-        if (t->is_sqlite)
+        if (t->in_process)
             a->b.drv->exec(a->b.db, "PRAGMA journal_mode=DELETE", NULL);
     }
     /* Closing last puts a global durability knob (InnoDB's) back. */

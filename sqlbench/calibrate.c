@@ -147,11 +147,11 @@ int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err)
 
 int sb_calibrate_connect(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err)
 {
-    int n = t->is_sqlite ? o->calib_n * 2 : o->calib_n;
+    int n = t->in_process ? o->calib_n * 2 : o->calib_n;
     struct sb_figure *f = calloc(1, sizeof *f);
     if (!f)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    sb_figure_init(f, "calibrate", t->is_sqlite ? "open + close" : "connect + close", t, NULL, n);
+    sb_figure_init(f, "calibrate", t->in_process ? "open + close" : "connect + close", t, NULL, n);
     int rc = 0;
     for (int r = 0; r < o->repeat && rc == 0; r++) {
         double t0 = zb_now_s();

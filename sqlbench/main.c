@@ -176,7 +176,8 @@ static int use_scratch(struct zb_conf *conf, const char *scratch, struct zb_err 
         return zb_fail(err, ZB_ERR_INPUT, "--scratch: cannot create directory '%s'", scratch);
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *bc = &conf->backend[i];
-        if (!bc->driver || strcmp(bc->driver, "sqlite"))
+        const struct backend_driver *drv = backend_driver(bc->driver);
+        if (!drv || !drv->in_process)
             continue;
         char path[1100];
         snprintf(path, sizeof path, "%s/sqlbench-%s.sqlite", scratch, bc->name);
@@ -227,8 +228,8 @@ static int select_targets(const struct zb_conf *conf, const char *list, struct s
     for (int i = 0; i < nb && n < ZB_MAX_BACKENDS; i++) {
         memset(&t[n], 0, sizeof t[n]);
         t[n].bc = bcs[i];
-        t[n].is_sqlite = bcs[i]->driver && !strcmp(bcs[i]->driver, "sqlite");
-        t[n++].is_mysql = bcs[i]->driver && !strcmp(bcs[i]->driver, "mysql");
+        const struct backend_driver *drv = backend_driver(bcs[i]->driver);
+        t[n++].in_process = drv && drv->in_process;
     }
     return n;
 }

@@ -41,7 +41,7 @@ struct sb_target {
     const struct backend_conf *bc;  /* for a file target only its name is set */
     char version[96];
     char sync_default[160]; /* set_sync(DEFAULT) description */
-    bool is_sqlite, is_mysql;
+    bool in_process;        /* its driver runs the database in-process (SQLite) */
     enum sb_store store;
 };
 

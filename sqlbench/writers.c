@@ -120,7 +120,7 @@ static int connect_worker(struct worker *w)
     const char *p = sh->o->prefix;
     char desc[160], sql[512];
     int rc = backend_open(&w->b, sh->t->bc, &w->err);
-    if (rc == 0 && sh->t->is_sqlite)
+    if (rc == 0 && sh->t->in_process)
         rc = w->b.drv->set_sync(w->b.db, ZB_SYNC_NORMAL, desc, sizeof desc, &w->err);
     static const char *const writer_sql[] = {
         "INSERT INTO %swriters(id, writer, body) VALUES (?, ?, ?)",
@@ -175,7 +175,7 @@ static int setup(struct shared *sh, char *sync, size_t synclen, struct zb_err *e
     static const char *const names[] = { "writers", "jobs" };
     sb_drop(&b, p, names, 2);
     int rc = 0;
-    if (t->is_sqlite) {
+    if (t->in_process) {
         rc = b.drv->exec(b.db, "PRAGMA journal_mode=WAL", err);
         if (rc == 0)
             rc = b.drv->set_sync(b.db, ZB_SYNC_NORMAL, sync, synclen, err);
@@ -231,7 +231,7 @@ static int check_and_drop(const struct shared *sh, long long want, struct zb_err
                      t->bc->name, got, o->prefix, what, want);
     static const char *const names[] = { "writers", "jobs" };
     sb_drop(&b, o->prefix, names, 2);
-    if (t->is_sqlite)
+    if (t->in_process)
         b.drv->exec(b.db, "PRAGMA journal_mode=DELETE", NULL);
     backend_close(&b);
     return rc;

@@ -15,20 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "served.h"
 
 #define PROBE_NS (200u * 1000u * 1000u)   /* while down: 200 ms between probes */
 #define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
-
-const char *const strategy_names[ST_COUNT] = { "pooled", "per-request", "pipelined" };
-
-int strategy_by_name(const char *s)
-{
-    for (int i = 0; i < ST_COUNT; i++)
-        if (!strcmp(s, strategy_names[i]))
-            return i;
-    return -1;
-}
 
 /* `"name":` for every column, so a row is written by copies only. */
 static int column_keys(struct srv_backend *sb, struct zb_err *err)
@@ -45,7 +35,7 @@ static int column_keys(struct srv_backend *sb, struct zb_err *err)
     return 0;
 }
 
-int backend_init(struct srv_backend *sb, const struct backend_conf *bc,
+int served_init(struct srv_backend *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, apr_pool_t *parent, struct zb_err *err)
 {
     memset(sb, 0, sizeof *sb);
@@ -64,11 +54,8 @@ int backend_init(struct srv_backend *sb, const struct backend_conf *bc,
     if (!sb->drv)
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
                        bc->driver ? bc->driver : "");
-    int st = bc->strategy ? strategy_by_name(bc->strategy) : -1;
-    sb->strategy = st >= 0 ? (enum strategy)st : bc->persistent ? ST_POOLED : ST_PER_REQUEST;
-    if (sb->strategy == ST_PIPELINED && !(sb->drv->async && sb->drv->async->pipeline))
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy pipelined: the %s driver "
-                       "cannot pipeline", bc->name, bc->driver);
+    int st = bc->strategy ? conf_choice(zb_strategy_names, bc->strategy) : -1;
+    sb->strategy = st >= 0 ? (enum zb_strategy)st : bc->persistent ? ZB_POOLED : ZB_PER_REQUEST;
     char table_name[256];
     struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
     if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0)
@@ -87,7 +74,7 @@ int backend_init(struct srv_backend *sb, const struct backend_conf *bc,
 
 /* ---- outage ---- */
 
-void backend_mark_down(struct srv_backend *sb, const struct zb_err *err)
+void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
 {
     bool was = atomic_exchange(&sb->up, false);
     atomic_store(&sb->next_probe_ns, zb_now_ns() + PROBE_NS);
@@ -98,25 +85,25 @@ void backend_mark_down(struct srv_backend *sb, const struct zb_err *err)
         fprintf(stderr, "server: backend %s: down: %s\n", sb->label, sb->down_reason);
 }
 
-void backend_mark_up(struct srv_backend *sb)
+void served_mark_up(struct srv_backend *sb)
 {
     if (!atomic_load_explicit(&sb->up, RELAXED) && !atomic_exchange(&sb->up, true))
         fprintf(stderr, "server: backend %s: up again\n", sb->label);
 }
 
-void backend_bump_gen(struct srv_backend *sb, unsigned seen)
+void served_bump_gen(struct srv_backend *sb, unsigned seen)
 {
     atomic_compare_exchange_strong(&sb->gen, &seen, seen + 1);
 }
 
-void backend_down_error(struct srv_backend *sb, struct zb_err *err)
+void served_down_error(struct srv_backend *sb, struct zb_err *err)
 {
     pthread_mutex_lock(&sb->reason_lock);
     zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->label, sb->down_reason);
     pthread_mutex_unlock(&sb->reason_lock);
 }
 
-bool backend_may_try(struct srv_backend *sb, bool *probe)
+bool served_may_try(struct srv_backend *sb, bool *probe)
 {
     *probe = false;
     if (atomic_load_explicit(&sb->up, RELAXED))
@@ -129,7 +116,7 @@ bool backend_may_try(struct srv_backend *sb, bool *probe)
 
 /* A probe that neither brought the backend up nor marked it down again
  * (an SQL error, a busy pool) still lets the next one come. */
-void backend_end_probe(struct srv_backend *sb)
+void served_end_probe(struct srv_backend *sb)
 {
     uint64_t probing = PROBING;
     atomic_compare_exchange_strong(&sb->next_probe_ns, &probing, zb_now_ns() + PROBE_NS);
@@ -171,16 +158,9 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-struct keys_job {
-    struct srv_backend *sb;
-    struct server *srv;
-};
-
 static void *load_keys(void *arg)
 {
-    struct keys_job job = *(struct keys_job *)arg;
-    free(arg);
-    struct srv_backend *sb = job.sb;
+    struct srv_backend *sb = arg;
     struct zb_err err = { 0 };
     struct backend b;
     struct key_load kl = { 0 };
@@ -210,38 +190,32 @@ static void *load_keys(void *arg)
         fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
                 sb->label, err.msg);
         if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
-            backend_mark_down(sb, &err);
+            served_mark_down(sb, &err);
     }
     atomic_store(&sb->keys_loading, false);
     pthread_mutex_unlock(&sb->keys_lock);
     free(kl.keys);
-    loop_wake_all(job.srv);
+    loop_wake_all(sb->loops);
     return NULL;
 }
 
 /* Under keys_lock: starts a load unless one runs. */
-static void start_load(struct srv_backend *sb, struct server *srv)
+static void start_load(struct srv_backend *sb)
 {
     if (atomic_load(&sb->keys_loading))
         return;
     if (sb->keys_thread_started)
         pthread_join(sb->keys_thread, NULL);   /* the last one, long done */
     sb->keys_thread_started = false;
-    struct keys_job *job = malloc(sizeof *job);
-    if (!job)
-        return;
-    *job = (struct keys_job){ sb, srv };
     atomic_store(&sb->keys_loading, true);
-    if (pthread_create(&sb->keys_thread, NULL, load_keys, job) == 0) {
+    if (pthread_create(&sb->keys_thread, NULL, load_keys, sb) == 0) {
         sb->keys_thread_started = true;
     } else {
         atomic_store(&sb->keys_loading, false);
-        free(job);
     }
 }
 
-const uint32_t *backend_keys(struct srv_backend *sb, struct server *srv, size_t *n, bool *loading,
-                             struct zb_err *err)
+const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, struct zb_err *err)
 {
     uint32_t *keys = atomic_load_explicit(&sb->keys, memory_order_acquire);
     *loading = false;
@@ -251,15 +225,15 @@ const uint32_t *backend_keys(struct srv_backend *sb, struct server *srv, size_t 
     }
     pthread_mutex_lock(&sb->keys_lock);
     bool probe = false;
-    if (atomic_load(&sb->keys_loading) || backend_may_try(sb, &probe)) {
-        start_load(sb, srv);
+    if (atomic_load(&sb->keys_loading) || served_may_try(sb, &probe)) {
+        start_load(sb);
         *loading = atomic_load(&sb->keys_loading);
     }
     if (probe)
-        backend_end_probe(sb);
+        served_end_probe(sb);
     if (!*loading) {
         if (!atomic_load(&sb->up))
-            backend_down_error(sb, err);
+            served_down_error(sb, err);
         else
             zb_fail(err, ZB_ERR_CONN, "backend %s: %s", sb->label, sb->keys_error);
     }
@@ -267,24 +241,25 @@ const uint32_t *backend_keys(struct srv_backend *sb, struct server *srv, size_t 
     return NULL;
 }
 
-int backend_start(struct srv_backend *sb, struct server *srv, struct zb_err *err)
+int served_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err)
 {
+    sb->loops = loops;
     struct backend b;
     int rc = backend_open(&b, &sb->conf, err);
     if (rc == 0) {
         backend_close(&b);
     } else {
         atomic_store(&sb->up, false);   /* main reports it: no "down" line of our own */
-        backend_mark_down(sb, err);
+        served_mark_down(sb, err);
     }
     pthread_mutex_lock(&sb->keys_lock);
     if (rc == 0 && sb->postal)
-        start_load(sb, srv);
+        start_load(sb);
     pthread_mutex_unlock(&sb->keys_lock);
     return rc;
 }
 
-void backend_destroy(struct srv_backend *sb)
+void served_destroy(struct srv_backend *sb)
 {
     if (sb->keys_thread_started)
         pthread_join(sb->keys_thread, NULL);

@@ -1,0 +1,109 @@
+/* A backend serving one dataset, shared by every loop: its lookup SQL, its
+ * outage state, its pool budget and (postal) its key set.
+ *
+ * Contract: written at start (served_init, served_start) by main's
+ * thread; after that read by every loop, and changed only through the
+ * atomics and locks below: the outage state (up, gen, probes), the pool
+ * budget (pooled, starving), the keys (loaded by a thread of its own, which
+ * wakes every loop when done). Calls only down: lib's drivers, the loop's
+ * wake. */
+#ifndef ZB_SERVED_H
+#define ZB_SERVED_H
+
+#include <apr_pools.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "conf.h"
+#include "dataset.h"
+#include "loop.h"
+#include "util.h"
+
+/* (dataset, backend) pairs the server can serve: --datasets times
+ * --backends. */
+#define SRV_MAX_SERVED 32
+/* The longest key a request may name, in bytes after percent-decoding. */
+#define SRV_KEY_MAX 255
+
+/* How a request's key is checked before any database work: the postal
+ * dataset's 7 digits, an integer key column's optional '-' and 1-18
+ * digits, or a text key column's any non-empty bytes. */
+enum key_kind { KEY_POSTAL, KEY_INTEGER, KEY_TEXT };
+
+/* A column's name as a JSON key, written once: `"name":` (`,"name":` after
+ * the first). */
+struct json_key {
+    char s[72];
+    unsigned char len;
+};
+
+struct srv_backend {
+    /* Copy of the [backend NAME] section, read_only forced on: the server
+     * never writes. Strings still point into the zb_conf, which outlives us. */
+    struct backend_conf conf;
+    const struct backend_driver *drv;
+    enum zb_strategy strategy;     /* the default: conf's strategy or persistent */
+    int index;                     /* in srv->served[], and in each loop's lb[] */
+    /* The dataset this pair serves (owned by the caller of server_start):
+     * its table on this backend, looked up by its key column. */
+    const struct dataset *data;
+    bool postal;                   /* the postal dataset: /zip's answer and /random */
+    enum key_kind key_kind;
+    char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
+    char sql[1024];                /* zb_select_sql of the dataset's table */
+    struct json_key colkey[ZB_MAX_COLUMNS];
+    struct loop *loops;            /* the loops, woken when keys come in */
+
+    /* Outage handling: a connection error marks the backend down and bumps
+     * gen, so every connection opened before it is discarded when next
+     * taken instead of failing one request each. While down, at most one
+     * lookup at a time tries (the probe), the next one PROBE_NS after the
+     * last ended; the others get 503 at once. */
+    _Atomic bool up;
+    _Atomic unsigned gen;
+    _Atomic uint64_t next_probe_ns;
+    pthread_mutex_t reason_lock;
+    char down_reason[512];         /* last connect error (under reason_lock) */
+
+    /* Pooled connections of every loop, open or opening: at most
+     * pool_hard_max. A loop that needs one more and finds none left sets
+     * its bit in starving; a loop that frees an idle one then closes it
+     * instead of keeping it, so the budget goes where the waiters are. */
+    _Atomic int pooled;
+    _Atomic uint64_t starving;
+
+    /* The distinct codes of the table, sorted, for /random (postal only):
+     * loaded by a thread of their own, which wakes every loop when done. */
+    pthread_mutex_t keys_lock;
+    pthread_t keys_thread;
+    bool keys_thread_started;
+    _Atomic bool keys_loading;
+    _Atomic(uint32_t *) keys;
+    _Atomic size_t nkeys;
+    char keys_error[512];          /* why the last load failed (under keys_lock) */
+    apr_pool_t *pool;              /* the keys live here */
+};
+
+int  served_init(struct srv_backend *sb, const struct backend_conf *bc,
+                 const struct dataset *data, int index, apr_pool_t *parent, struct zb_err *err);
+/* One synchronous connect at start, so a backend down is reported before
+ * the loops run; then its keys start loading (loops woken when done). */
+int  served_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err);
+void served_destroy(struct srv_backend *sb);
+/* Outage state. may_try: true if a lookup may go to the database now; a
+ * probe (*probe set) must be ended with served_end_probe. */
+bool served_may_try(struct srv_backend *sb, bool *probe);
+void served_end_probe(struct srv_backend *sb);
+void served_mark_down(struct srv_backend *sb, const struct zb_err *err);
+void served_mark_up(struct srv_backend *sb);
+/* Everything opened before the connection that failed is suspect. */
+void served_bump_gen(struct srv_backend *sb, unsigned seen);
+void served_down_error(struct srv_backend *sb, struct zb_err *err);
+/* The sorted key set, or NULL: then *loading says if a load is under way
+ * (started here if none was and the backend is up); err says why not. */
+const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, struct zb_err *err);
+
+#endif

@@ -1,0 +1,40 @@
+/* What every loop of the server shares, read-mostly.
+ *
+ * Contract: filled by server_start on main's thread before any loop runs;
+ * after that the loops only read it, except the atomics (accepting's
+ * pause and turn, the stop flags), which any thread may set. Nothing is a
+ * global: libmicrohttpd's cls is the loop, which points here. Data only:
+ * it calls nothing. */
+#ifndef ZB_SHARED_H
+#define ZB_SHARED_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "dataset.h"
+#include "loop.h"
+#include "served.h"
+
+struct server {
+    struct zb_conf *conf;
+    /* Every (dataset, backend) pair served, dataset by dataset in the
+     * order of --datasets, each in the order of --backends. */
+    int nserved;
+    struct srv_backend *served[SRV_MAX_SERVED];
+    int ndatasets;
+    const struct dataset *const *datasets;
+    uint64_t started_ns;
+    int nloops, nstarted;
+    struct loop *loops;
+    int listen_fd;                 /* watched by every loop, closed by server_stop */
+    _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
+    _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */
+    _Atomic bool stopping;         /* SIGTERM: no new connections, answers close theirs */
+    _Atomic bool shutdown;         /* the grace is over: loops fail what is left and exit */
+    /* TLS (--tls-cert/--tls-key), PEM in memory; NULL for plain HTTP. */
+    char *tls_cert, *tls_key;
+};
+
+#endif
