@@ -132,6 +132,14 @@ int conf_choice(const char *const *choices, const char *value)
     return -1;
 }
 
+void conf_choice_list(const char *const *choices, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (const char *const *c = choices; *c; c++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s",
+                 c == choices ? "" : c[1] ? ", " : " or ", *c);
+}
+
 #define STRATEGY_NAME(id, name) name,
 const char *const zb_strategy_names[ZB_NSTRATEGIES + 1] = { ZB_STRATEGIES(STRATEGY_NAME) NULL };
 #undef STRATEGY_NAME
@@ -237,11 +245,8 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
             break;
         case F_CHOICE: {
             bool ok = conf_choice(f[i].choices, value) >= 0;
-            char list[200] = "";
-            for (const char *const *c = f[i].choices; *c; c++) {
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                         c == f[i].choices ? "" : c[1] ? ", " : " or ", *c);
-            }
+            char list[200];
+            conf_choice_list(f[i].choices, list, sizeof list);
             if (!ok)
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not %s", where, key, value,
                                list);

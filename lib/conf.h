@@ -30,6 +30,8 @@ enum zb_strategy { ZB_STRATEGIES(ZB_STRATEGY_ID) ZB_NSTRATEGIES };
 extern const char *const zb_strategy_names[ZB_NSTRATEGIES + 1];
 /* value's index in choices (NULL-terminated, as zb_strategy_names), or -1. */
 int conf_choice(const char *const *choices, const char *value);
+/* choices for a message: "a, b or c". */
+void conf_choice_list(const char *const *choices, char *buf, size_t len);
 
 /* One [backend NAME] section. Strings are owned by the conf. */
 struct backend_conf {

@@ -411,7 +411,9 @@ static bool pick_strategy(struct req *rq)
     if (s) {
         int st = conf_choice(zb_strategy_names, s);
         if (st < 0) {
-            set_error(rq, 400, NULL, "strategy must be pooled, per-request or pipelined");
+            char names[128];
+            conf_choice_list(zb_strategy_names, names, sizeof names);
+            set_error(rq, 400, NULL, "strategy must be %s", names);
             return false;
         }
         rq->strategy = (enum zb_strategy)st;
