@@ -87,7 +87,7 @@ export default {
       lines.push(`Target: zipbench bulk ≥ 1.0x ${NATIVE[x.b]} on ${x.b}, ${x.d}: ${fmtRatio(x.ratio, 3)}, ` +
                  `${ctx.quick ? 'not judged (--quick)' : x.ratio >= 1 ? 'met' : 'NOT met'}.  `);
     lines.push('', 'On MariaDB both sides run the same LOAD DATA, so the server decides; where the time goes and what',
-               'was tried to beat it: docs/BULK.md.');
+               'was tried to beat it: docs/LOADER.md.');
     lines.push('', ...(await badRows(ctx, t, datasets)));
     plot(ctx.out, writeData(ctx.out, 'bulk.dat', dat));
     return lines.join('\n');
