@@ -105,7 +105,7 @@ export default {
       `Versions: ${v.php}, ${v.apache} (mpm_prefork, mod_php, OPcache as Debian ships it), ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
       `Data: \`${ctx.dataset}\` in the bench's own tables (\`bench_lookup*\`, as experiment 2), ${countLines(keys)} codes; keys \`${keys}\`.`, '',
       `Client, Apache (${ctx.quick ? 20 : 110} prefork processes), the C server and the databases share the same`,
-      'cores; 2008 ran ab from another PC. Each figure is req/s; each run is `-n ' + requests + '` capped at ' +
+      'cores; 2008 ran ab from another PC. Each figure is answered req/s; each run is `-n ' + requests + '` capped at ' +
       `${seconds} s. ${fresh ? 'Apache and the server are restarted for each backend and connection mode.' : 'One Apache and one server for all (--quick).'}`, '',
       '### The 2008 setting: ab -c 10, persistent connections', '',
       '2008: Apache 2.2.6 + PHP 5.2.4 on a Pentium D 2.8 GHz, `ab -n 10000 -c 10` from another PC,',
@@ -141,7 +141,7 @@ export default {
     const as2008Errors = BACKENDS.flatMap(b => ['php', 'zipbench'].map(st => [st, b, fmtErrors(all.get(`${st} ab2008 ${b} 1 10`))]))
       .filter(([, , e]) => e).map(([st, b, e]) => `${st} ${b}: ${e}`);
     lines.push(errorNote([...all.values()]),
-      as2008Errors.length ? `Errors of the *as 2008* runs (their 404s are answers, not errors): ${as2008Errors.join('; ')}.` : '',
+      ...(as2008Errors.length ? ['', `Errors of the *as 2008* runs (their 404s are answers, not errors): ${as2008Errors.join('; ')}.`] : []),
       '', machineNote([...all.values()], ctx.repeat.target));
     lines.push(`PostgreSQL max_connections: ${pgmax}.`, '',
       explain(ctx, 'php'), '',
