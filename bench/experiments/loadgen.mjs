@@ -35,7 +35,7 @@ export const parseWrk = t => {
   const done = t.match(/^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)\b/m);
   if (!rps || !done) return null;
   const sock = t.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/) || [0, 0, 0, 0, 0];
-  return { rps: Number(rps), seconds: secondsOf(done[2], done[3]), completed: Number(done[1]),
+  return { rps: Number(rps), seconds: secondsOf(done[2], done[3]), complete: Number(done[1]), completed: Number(done[1]),
            non2xx: Number((t.match(/Non-2xx or 3xx responses: (\d+)/) || [])[1] || 0), status: null,
            failed: { connect: Number(sock[1]), receive: Number(sock[2]), send: Number(sock[3]), timeout: Number(sock[4]) } };
 };
@@ -47,7 +47,7 @@ export const parseH2load = t => {
   const [done, , , errored, timeout] = q.slice(1).map(Number);
   const non2xx = codes ? Number(codes[2]) + Number(codes[3]) + Number(codes[4]) : 0;
   // h2load's "done" holds the errored and timed-out requests too
-  return { rps: Number(m[3]), seconds: secondsOf(m[1], m[2]), completed: done - errored - timeout, non2xx, status: null,
+  return { rps: Number(m[3]), seconds: secondsOf(m[1], m[2]), complete: done, completed: done - errored - timeout, non2xx, status: null,
            failed: { connect: errored, timeout } };
 };
 

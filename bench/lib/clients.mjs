@@ -30,7 +30,7 @@ export async function loadgen(ctx, { url, c, seconds, requests, keepalive = true
 export function loadgenReport(j) {
   const statusOf = [j.status_counts, j.statuses, j.status].find(x => x && typeof x === 'object' && !Array.isArray(x));
   const own = [j.goodput_rps, j.goodput].find(x => typeof x === 'number');
-  return { rps: j.rps, seconds: j.seconds, completed: j.completed, non2xx: j.non2xx || 0,
+  return { rps: j.rps, seconds: j.seconds, complete: j.completed, completed: j.completed, non2xx: j.non2xx || 0,
            status: statusOf || null,
            failed: { connect: j.failed_connect || 0, receive: j.failed_receive || 0, send: j.failed_send || 0,
                      timeout: j.failed_timeout || 0, exceptions: j.failed_exceptions || 0,

@@ -16,7 +16,8 @@ export const ERROR_KINDS = [
 const n = x => (Number.isFinite(Number(x)) ? Number(x) : 0);
 
 // report: one client run, as lib/clients.mjs gives it:
-//   {seconds, completed (answers of any status), non2xx,
+//   {seconds, completed (answers of any status), non2xx, rps and complete
+//    (the client's rate and the count it is of, for the exact time),
 //    status: {code: count} or null (a per-status count, where the client has one),
 //    failed: {connect, receive, send, timeout, exceptions}}
 // opts.miss: 404s were asked for and count as answers.
@@ -54,7 +55,9 @@ export function goodput(report, { miss = false, server = null } = {}) {
     errors.non2xx = other - errors.overload - errors.down;
   }
   const total = ERROR_KINDS.reduce((s, [k]) => s + (errors[k] || 0), 0);
-  const seconds = n(report.seconds);
+  // The client's own time where its rate gives it more precisely (ab prints
+  // the time to the ms): rps = complete / seconds.
+  const seconds = n(report.rps) > 0 && n(report.complete) > 0 ? report.complete / report.rps : n(report.seconds);
   return { value: seconds > 0 ? answered / seconds : NaN, answered, errors, total, missUnsplit };
 }
 
