@@ -13,13 +13,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
-import { loadgenReport } from '../lib/clients.mjs';
+import { loadgenReport, warmSeconds } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
 import { median } from '../lib/stats.mjs';
+import { benchSets, benchTables, loadBenchTables } from '../lib/benchdb.mjs';
 
 // label, backend, query: what picks each strategy.
 export const STRATEGIES = [
@@ -146,8 +147,14 @@ export default {
         if (e.ZB_LAB_DELAY === 'netem') delayKind = 'netem';
         if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
       } else {
+        // The bench's own tables (as experiment 2's), through the poolers too:
+        // the tables users serve may not exist, and are never the bench's.
+        const { avail } = await loadBenchTables(ctx, 'lookup', ['pg', 'innodb']);
+        if (avail.length < 2) throw new Error(`the bench's lookup tables could not be loaded: see ${ctx.logFile}`);
+        const t = benchTables('lookup');
         srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(PORT),
-                                             '--backends', BACKENDS],
+                                             '--backends', BACKENDS, ...benchSets(ctx, 'lookup'),
+                                             '--set', `pg_bouncer.table=${t.pg}`, '--set', `pg_pool.table=${t.pg}`],
                          { log: path.join(work, 'server.log') });
         if (!(await waitFor(PORT, '/health', { want: 0, alive: srv.alive })))
           throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
@@ -161,10 +168,10 @@ export default {
         const cells = new Cells(ctx, `network ${s.name}`,
                                 { budgetS: ctx.repeat.budgetS / settings.length });
         // Each run after a warm-up at its c (the pool, pgpool-II's children).
-        const warmS = ctx.warmS ?? (ctx.quick ? 0.5 : 1);
         for (const c of levels) for (const [label, b, q] of STRATEGIES)
           cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c),
-                    { warm: () => clientRun(ctx, { inLab: s.lab, env, url: `${base}/zip/${b}/random?${q}`, c, seconds: warmS }) });
+                    { warm: () => clientRun(ctx, { inLab: s.lab, env, url: `${base}/zip/${b}/random?${q}`, c,
+                                                   seconds: warmSeconds(ctx, c) }) });
         await cells.measure();
         results[s.name] = cells;
       } finally {
@@ -185,7 +192,7 @@ export default {
       (delayKind === 'netem' ? 'the RTT is sch_netem\'s, RTT/2 on each host\'s interface. '
                              : 'the RTT through `build/bin/relay` on the bridge\'s namespace (this kernel has no sch_netem): ' +
                                'every chunk held RTT/2 each way, a new connection one RTT. ') +
-      'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run.',
+      'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run, serving the bench\'s own tables (`bench_lookup*`, as experiment 2).',
       `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?strategy=S\` (the server draws the key) ` +
       'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
       'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +

@@ -72,12 +72,18 @@ export function parseAb(text) {
            errors: non2xx + connect + receive + exceptions };
 }
 
+// How long a warm-up at concurrency c runs: long enough for a pool to grow
+// from its minimum (2) to its hard maximum (32) at PostgreSQL's 26-57 ms of
+// CPU per connect (issue 24 measured 1-1.7 s of it at c 100): 2 s at c >= 32,
+// else 1 s; 0.3 s with --quick, which only proves the path.
+export const warmSeconds = (ctx, c = 1) => ctx.warmS ?? (ctx.quick ? 0.3 : c >= 32 ? 2 : 1);
+
 // A short run at the cell's concurrency that grows what serves it (the
 // server's pool, pgpool-II's children, PHP's persistent connections) before
 // a measured run: loadgen where it is built, else ab. Its goodput and
 // errors (rateRun), or NaN. For Cells' meta.warm: never a measured value.
 export async function warmRun(ctx, { url, c, keys, keepalive = true, miss }) {
-  const seconds = ctx.warmS ?? (ctx.quick ? 0.5 : 1);
+  const seconds = warmSeconds(ctx, c);
   const useLoadgen = fs.existsSync(ctx.bin('loadgen'));
   const r = useLoadgen
     ? await loadgen(ctx, { url: keys ? url : url.replace('{key}', 'random'), c, seconds, keys, keepalive, seed: 1 })
