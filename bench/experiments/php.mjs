@@ -145,7 +145,7 @@ export default {
       // ab has no count per status: a miss run's non-2xx are taken as its 404s
       ...([...all.values()].some(c => c.extras.some(e => e && e.missUnsplit))
         ? ['', 'ab counts non-2xx answers without their status: in the *as 2008* runs all of them are taken as ' +
-           'the 404s asked for (a 503 there would count as an answer; the other runs have none).'] : []),
+           'the 404s asked for (a 503 there would count as an answer; no other run asks for misses).'] : []),
       '', machineNote([...all.values()], ctx.repeat.target));
     lines.push(`PostgreSQL max_connections: ${pgmax}.`, '',
       explain(ctx, 'php'), '',
