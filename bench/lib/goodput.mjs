@@ -73,8 +73,9 @@ export function rateRun(report, opts = {}, extra = {}) {
 
 // The counters of one backend in the server's /stats that say why a 503
 // was given: {overload, down}, each a number, or null when this server's
-// /stats has no such counter. Names looked for: a key holding "overload"
-// and one holding "down" (e.g. errors_503_overload, unavailable_down),
+// /stats has no such counter. Names looked for: a key with the word
+// "overload(ed)" and one with "down" (e.g. errors_503_overload, down_503;
+// not shutdown),
 // in the backend's object or one level below it.
 export function serverSplit(backendStats) {
   if (!backendStats || typeof backendStats !== 'object') return { overload: null, down: null };
@@ -83,7 +84,8 @@ export function serverSplit(backendStats) {
     for (const [k, v] of Object.entries(obj)) {
       if (typeof v === 'number') {
         for (const kind of ['overload', 'down'])
-          if (k.toLowerCase().includes(kind) && found[kind] === null && !/_ms$|_s$|timeout/.test(k)) found[kind] = v;
+          if (new RegExp(`(^|_)${kind}(ed)?(_|$)`).test(k.toLowerCase()) && found[kind] === null && !/_ms$|_s$|timeout/.test(k))
+            found[kind] = v;
       } else if (v && typeof v === 'object' && !Array.isArray(v) && depth < 1 && !/latency|pool/.test(k)) {
         scan(v, depth + 1);
       }

@@ -51,6 +51,7 @@ test('serverSplit: the counters found by name, n/a without them', () => {
   assert.deepEqual(serverSplit({ name: 'pg', errors_5xx: 9, pool: { timeouts: 4 } }), { overload: null, down: null });
   assert.deepEqual(serverSplit({ name: 'pg', errors_503_overload: 7, errors_503_down: 2 }), { overload: 7, down: 2 });
   assert.deepEqual(serverSplit({ name: 'pg', unavailable: { overload: 1, down: 5 } }), { overload: 1, down: 5 });
+  assert.deepEqual(serverSplit({ name: 'pg', shutdowns: 3, overloaded_503: 4 }), { overload: 4, down: null });
   assert.deepEqual(splitDelta({ overload: 7, down: null }, { overload: 10, down: null }), { overload: 3, down: null });
 });
 
