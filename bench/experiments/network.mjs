@@ -41,7 +41,10 @@ const SETTINGS = [
   { name: 'relay, RTT 0.2 ms', lab: true, rtt: 0.2 },
   { name: 'relay, RTT 1 ms', lab: true, rtt: 1 },
 ];
-const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || 18380);
+// The loopback server's port: ZB_BENCH_NETWORK_PORT, else two above
+// ZB_BENCH_PORT (experiment 2 uses it and the next one for HTTPS), so that
+// moving ZB_BENCH_PORT moves every port the bench listens on.
+const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 2);
 // What the strategies use, in the lab and on loopback alike.
 const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
 // pgpool-II's children (scripts/pooler): each opens its backend connection
