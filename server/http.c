@@ -4,9 +4,9 @@
  * handler call and given back when libmicrohttpd says it is complete. Its
  * life:
  *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
- *               does not (a NUL in the request line, Host, two
- *               Content-Lengths) and the method; a refusal is answered at
- *               once (libmicrohttpd then closes the connection);
+ *               does not (RFC 9112's rules: see malformed()) and the
+ *               method; a refusal is answered at once, with Connection:
+ *               close, and no body is read;
  *   RQ_READ     the final call routes it (/DATASET/BACKEND/KEY, /zip/ the
  *               postal dataset's): /stats at once; a lookup starts,
  *               and unless it finished inline the connection is suspended
@@ -760,17 +760,17 @@ static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const cha
         return MHD_YES;
     /* A header name is a token (RFC 9112 5.1): whitespace before the
      * colon, which 0.9.75 keeps as part of the name, is refused here. */
+    /* obs-fold (RFC 9112 5.2): 0.9.75 joins a continuation line onto a
+     * copy of the name, made after the line it read; every other name
+     * lies before its value in the request as read. */
+    if (value < key)
+        refuse(h, 400, "a header line folded onto the next (obs-fold)");
     bool token = key_size > 0;
     for (size_t i = 0; i < key_size; i++)
         token &= is_tchar((unsigned char)key[i]);
     if (!token)
         refuse(h, 400, "a header name that is not a token (whitespace before the colon, or a "
                "character RFC 9110 does not allow)");
-    /* obs-fold (RFC 9112 5.2): 0.9.75 joins a continuation line onto a
-     * copy of the name, made after the line it read; every other name
-     * lies before its value in the request as read. */
-    if (value < key)
-        refuse(h, 400, "a header line folded onto the next (obs-fold)");
     /* A field value holds no control character but HTAB (RFC 9110 5.5):
      * a bare CR, which 0.9.75 leaves in the value, is refused. */
     for (size_t i = 0; i < value_size; i++) {
@@ -999,8 +999,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- clients: the header deadline ---- */
 
-/* A connection must bring each request's header whole within
- * header_timeout_s of opening or of its previous answer; libmicrohttpd's
+/* A connection must bring each request whole (its header, and a body if
+ * one got past malformed(), which refuses them) within header_timeout_s
+ * of opening or of its previous answer: the deadline ends on the final
+ * handler call. libmicrohttpd's
  * connection_timeout_s only counts idleness, so a client sending a byte a
  * second would hold its connection forever. Clients waiting for a header
  * are kept oldest first; those past the deadline are shut down (as nginx
