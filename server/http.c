@@ -880,10 +880,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
          * no body after it. Other methods get their 405 (their body, if
          * any, is never read either). A GET is answered on the final call,
          * which keeps the connection alive. */
-        if ((bad && (get || status != 413)) || !get) {
+        if (bad && status == 413 && !get)
+            bad = NULL;   /* a body on a POST: its 405 says more */
+        if (bad || !get) {
             rq->t0 = zb_now_ns();
             rq->close = true;
-            if (bad && (get || status != 413))
+            if (bad)
                 set_error(rq, status, NULL, "%s", bad);
             else
                 set_error(rq, 405, NULL, "method not allowed: only GET and HEAD");
