@@ -740,6 +740,8 @@ static void refuse(struct head *h, unsigned status, const char *msg)
 static bool parse_length(const char *v, size_t len, uint64_t *out)
 {
     uint64_t n = 0;
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;   /* trailing OWS is not part of a field value (RFC 9110 5.5) */
     if (len == 0 || len > 19)
         return false;
     for (size_t i = 0; i < len; i++) {

@@ -223,6 +223,8 @@ START_TEST(rfc9112_refusals_one_by_one)
         "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
         "Connection: close\r\n\r\n",
         "GET /words/sqlite/abc HTTP/1.1\nHost: x\nConnection: close\n\n",
+        "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0 \t\r\n"
+        "Connection: close\r\n\r\n",
         "GET http://x/words/sqlite/abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         "GET /words/sqlite/%C3%A9t%C3%A9 HTTP/1.0\r\n\r\n",
     };
