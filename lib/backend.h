@@ -108,6 +108,10 @@ struct backend_driver {
 
     /* Dialect: text appended to CREATE TABLE (e.g. " ENGINE=InnoDB"). */
     const char *(*create_suffix)(struct db *db);
+    /* Dialect: text appended to a text key's "= ?" so that a lookup
+     * matches the key's exact bytes, as on every other backend; NULL if
+     * the comparison already does. */
+    const char *text_key_exact;
     /* Replace table `to` by table `from` atomically (old one dropped). */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
 
