@@ -133,21 +133,21 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
 }
 
 /* Whether a sample that is not UTF-8 is plausibly CP932 (what Japan Post's
- * "Shift_JIS" is). Plausible means both:
- *  (a) it reads as CP932: every byte from 0x80 on begins a CP932
- *      character (iconv reads the whole sample, a character cut by the
- *      sample's end aside); and
- *  (b) at least JAPANESE_EVIDENCE of its characters, and at least half of
- *      its non-ASCII ones, stand in runs of two or more non-ASCII
- *      characters.
+ * "Shift_JIS" is). Read as CP932, plausible means all of:
+ *  (a) at least JAPANESE_EVIDENCE of its characters stand in runs of two
+ *      or more non-ASCII characters (words);
+ *  (b) at least half of its non-ASCII characters do; and
+ *  (c) fewer of its bytes are not CP932 at all than (a) counts, so that
+ *      one bad byte does not make a Shift_JIS file unreadable (it is then
+ *      an error on its own line, as a bad byte of a UTF-8 file is).
  * Why these: Japanese words are runs of kana and kanji (every KEN_ALL row
  * has several, like ﾄｳｷｮｳﾄ and 千代田区), while Latin-1 or cp1252 text has
  * lone accented letters between ASCII ones. Read as CP932, a lower-case
  * accented letter takes the ASCII letter after it as its second byte
- * (caf\xE9s reads caf駸) and an upper-case one is a lone half-width
- * katakana, so (b) fails; and one before a space, comma, quote or line end
- * is no CP932 character at all, so (a) fails. 4 lets two two-kanji words
- * (東京,大阪) through. On false, why says which failed. */
+ * (caf\xE9s reads caf駸), an upper-case one is a lone half-width katakana,
+ * and one before a space, comma, quote or line end is no CP932 character
+ * at all: lone characters and bad bytes, no words. 4 lets two two-kanji
+ * words (東京,大阪) through. On false, why says what it found. */
 enum { JAPANESE_EVIDENCE = 4 };
 
 static bool plausibly_cp932(const unsigned char *buf, size_t n, bool whole, char *why,
@@ -166,18 +166,17 @@ static bool plausibly_cp932(const unsigned char *buf, size_t n, bool whole, char
         return false;
     }
     char *in = (char *)buf, *o = out;
-    size_t inleft = n, outleft = cap;
-    bool ok = iconv(cd, &in, &inleft, &o, &outleft) != (size_t)-1 || (errno == EINVAL && !whole);
-    iconv_close(cd);
-    if (!ok) {
-        long line = 1;
-        for (const unsigned char *p = buf; p < (const unsigned char *)in; p++)
-            line += *p == '\n';
-        snprintf(why, whylen, "byte 0x%02X on line %ld is not CP932 either", *(unsigned char *)in,
-                 line);
-        free(out);
-        return false;
+    size_t inleft = n, outleft = cap, bad = 0;
+    while (inleft > 0 && iconv(cd, &in, &inleft, &o, &outleft) == (size_t)-1) {
+        if (errno == EINVAL && !whole)
+            break;          /* a character cut by the end of the sample */
+        bad++;              /* not CP932: skipped, and it ends a run */
+        in++;
+        inleft--;
+        *o++ = '?';
+        outleft--;
     }
+    iconv_close(cd);
     /* Characters in runs of two or more non-ASCII ones, and all non-ASCII. */
     size_t in_runs = 0, all = 0, run = 0;
     for (const unsigned char *p = (unsigned char *)out; p <= (unsigned char *)o; p++) {
@@ -191,11 +190,14 @@ static bool plausibly_cp932(const unsigned char *buf, size_t n, bool whole, char
         }
     }
     free(out);
-    if (in_runs >= JAPANESE_EVIDENCE && in_runs * 2 >= all)
+    if (in_runs >= JAPANESE_EVIDENCE && in_runs * 2 >= all && bad < in_runs) {
+        snprintf(why, whylen, "%zu characters in runs of two or more, as Japanese words are",
+                 in_runs);
         return true;
+    }
     snprintf(why, whylen, "as CP932 it has %zu non-ASCII characters, %zu of them in runs of two "
-             "or more, as Japanese words are (Shift_JIS needs %d, and half)", all, in_runs,
-             JAPANESE_EVIDENCE);
+             "or more as Japanese words are, and %zu bytes that are not CP932 (Shift_JIS needs %d "
+             "in runs, half of all, and fewer bad bytes)", all, in_runs, bad, JAPANESE_EVIDENCE);
     return false;
 }
 
@@ -257,8 +259,8 @@ static enum sniffed sniff(FILE *f, char *why, size_t whylen, long *bad_line)
                  buf[first_bad], sample, cp932);
         return SNIFF_NEITHER;
     }
-    snprintf(why, whylen, "Shift_JIS detected: byte 0x%02X on line %ld is not UTF-8, and %s reads "
-             "as CP932 with Japanese words in it", buf[first_bad], first_bad_line, sample);
+    snprintf(why, whylen, "Shift_JIS assumed: byte 0x%02X on line %ld is not UTF-8, and %s reads "
+             "as CP932 with %s", buf[first_bad], first_bad_line, sample, cp932);
     return SNIFF_SJIS;
 }
 

@@ -954,7 +954,7 @@ START_TEST(encoding_is_detected_or_refused)
                              sjis), 0);
     snprintf(args, sizeof args, "--mode bulk --dataset %s", sjis);
     ck_assert_int_eq(loader(out, sizeof out, "sqlite", args), 0);
-    ck_assert_msg(strstr(out, "\"encoding\":\"Shift_JIS detected") &&
+    ck_assert_msg(strstr(out, "\"encoding\":\"Shift_JIS assumed") &&
                   strstr(out, "\"rows\":1500,"), "%s", out);
     check_table("sqlite", ROWS);
     snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
