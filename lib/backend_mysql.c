@@ -599,8 +599,27 @@ static int first_text(void *arg, int n, const char *const *v, const size_t *l)
 }
 
 
-/* Records that this session changes the knob, and what to put back. */
+/* Records and releases of the knob take turns (GET_LOCK as a mutex), so
+ * that two sessions starting at once cannot both take the other's changed
+ * value for the server's own. */
+#define SYNC_MUTEX "'zipbench.sync.records'"
+
+static int record_sync_locked(struct db *db, struct zb_err *err);
+
 static int record_sync(struct db *db, struct zb_err *err)
+{
+    struct text_out t = { 0 };
+    if (my_query(db, "SELECT GET_LOCK(" SYNC_MUTEX ", 30)", 0, NULL, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (strcmp(t.v, "1"))
+        return zb_fail(err, ZB_ERR_BUSY, "mysql: another session held %s for 30 s", SYNC_MUTEX);
+    int rc = record_sync_locked(db, err);
+    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
+    return rc;
+}
+
+/* Records that this session changes the knob, and what to put back. */
+static int record_sync_locked(struct db *db, struct zb_err *err)
 {
     struct text_out t = { 0 };
     if (my_query(db, "SELECT CONCAT('zipbench.sync.', CONNECTION_ID())", 0, NULL, first_text, &t,
@@ -655,6 +674,7 @@ static long long live_records(struct db *db)
 static void release_sync(struct db *db)
 {
     const char *lock[] = { db->sync_lock };
+    my_exec(db, "DO GET_LOCK(" SYNC_MUTEX ", 30)", NULL);
     if (live_records(db) == 0) {
         if (set_flush_log(db, db->saved_flush, NULL) == 0)
             my_exec(db, "DELETE FROM " SETTINGS_TABLE, NULL);
@@ -663,6 +683,7 @@ static void release_sync(struct db *db)
                  NULL, NULL);
     }
     my_query(db, "SELECT RELEASE_LOCK(?)", 1, lock, NULL, NULL, NULL, NULL);
+    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
     db->saved_flush = -1;
 }
 
