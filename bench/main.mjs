@@ -11,6 +11,7 @@ import { run, runCleanups, isStopping } from './lib/run.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { machineLine, versions } from './lib/machine.mjs';
 import { cellLegend } from './lib/cells.mjs';
+import { answer, relPaths } from './lib/summary.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -185,8 +186,9 @@ async function main() {
       const md = await mod.run(ctx);
       if (isStopping()) return 1;    // cut short by a signal: nothing written
       const secs = Math.round((Date.now() - t0) / 1000);
-      fs.writeFileSync(file, `${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
-                             `${quick ? ' (--quick: one short run per cell)' : ''}.\n`);
+      // No machine path in a results file: paths relative to the tree.
+      fs.writeFileSync(file, relPaths(`${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
+                                      `${quick ? ' (--quick: one short run per cell)' : ''}.\n`, root));
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
     } catch (e) {
       if (isStopping()) return 1;
@@ -209,7 +211,8 @@ function utcNow() {
 function assemble() {
   const v = versions();
   const when = utcNow();
-  const lines = ['# zipbench results', ''];
+  // The answer first, on one screen, from the data the parts wrote.
+  const lines = ['# zipbench results', '', ...answer(path.join(out, 'data')), '## How these figures were made', ''];
   if (only)
     lines.push(`Assembled by \`scripts/bench${quick ? ' --quick' : ''} --only ${only.join(',')}\` on ${when}:`,
                'those parts were rerun, the others are from the run each section dates.');
@@ -229,12 +232,20 @@ function assemble() {
   for (const p of plots) lines.push(`![${p.replace(/\.svg$/, '')}](plots/${p})`);
   if (plots.length) lines.push('');
   for (const s of rest) lines.push(fs.readFileSync(s, 'utf8').trimEnd(), '');
+  // A section from an older run may name a command that no longer exists.
+  for (const s of sections) {
+    const gone = [...new Set([...fs.readFileSync(s, 'utf8').matchAll(/\bscripts\/([\w-]+)/g)].map(m => m[1]))]
+      .filter(x => !fs.existsSync(path.join(root, 'scripts', x)));
+    if (gone.length)
+      ctx.warn(`${path.basename(s)} names ${gone.map(x => `scripts/${x}`).join(', ')}, which no longer exist: ` +
+               `rerun it with \`scripts/bench --only ${path.basename(s).replace(/^RESULTS-|\.md$/g, '')}\``);
+  }
   if (ctx.warnings.length) {
     lines.push('## Warnings of this run', '');
     for (const w of ctx.warnings) lines.push(`- ${w}`);
     lines.push('');
   }
-  fs.writeFileSync(path.join(out, 'RESULTS.md'), lines.join('\n'));
+  fs.writeFileSync(path.join(out, 'RESULTS.md'), relPaths(lines.join('\n'), root));
   process.stderr.write(`bench: wrote ${path.join(out, 'RESULTS.md')}\n`);
 }
 

@@ -17,6 +17,9 @@ int  acceptor_start(struct loop *l, struct zb_err *err);
 void acceptor_wake(struct loop *l);
 /* A loop closed one of its connections: lets paused loops accept again. */
 void acceptor_slot_freed(struct server *srv);
+/* After a pause for want of fds: watches the socket again once it is
+ * over; returns when that is due (0: no pause). */
+uint64_t acceptor_deadlines(struct loop *l, uint64_t now);
 /* After the loop stopped: connections handed over and never taken closed. */
 void acceptor_free(struct loop *l);
 

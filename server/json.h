@@ -19,7 +19,9 @@ struct jbuf {
 bool jb_reserve(struct jbuf *b, size_t more);
 void jb_put(struct jbuf *b, const char *s, size_t len);
 #define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
-void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string */
+void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string, valid UTF-8 */
+/* How many bytes from s on are whole UTF-8 sequences (len if all are). */
+size_t utf8_valid_prefix(const char *s, size_t len);
 void jb_cstr(struct jbuf *b, const char *s);
 void jb_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

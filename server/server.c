@@ -36,6 +36,8 @@ static uint64_t deadlines(struct loop *l, uint64_t now)
             next = t;
     }
     uint64_t t = http_header_deadlines(l, now);
+    next = t && (!next || t < next) ? t : next;
+    t = acceptor_deadlines(l, now);
     return t && (!next || t < next) ? t : next;
 }
 

@@ -31,6 +31,10 @@ struct server {
     int listen_fd;                 /* watched by every loop, closed by server_stop */
     _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
     _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */
+    /* accept() out of fds or memory (EMFILE...): no loop accepts before
+     * resume_ns (accept.c); failures since the last log line, and when
+     * that was. */
+    struct { _Atomic uint64_t resume_ns, failures, logged_ns; } accept_pause;
     _Atomic bool stopping;         /* SIGTERM: no new connections, answers close theirs */
     _Atomic bool shutdown;         /* the grace is over: loops fail what is left and exit */
     /* TLS (--tls-cert/--tls-key), PEM in memory; NULL for plain HTTP. */

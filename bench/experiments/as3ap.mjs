@@ -6,7 +6,8 @@
 // PostgreSQL (synchronous_commit on/off) and InnoDB
 // (innodb_flush_log_at_trx_commit 1/2), as OSDB compared two builds.
 import path from 'node:path';
-import { machineNote } from '../lib/cells.mjs';
+import { machineNote, writeCells } from '../lib/cells.mjs';
+import { barPlot } from '../lib/plot.mjs';
 import { run } from '../lib/run.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { SQL_BACKENDS, sqlbenchCells, secCell, rateCell } from '../lib/sqlbench.mjs';
@@ -92,6 +93,10 @@ export default {
       'agg_scal 37.69 / 37.93, join_2_cl 0.08 / 0.12, bulk_modify 2,552.16 / 2,464.31. Multi user, ten',
       'users (7.2.1 had not finished; the 7.3 snapshot / the same with the old tuple header): Mixed IR',
       '101.32 / 98.97 tup/s, Mixed OLTP 32.03 / 28.69 tup/s.');
+    writeCells(ctx.out, 'as3ap', all);
+    barPlot(ctx.out, 'as3ap', { title: 'AS3AP-style, populate and single user: seconds per query kind (log scale); bars: 95% CI of the median',
+      ylabel: 'seconds', log: true, series: backends, width: 1000,
+      groups: single.map(t => ({ label: t, bars: Object.fromEntries(backends.map(b => [b, find(figs, b, t)?.cell?.summary])) })) });
     return lines.join('\n');
   },
 };

@@ -14,9 +14,9 @@
 // no target.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell } from '../lib/cells.mjs';
+import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { draw, writeData } from '../lib/plot.mjs';
+import { barPlot } from '../lib/plot.mjs';
 import { run } from '../lib/run.mjs';
 import { dbEnv } from '../lib/services.mjs';
 
@@ -63,9 +63,8 @@ export default {
       'start to its exit; zipbench also checks the row count before it swaps its table in. Peak memory is',
       "the client process's (for SQLite the database's too).", '',
     ];
-    const body = [], dat = [['case', 'zipbench', 'native', 'pgloader']], targets = [];
+    const body = [], targets = [];
     for (const d of datasets) for (const b of BACKENDS) {
-      const ours = cells.get(`${d.name} ${b} zipbench`);
       const rate = k => cells.median(k);
       for (const tool of ['zipbench', NATIVE[b], ...(b === 'pg' ? ['pgloader'] : [])]) {
         const key = `${d.name} ${b} ${tool}`, c = cells.get(key);
@@ -76,10 +75,6 @@ export default {
                    (kib / 1024).toFixed(1), tool === 'zipbench' ? '' : fmtRatio(ratio)]);
         if (tool === NATIVE[b]) targets.push({ d: d.name, b, ratio });
       }
-      dat.push([`${b}/${d.name}`, ...['zipbench', NATIVE[b], 'pgloader'].map(tool => {
-        const v = rate(`${d.name} ${b} ${tool}`);
-        return Number.isFinite(v) && ours ? v.toFixed(1) : 'NaN';
-      })]);
     }
     lines.push(table(['dataset', 'backend', 'tool', 'rows', 'rows/s median [95% CI]', 'MB/s', 'peak MiB',
                       'zipbench / this'], body, 'lllrrrrr'), cells.machineNote(), '');
@@ -87,9 +82,17 @@ export default {
       lines.push(`Target: zipbench bulk ≥ 1.0x ${NATIVE[x.b]} on ${x.b}, ${x.d}: ${fmtRatio(x.ratio, 3)}, ` +
                  `${ctx.quick ? 'not judged (--quick)' : x.ratio >= 1 ? 'met' : 'NOT met'}.  `);
     lines.push('', 'On MariaDB both sides run the same LOAD DATA, so the server decides; where the time goes and what',
-               'was tried to beat it: docs/BULK.md.');
+               'was tried to beat it: docs/LOADER.md.');
     lines.push('', ...(await badRows(ctx, t, datasets)));
-    plot(ctx.out, writeData(ctx.out, 'bulk.dat', dat));
+    writeCells(ctx.out, 'bulk', cells.keys().map(k => cells.get(k)));
+    const series = ['zipbench', 'native', 'pgloader'];
+    barPlot(ctx.out, 'bulk', {
+      title: 'Bulk loading: rows per second, zipbench against the native loaders and pgloader; bars: 95% CI of the median',
+      ylabel: 'rows/s', series,
+      groups: datasets.flatMap(d => BACKENDS.map(b => ({ label: `${b}/${d.name}`, bars: Object.fromEntries(
+        [['zipbench', 'zipbench'], ['native', NATIVE[b]], ['pgloader', 'pgloader']]
+          .map(([sname, tool]) => [sname, cells.get(`${d.name} ${b} ${tool}`)?.summary])) }))),
+    });
     return lines.join('\n');
   },
 };
@@ -244,17 +247,4 @@ async function badRows(ctx, t, datasets) {
     'good). Each tool replaces its table as above; "rows" is what the table holds afterwards. zipbench',
     'fails the load at the first bad row, keeps the table it had, and names every bad row.', '',
     table(['dataset', 'backend', 'tool', 'exit', 'rows', 'what it said'], out, 'lllrrl')];
-}
-
-function plot(dir, file) {
-  draw(dir, 'bulk', 900, 480, `set title 'Bulk loading: rows per second, zipbench against the native loaders and pgloader'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set yrange [0:*]
-set ylabel 'rows/s'
-set grid ytics
-set key top right
-set xtics rotate by -30
-plot for [i=2:4] '${file}' using i:xtic(1) title columnheader(i)`);
 }

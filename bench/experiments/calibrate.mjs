@@ -4,7 +4,9 @@
 // absolute figures on two machines; these say why.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell, machineNote } from '../lib/cells.mjs';
+import { Cells, fmtCell, machineNote, writeCells } from '../lib/cells.mjs';
+import { rateRun } from '../lib/goodput.mjs';
+import { barPlot } from '../lib/plot.mjs';
 import { table } from '../lib/table.mjs';
 import { run } from '../lib/run.mjs';
 import { nginx, dbEnv } from '../lib/services.mjs';
@@ -40,8 +42,8 @@ export default {
     // per operation, µs: a run's seconds over its n operations
     const perOp = f => {
       if (!f || !f.cell || !f.cell.values.length) return { text: '-', us: NaN };
-      const k = 1e6 / f.n;
-      return { text: fmtCell(f.cell, x => us(x * k)), us: f.cell.summary.median * k };
+      const k = 1e6 / f.n, s = f.cell.summary;
+      return { text: fmtCell(f.cell, x => us(x * k)), us: s.median * k, summary: { median: s.median * k, lo: s.lo * k, hi: s.hi * k } };
     };
 
     // nginx serving a static file, one request at a time, as loadgen sees it.
@@ -51,8 +53,9 @@ export default {
     const n = ctx.quick ? 2000 : 20000;
     for (const ka of [true, false])
       cells.add(`nginx ${ka ? 'keep-alive' : 'close'}`, async () => {
-        const r = await loadgen(ctx, { url, c: 1, requests: ka ? n : n / 4, seconds: 10, keepalive: ka });
-        return r && !r.errors ? 1e6 / r.rps : NaN;
+        // µs per answered request (lib/goodput.mjs: errors apart, never in it)
+        const g = rateRun(await loadgen(ctx, { url, c: 1, requests: ka ? n : n / 4, seconds: 10, keepalive: ka }));
+        return typeof g === 'object' && g.value > 0 ? { ...g, value: 1e6 / g.value } : NaN;
       });
     // pgbench -C: PostgreSQL's own client, a new connection per transaction.
     const pgbench = programs.pgbench();
@@ -83,7 +86,7 @@ export default {
     const c = k => cells.get(k);
     const cellUs = k => (c(k) && c(k).values.length ? fmtCell(c(k), us) : '-');
     const rows = [
-      ['fsync: 8 kB write + fdatasync', `\`sqlbench calibrate\` in the database directory (${dbdir})`, fsync.text, perSec(fsync.us)],
+      ['fsync: 8 kB write + fdatasync', `\`sqlbench calibrate\` in the database directory (${path.isAbsolute(dbdir) && dbdir.startsWith(ctx.root + '/') ? path.relative(ctx.root, dbdir) : dbdir})`, fsync.text, perSec(fsync.us)],
       ...Object.entries(pgtf).map(([m, v]) => [`fsync: ${m}, one 8 kB write`, '`pg_test_fsync -s 1`, the same directory, one run', `${v}`, perSec(v)]),
       ['loopback TCP round trip (1 byte)', '`sqlbench calibrate`: two threads, TCP_NODELAY', tcp.text, perSec(tcp.us)],
       ['process spawn', '`sqlbench calibrate`: posix_spawn /bin/true + waitpid', spawn.text, perSec(spawn.us)],
@@ -105,6 +108,15 @@ export default {
     };
     fs.mkdirSync(path.join(ctx.out, 'data'), { recursive: true });
     fs.writeFileSync(path.join(ctx.out, 'data/calibrate.json'), JSON.stringify(data, null, 1) + '\n');
+    writeCells(ctx.out, 'calibrate-cells', [...sb.cells.cells.values(), ...cells.cells.values()]);
+    const sumOf = k => (c(k) && c(k).values.length ? c(k).summary : undefined);
+    barPlot(ctx.out, 'calibrate', {
+      title: "The machine's own costs: µs per operation, bars: 95% CI of the median", ylabel: 'µs (log scale)', log: true,
+      series: ['µs'], groups: [['fsync', fsync.summary], ['TCP round trip', tcp.summary], ['spawn', spawn.summary],
+        ['pg connect', pg.summary], ['pgbench -C connect', sumOf('pgbench -C')], ['MariaDB connect', my.summary],
+        ['SQLite open', lite.summary], ['nginx request', sumOf('nginx keep-alive')], ['nginx + new TCP', sumOf('nginx close')]]
+        .map(([label, x]) => ({ label, bars: { 'µs': x } })),
+    });
     return lines.join('\n');
   },
 };

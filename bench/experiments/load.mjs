@@ -2,9 +2,9 @@
 // (build/bin/loader --json), next to the 2008 figures.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell } from '../lib/cells.mjs';
+import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { draw, writeData } from '../lib/plot.mjs';
+import { barPlot, writeData } from '../lib/plot.mjs';
 import { runJSON } from '../lib/run.mjs';
 import { explain } from '../lib/calibration.mjs';
 import { benchSets, benchSqlite } from '../lib/benchdb.mjs';
@@ -80,26 +80,12 @@ export default {
                'InnoDB 130.7 s, MyISAM 131.2 s, PostgreSQL 159.5 s, SQLite 676.4 s.');
 
     writeData(ctx.out, 'load.dat', dat);
-    plot(ctx.out, dat);
+    writeCells(ctx.out, 'load', cells.keys().map(k => cells.get(k)));
+    barPlot(ctx.out, 'load', {
+      title: 'Loading the postal codes: rows per second by backend and mode (log scale); bars: 95% CI of the median',
+      ylabel: 'rows/s', log: true, series: modes,
+      groups: BACKENDS.map(b => ({ label: b, bars: Object.fromEntries(modes.map(m => [m, cells.get(`${b} ${m}`)?.summary])) })),
+    });
     return lines.join('\n');
   },
 };
-
-function plot(dir, dat) {
-  if (!dat.length) return;
-  const modes = MODES.filter(m => dat.some(r => r[1] === m));
-  const backends = [...new Set(dat.map(r => r[0]))];
-  const rate = (b, m) => (dat.find(r => r[0] === b && r[1] === m) || [])[2] || 'NaN';
-  const tableFile = writeData(dir, 'load-table.dat',
-    [['backend', ...modes], ...backends.map(b => [b, ...modes.map(m => rate(b, m))])]);
-  draw(dir, 'load', 900, 480, `set title 'Loading the postal codes: rows per second by backend and mode (log scale)'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set logscale y
-set yrange [100:*]
-set ylabel 'rows/s'
-set grid ytics
-set key top left
-plot for [i=2:${modes.length + 1}] '${tableFile}' using i:xtic(1) title columnheader(i)`);
-}

@@ -13,7 +13,9 @@
 // -D: its timed mode never ends without keep-alive.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell } from '../lib/cells.mjs';
+import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
+import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
+import { barPlot } from '../lib/plot.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
@@ -25,16 +27,28 @@ import { explain } from '../lib/calibration.mjs';
 
 const CAP = 2;   // -t: only caps a run on a busy machine, the same for loadgen and ab
 
-// The parsers of the clients without --json: {rps, completed} or null.
-const parseWrk = t => {
+// The parsers of the clients without --json: a report as lib/clients.mjs
+// gives (rps, seconds, completed, non2xx, failed), or null.
+const secondsOf = (v, unit) => Number(v) * ({ us: 1e-6, ms: 1e-3, s: 1, m: 60 }[unit] ?? 1);
+export const parseWrk = t => {
   const rps = (t.match(/^Requests\/sec:\s+([\d.]+)/m) || [])[1];
-  const done = (t.match(/^\s*(\d+) requests in/m) || [])[1];
-  return rps ? { rps: Number(rps), completed: Number(done) } : null;
+  const done = t.match(/^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)\b/m);
+  if (!rps || !done) return null;
+  const sock = t.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/) || [0, 0, 0, 0, 0];
+  return { rps: Number(rps), seconds: secondsOf(done[2], done[3]), complete: Number(done[1]), completed: Number(done[1]),
+           non2xx: Number((t.match(/Non-2xx or 3xx responses: (\d+)/) || [])[1] || 0), status: null,
+           failed: { connect: Number(sock[1]), receive: Number(sock[2]), send: Number(sock[3]), timeout: Number(sock[4]) } };
 };
-const parseH2load = t => {
-  const m = t.match(/^finished in [\d.]+\w*, ([\d.]+) req\/s/m);
-  const done = (t.match(/^requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/m) || [])[1];
-  return m ? { rps: Number(m[1]), completed: Number(done) } : null;
+export const parseH2load = t => {
+  const m = t.match(/^finished in ([\d.]+)(us|ms|s|m), ([\d.]+) req\/s/m);
+  const q = t.match(/^requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/m);
+  const codes = t.match(/^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/m);
+  if (!m || !q) return null;
+  const [done, , , errored, timeout] = q.slice(1).map(Number);
+  const non2xx = codes ? Number(codes[2]) + Number(codes[3]) + Number(codes[4]) : 0;
+  // h2load's "done" holds the errored and timed-out requests too
+  return { rps: Number(m[3]), seconds: secondsOf(m[1], m[2]), complete: done, completed: done - errored - timeout, non2xx, status: null,
+           failed: { connect: errored, timeout } };
 };
 
 export default {
@@ -82,7 +96,7 @@ export default {
       const [u, s, waits] = fs.readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
       if (client === 'loadgen') wrkSecs[`${url} ${c} ${ka}`] = Math.max(1, Math.ceil(Math.min(n / p.rps, CAP)));
       const serverCore = core0 ? cpuShares(core0, cpuTimes(0)).busy : NaN;
-      return { value: p.rps, cpu: (u + s) * 1e6 / p.completed, serverCore, sleeps: waits / p.completed };
+      return rateRun(p, {}, { cpu: (u + s) * 1e6 / p.completed, serverCore, sleeps: waits / p.completed });
     };
 
     // A section: every client at each -c and keep-alive, measured together
@@ -173,9 +187,11 @@ export default {
         return [name(cl, c), c, ka, fmtCell(cells.get(k)), Number.isFinite(cpu(k)) ? cpu(k).toFixed(2) : '-',
                 ...(pinnedRows ? [core(k), sleeps(k)] : []), ratio(['wrk', 'wrk-t1']), ratio(['h2load']), ratio(['ab'])];
       });
-      return [table(['client', 'c', 'keep-alive', 'req/s median [95% CI]', 'CPU µs/req',
+      body.forEach((row, i) => row.push(fmtErrors(cells.get(rows[i].join(' ')))));
+      return [table(['client', 'c', 'keep-alive', 'answered req/s median [95% CI]', 'CPU µs/req',
                      ...(pinnedRows ? ['nginx core busy', 'client sleeps/req'] : []), 'loadgen/wrk', 'loadgen/h2load',
-                     'loadgen/ab'], body, pinnedRows ? 'lrlrrrrrrr' : 'lrlrrrrr'), cells.machineNote()].join('\n');
+                     'loadgen/ab', 'errors'], body, pinnedRows ? 'lrlrrrrrrrl' : 'lrlrrrrrl'),
+              errorNote(rows.map(r => cells.get(r.join(' ')))), '', cells.machineNote()].join('\n');
     };
 
     // Issue 13's targets, from the pinned table: loadgen at least 1.0x wrk
@@ -198,6 +214,22 @@ export default {
         `CPU ${u('loadgen').toFixed(2)} µs/req against wrk ${u('wrk-t1').toFixed(2)} and h2load ${u('h2load').toFixed(2)} ` +
         `(${u('loadgen') <= u('wrk-t1') && u('loadgen') <= u('h2load') ? 'met' : 'not met'})`);
     }
+
+    // Data and the plot: every client's answered req/s with its 95% interval,
+    // as they come, keep-alive and not, per -c.
+    const sections = { 'as they come': unpinned, pinned, https: tls };
+    writeCells(ctx.out, 'loadgen', Object.entries(sections).flatMap(([nm, sec]) =>
+      sec.cells.keys().map(k => ({ ...sec.cells.get(k), key: `${nm}: ${k}` }))));
+    const clientsSeen = [...new Set(unpinned.rows.map(r => r[0]))];
+    barPlot(ctx.out, 'loadgen', {
+      title: 'Load generators on nginx (a 400-byte file, as they come): answered req/s, bars: 95% CI of the median',
+      ylabel: 'answered requests/s (log scale)', log: true, series: clientsSeen,
+      groups: [...new Set(unpinned.rows.map(r => `${r[1]} ${r[2]}`))].map(ck => {
+        const [c, ka] = ck.split(' ');
+        return { label: `c=${c} keep-alive ${ka}`,
+                 bars: Object.fromEntries(clientsSeen.map(cl => [cl, unpinned.cells.get(`${cl} ${c} ${ka}`)?.summary])) };
+      }),
+    });
 
     const v = versions();
     const h2v = (await run('h2load', ['--version'])).stdout.trim().split('\n')[0] || 'h2load: not found';

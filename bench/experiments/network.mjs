@@ -12,12 +12,15 @@
 // figure that went through it.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell, fmtNum } from '../lib/cells.mjs';
+import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
+import { loadgenReport, warmSeconds } from '../lib/clients.mjs';
+import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
-import { draw, writeData } from '../lib/plot.mjs';
+import { draw, writeData, errorBar } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
 import { median } from '../lib/stats.mjs';
+import { benchSets, benchTables, loadBenchTables } from '../lib/benchdb.mjs';
 
 // label, backend, query: what picks each strategy.
 export const STRATEGIES = [
@@ -38,7 +41,10 @@ const SETTINGS = [
   { name: 'relay, RTT 0.2 ms', lab: true, rtt: 0.2 },
   { name: 'relay, RTT 1 ms', lab: true, rtt: 1 },
 ];
-const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || 18380);
+// The loopback server's port: ZB_BENCH_NETWORK_PORT, else two above
+// ZB_BENCH_PORT (experiment 2 uses it and the next one for HTTPS), so that
+// moving ZB_BENCH_PORT moves every port the bench listens on.
+const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 2);
 // What the strategies use, in the lab and on loopback alike.
 const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
 // pgpool-II's children (scripts/pooler): each opens its backend connection
@@ -58,21 +64,18 @@ function shellEnv(text) {
 }
 
 // One run of loadgen, on client1 in the lab (through scripts/lab exec) or
-// here, for `seconds` or (requests) that many requests: {value: req/s, p50,
-// p99 (us), errors}, or NaN when nothing was answered well (a run whose
-// every answer is an error measures nothing).
+// here, for `seconds` or (requests) that many requests: {value: answered
+// req/s (lib/goodput.mjs), errors by kind, p50, p99 (us)}, or NaN when
+// loadgen gave no report.
 async function clientRun(ctx, { inLab, env, url, c, seconds, requests }) {
   const prefix = inLab ? [path.join(ctx.root, 'scripts/lab'), 'exec', 'client1'] : [];
   const span = requests ? ['-n', String(requests)] : ['-t', String(seconds), '-n', '50000000'];
   const cmd = [...prefix, ctx.bin('loadgen'), '-q', '--json', '-k', '-c', String(c), ...span, url];
   const r = await runJSON(cmd[0], cmd.slice(1), { env, log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
   const j = r.json[0];
-  const res = j && { value: j.rps, completed: j.completed, p50: j.latency_us?.p50, p99: j.latency_us?.p99,
-                     errors: (j.failed || 0) + (j.non2xx || 0) };
-  if (!res || !res.completed || res.errors >= res.completed) {
-    ctx.log(`${url} -c ${c}: ${res ? `${res.errors} errors of ${res.completed}` : 'no report'}`);
-    return NaN;
-  }
+  if (!j) { ctx.log(`${url} -c ${c}: no report: ${tail(r)}`); return NaN; }
+  const res = rateRun(loadgenReport(j), {}, { completed: j.completed, p50: j.latency_us?.p50, p99: j.latency_us?.p99 });
+  if (!res.value) ctx.log(`${url} -c ${c}: nothing answered (${j.completed} answers, ${j.failed} failed, ${j.non2xx} non-2xx)`);
   return res;
 }
 
@@ -147,8 +150,14 @@ export default {
         if (e.ZB_LAB_DELAY === 'netem') delayKind = 'netem';
         if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
       } else {
+        // The bench's own tables (as experiment 2's), through the poolers too:
+        // the tables users serve may not exist, and are never the bench's.
+        const { avail } = await loadBenchTables(ctx, 'lookup', ['pg', 'innodb']);
+        if (avail.length < 2) throw new Error(`the bench's lookup tables could not be loaded: see ${ctx.logFile}`);
+        const t = benchTables('lookup');
         srv = background(ctx.bin('server'), ['--conf', ctx.conf, '--port', String(PORT),
-                                             '--backends', BACKENDS],
+                                             '--backends', BACKENDS, ...benchSets(ctx, 'lookup'),
+                                             '--set', `pg_bouncer.table=${t.pg}`, '--set', `pg_pool.table=${t.pg}`],
                          { log: path.join(work, 'server.log') });
         if (!(await waitFor(PORT, '/health', { want: 0, alive: srv.alive })))
           throw new Error(`the server did not start: see ${path.join(work, 'server.log')}`);
@@ -161,8 +170,11 @@ export default {
         await go(`${base}/zip/pg_pool/random?strategy=per-request`, children, 2 * children);
         const cells = new Cells(ctx, `network ${s.name}`,
                                 { budgetS: ctx.repeat.budgetS / settings.length });
+        // Each run after a warm-up at its c (the pool, pgpool-II's children).
         for (const c of levels) for (const [label, b, q] of STRATEGIES)
-          cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c));
+          cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c),
+                    { warm: () => clientRun(ctx, { inLab: s.lab, env, url: `${base}/zip/${b}/random?${q}`, c,
+                                                   seconds: warmSeconds(ctx, c) }) });
         await cells.measure();
         results[s.name] = cells;
       } finally {
@@ -176,7 +188,6 @@ export default {
       const v = (cell?.extras || []).map(e => e[k]).filter(Number.isFinite);
       return v.length ? median(v) / 1000 : NaN;
     };
-    const errors = cell => (cell?.extras || []).reduce((n, e) => n + (e.errors || 0), 0);
     const lines = [...head,
       `Command: \`${ctx.command('network')}\`. The lab: \`scripts/lab up --clients 1\` in ` +
       `\`${path.relative(ctx.root, env.ZB_LAB_DIR)}\`, client1, app (the server) and db (PostgreSQL, ` +
@@ -184,7 +195,7 @@ export default {
       (delayKind === 'netem' ? 'the RTT is sch_netem\'s, RTT/2 on each host\'s interface. '
                              : 'the RTT through `build/bin/relay` on the bridge\'s namespace (this kernel has no sch_netem): ' +
                                'every chunk held RTT/2 each way, a new connection one RTT. ') +
-      'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run.',
+      'Loopback: the same server, poolers and databases on 127.0.0.1, in the same run, serving the bench\'s own tables (`bench_lookup*`, as experiment 2).',
       `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?strategy=S\` (the server draws the key) ` +
       'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
       'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +
@@ -206,8 +217,8 @@ export default {
         STRATEGIES.map(([label]) => [label, ...settings.map(s => {
           const cell = results[s.name]?.get(`${label} ${c}`);
           if (!cell) return '-';
-          const e = errors(cell);
-          return `${fmtCell(cell)}${e ? ` [${e} errors]` : ''}<br>${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
+          const e = fmtErrors(cell);
+          return `${fmtCell(cell)}${e ? `<br>errors: ${e}` : ''}<br>${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
         })])));
       // The issue's target: per-request through pgbouncer at c 10 at least 5x direct.
       for (const s of settings) {
@@ -218,7 +229,10 @@ export default {
       }
       lines.push('');
     }
+    const every = settings.flatMap(s => results[s.name].keys().map(k => results[s.name].get(k)));
+    lines.push(errorNote(every), '');
     for (const s of settings) lines.push(`${s.name}: ${results[s.name].machineNote()}`);
+    writeCells(ctx.out, 'network', settings.flatMap(s => results[s.name].keys().map(k => ({ ...results[s.name].get(k), key: `${s.name}: ${k}` }))));
     if (Object.keys(relayMs).length)
       lines.push('', 'The relay\'s own cost per round trip, this run (ms, p50; at RTT > 0 its timers\' lateness ' +
                  'included): ' + Object.entries(relayMs).map(([n, v]) => `${n}: +${fmtNum(v, 3)}`).join('; ') + '.');
@@ -226,14 +240,15 @@ export default {
     // req/s against the RTT through the relay, a line per strategy, at c 10.
     const c = levels.includes(10) ? 10 : levels[0];
     const relayed = settings.filter(s => Number.isFinite(s.rtt));
+    const bar = (s, l) => { const x = results[s.name].get(`${l} ${c}`); return x && x.values.length ? errorBar(x.summary).map(v => v.toFixed(1)) : ['NaN', 'NaN', 'NaN']; };
     const file = writeData(ctx.out, 'network.dat', [
-      ['#rtt_ms', ...STRATEGIES.map(([l]) => l.replace(/ /g, '_'))],
-      ...relayed.map(s => [s.rtt, ...STRATEGIES.map(([l]) => fmtNum(results[s.name].median(`${l} ${c}`), 1))])]);
+      ['#rtt_ms', ...STRATEGIES.flatMap(([l]) => [l.replace(/ /g, '_'), 'lo', 'hi'])],
+      ...relayed.map(s => [s.rtt, ...STRATEGIES.flatMap(([l]) => bar(s, l))])]);
     draw(ctx.out, 'network', 800, 460, [
-      `set title 'Lookups across a network: req/s against the RTT (c ${c}; client-app and app-db)'`,
-      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'req/s'", 'set logscale y',
+      `set title 'Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)'`,
+      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered req/s'", 'set logscale y',
       'set key outside right', 'set grid',
-      'plot ' + STRATEGIES.map(([l], i) => `'${file}' using 1:${i + 2} with linespoints title '${l}'`).join(', '),
+      'plot ' + STRATEGIES.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title '${l}'`).join(', '),
     ].join('\n'));
     lines.push('', 'Plot: `plots/network.svg` (data: `data/network.dat`).', '');
     return lines.join('\n');

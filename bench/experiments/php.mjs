@@ -6,11 +6,13 @@
 // count against the next (--quick starts each once).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell, machineNote } from '../lib/cells.mjs';
+import { Cells, fmtCell, machineNote, writeCells } from '../lib/cells.mjs';
+import { barPlot } from '../lib/plot.mjs';
+import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { run } from '../lib/run.mjs';
 import { apache, dbEnv } from '../lib/services.mjs';
-import { ab, loadgen } from '../lib/clients.mjs';
+import { ab, loadgen, warmRun } from '../lib/clients.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
 import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { versions } from '../lib/machine.mjs';
@@ -40,7 +42,6 @@ export default {
                   ZB_MYISAM_TABLE: tables.myisam, ...(ctx.quick ? { ZB_APACHE_WORKERS: '20' } : {}) };
 
     const all = new Map();   // key -> cell, over every group
-    const errs = {};
     const groups = BACKENDS.length * 2 * 2;
     const t0 = Date.now();
     // Each group on a fresh Apache or server; --quick keeps one of each.
@@ -59,31 +60,25 @@ export default {
         const url = code => stack === 'php' ? `${base}${code}` : `${base}${code}?persistent=${p}`;
         const urlMiss = stack === 'php' ? `${base}random&miss=0.99` : `${base}random?persistent=${p}&miss=0.99`;
         try {
-          // Warm-up: every process or pool connection opened, caches filled.
-          await ab(ctx, ctx.quick ? { url: url('random'), c: 10, requests: 200, seconds }
-                                  : { url: url('random'), c: 100, requests: 2000, seconds });
           const cells = new Cells(ctx, `php ${stack} ${b} p=${p}`,
                                   { budgetS: Math.max(30, ctx.repeat.budgetS / groups) });
-          const add = (key, fn) => cells.add(key, async () => {
-            const r = await fn();
-            if (!r) return NaN;
-            // A run with errors (a database restarted under it) is not counted.
-            if (r.errors) { errs[key] = (errs[key] || 0) + r.errors; ctx.log(`${key}: ${r.errors} errors, run not counted`); return NaN; }
-            return r.rps;
-          });
+          // Every run is its goodput (lib/goodput.mjs), errors apart; each is
+          // preceded by a warm-up at its concurrency (Apache's processes and
+          // their persistent connections, the server's pool).
+          const add = (key, c, fn, { miss = false, keepalive = true, warmUrl = url('{key}') } = {}) =>
+            cells.add(key, async () => rateRun(await fn(), { miss }),
+                      { warm: () => warmRun(ctx, { url: warmUrl, c, keys, keepalive, miss }) });
           let seed = 1;
           for (const c of levels) {
-            add(`${stack} ab ${b} ${p} ${c}`, () => ab(ctx, { url: url('random'), c, seconds, requests }));
+            add(`${stack} ab ${b} ${p} ${c}`, c, () => ab(ctx, { url: url('random'), c, seconds, requests }));
             if (haveLoadgen)
-              add(`${stack} loadgen ${b} ${p} ${c}`, () => loadgen(ctx, { url: url('{key}'), c, seconds, requests, keys, seed: seed++ }));
+              add(`${stack} loadgen ${b} ${p} ${c}`, c, () => loadgen(ctx, { url: url('{key}'), c, seconds, requests, keys, seed: seed++ }));
           }
           // The 2008 command as it was: no keep-alive, -n 10000 -c 10, codes
-          // from mt_rand, so nearly every lookup misses (404 is not an error here).
+          // from mt_rand, so nearly every lookup misses (404 is an answer here).
           if (p === 1)
-            cells.add(`${stack} ab2008 ${b} 1 10`, async () => {
-              const r = await ab(ctx, { url: urlMiss, c: 10, seconds, requests, keepalive: false });
-              return r ? r.rps : NaN;
-            });
+            add(`${stack} ab2008 ${b} 1 10`, 10, () => ab(ctx, { url: urlMiss, c: 10, seconds, requests, keepalive: false }),
+                { miss: true, keepalive: false, warmUrl: urlMiss });
           await cells.measure();
           for (const k of cells.keys()) all.set(k, cells.get(k));
         } finally {
@@ -110,7 +105,7 @@ export default {
       `Versions: ${v.php}, ${v.apache} (mpm_prefork, mod_php, OPcache as Debian ships it), ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
       `Data: \`${ctx.dataset}\` in the bench's own tables (\`bench_lookup*\`, as experiment 2), ${countLines(keys)} codes; keys \`${keys}\`.`, '',
       `Client, Apache (${ctx.quick ? 20 : 110} prefork processes), the C server and the databases share the same`,
-      'cores; 2008 ran ab from another PC. Each figure is req/s; each run is `-n ' + requests + '` capped at ' +
+      'cores; 2008 ran ab from another PC. Each figure is answered req/s; each run is `-n ' + requests + '` capped at ' +
       `${seconds} s. ${fresh ? 'Apache and the server are restarted for each backend and connection mode.' : 'One Apache and one server for all (--quick).'}`, '',
       '### The 2008 setting: ab -c 10, persistent connections', '',
       '2008: Apache 2.2.6 + PHP 5.2.4 on a Pentium D 2.8 GHz, `ab -n 10000 -c 10` from another PC,',
@@ -138,13 +133,21 @@ export default {
       const rows = [];
       for (const b of BACKENDS) for (const p of [1, 0]) for (const c of levels)
         rows.push([LABEL[b], p ? 'persistent' : 'per-request', c, cell(`php ${tool} ${b} ${p} ${c}`),
-                   cell(`zipbench ${tool} ${b} ${p} ${c}`), ratio(tool, b, p, c)]);
-      lines.push(table(['backend', 'connection', 'c', 'PHP', 'zipbench', 'zipbench/PHP'], rows, 'llrrrr'));
+                   cell(`zipbench ${tool} ${b} ${p} ${c}`), ratio(tool, b, p, c),
+                   ['php', 'zipbench'].map(st => { const e = fmtErrors(all.get(`${st} ${tool} ${b} ${p} ${c}`)); return e && `${st === 'php' ? 'PHP' : st}: ${e}`; })
+                     .filter(Boolean).join('; ')]);
+      lines.push(table(['backend', 'connection', 'c', 'PHP', 'zipbench', 'zipbench/PHP', 'errors'], rows, 'llrrrrl'));
     }
-    lines.push(machineNote([...all.values()], ctx.repeat.target));
-    const nerr = Object.values(errs).reduce((a, b) => a + b, 0);
-    lines.push(`Requests that failed or answered other than 2xx (misses of the *as 2008* runs aside), in runs`,
-      `not counted: ${nerr}. PostgreSQL max_connections: ${pgmax}.`, '',
+    const as2008Errors = BACKENDS.flatMap(b => ['php', 'zipbench'].map(st => [st, b, fmtErrors(all.get(`${st} ab2008 ${b} 1 10`))]))
+      .filter(([, , e]) => e).map(([st, b, e]) => `${st} ${b}: ${e}`);
+    lines.push(errorNote([...all.values()]),
+      ...(as2008Errors.length ? ['', `Errors of the *as 2008* runs (their 404s are answers, not errors): ${as2008Errors.join('; ')}.`] : []),
+      // ab has no count per status: a miss run's non-2xx are taken as its 404s
+      ...([...all.values()].some(c => c.extras.some(e => e && e.missUnsplit))
+        ? ['', 'ab counts non-2xx answers without their status: in the *as 2008* runs all of them are taken as ' +
+           'the 404s asked for (a 503 there would count as an answer; no other run asks for misses).'] : []),
+      '', machineNote([...all.values()], ctx.repeat.target));
+    lines.push(`PostgreSQL max_connections: ${pgmax}.`, '',
       explain(ctx, 'php'), '',
       'What each PHP request does (scripts/apache.d/zip.php): pg: pg_pconnect and a statement',
       'prepared once per connection, or pg_connect + pg_query_params; sqlite: PDO,',
@@ -152,6 +155,17 @@ export default {
       'the unix socket, ATTR_PERSISTENT true/false, native prepares (prepare, execute and',
       'close: PDO keeps no statement across requests). code=random reads one line of the',
       'key file at a random offset.');
+    writeCells(ctx.out, 'php', [...all.values()]);
+    // The plot: PHP against zipbench, persistent, per backend and c, with
+    // loadgen where it ran (the same codes for both), else ab.
+    const tool = haveLoadgen ? 'loadgen' : 'ab';
+    const sum = k => all.get(k)?.values.length ? all.get(k).summary : undefined;
+    barPlot(ctx.out, 'php', {
+      title: `Apache + mod_php against zipbench (${tool} -k, persistent connections): answered req/s, bars: 95% CI`,
+      ylabel: 'answered requests/s (log scale)', log: true, series: ['PHP', 'zipbench'],
+      groups: BACKENDS.flatMap(b => levels.map(c => ({ label: `${LABEL[b]} c=${c}`,
+        bars: { PHP: sum(`php ${tool} ${b} 1 ${c}`), zipbench: sum(`zipbench ${tool} ${b} 1 ${c}`) } }))),
+    });
     return lines.join('\n');
   },
 };

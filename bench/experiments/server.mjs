@@ -10,14 +10,15 @@
 // handshake per request, next to nginx's HTTPS on the same certificate.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Cells, fmtCell } from '../lib/cells.mjs';
+import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtRatio, fmtPct } from '../lib/table.mjs';
-import { draw, writeData } from '../lib/plot.mjs';
+import { draw, writeData, errorBar } from '../lib/plot.mjs';
 import { run, sleep } from '../lib/run.mjs';
 import { get, getJSON, status } from '../lib/http.mjs';
 import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
-import { ab, loadgen } from '../lib/clients.mjs';
+import { ab, loadgen, warmRun } from '../lib/clients.mjs';
+import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
 import { median } from '../lib/stats.mjs';
 import { clockTicks, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
@@ -83,16 +84,18 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
 
   const tools = fs.existsSync(ctx.bin('loadgen')) ? ['ab', 'loadgen'] : ['ab'];
   const cells = new Cells(ctx, 'server');
-  const errors = {};
+  // The server's own count of why it gave 503s (overload, down), per
+  // backend, where its /stats has those counters.
+  const split = async (p, b) => serverSplit((await getJSON(p, '/stats'))?.backends?.find(x => x.name === b));
   const measure = (key, tool, target, url, c) => cells.add(key, async () => {
     const s0 = serverTicks(target), d0 = dbTicks(target);
+    const before = target === 'nginx' ? null : await split(port, target);
     const r = tool === 'ab' ? await ab(ctx, { url: url.replace('{key}', 'random'), c, seconds })
                             : await loadgen(ctx, { url, c, seconds, keys });
-    if (!r) return NaN;
-    errors[key] = (errors[key] || 0) + r.errors;
-    return { value: r.rps, serverUs: ticksToUs(serverTicks(target) - s0, r.completed),
-             dbUs: ticksToUs(dbTicks(target) - d0, r.completed) };
-  });
+    const server = before ? splitDelta(before, await split(port, target)) : null;
+    return rateRun(r, { server }, r && { serverUs: ticksToUs(serverTicks(target) - s0, r.completed),
+                                         dbUs: ticksToUs(dbTicks(target) - d0, r.completed) });
+  }, { warm: () => warmRun(ctx, { url, c, keys }) });
   for (const tool of tools) for (const c of levels) {
     measure(`${tool} nginx - ${c}`, tool, 'nginx', nginxUrl, c);
     for (const b of avail) for (const [s, q] of strat[b])
@@ -102,7 +105,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   // certificate (self-signed P-256), SQLite and pg pooled at c 10, with
   // keep-alive and with a new connection (a full handshake) per request,
   // next to nginx's HTTPS listener serving the same static file.
-  const https = await httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid, errors });
+  const https = await httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid });
   // pgbench on the same PostgreSQL, interleaved with the cells above.
   const pgb = avail.includes('pg') ? await pgbenchCells(ctx, cells, work, keys, seconds) : null;
   // Isolation: SQLite pooled while pg per-request runs at c 10 on the same server.
@@ -115,8 +118,8 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
       await sleep(300);
       const r = await loadgen(ctx, { url: `http://127.0.0.1:${port}/zip/sqlite/{key}?${qs}`, c: 10, seconds, keys });
       await other;
-      return r ? r.rps : NaN;
-    });
+      return rateRun(r);
+    }, { warm: () => warmRun(ctx, { url: `http://127.0.0.1:${port}/zip/sqlite/{key}?${strat.sqlite.find(x => x[0] === 'pooled')[1]}`, c: 10, keys }) });
   await cells.measure();
   const stats = await getJSON(port, '/stats');
   const threads = stats?.server?.threads ?? 2;
@@ -140,21 +143,26 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     '(the median size of a lookup answer here), same clients, same run.', ''];
   const rowsOf = b => (b === 'nginx' ? [['nginx', '-']] : strat[b].map(([s]) => [b, s]));
   const targets = ['nginx', ...avail];
-  const err = k => (errors[k] ? ` [${errors[k]} errors]` : '');
+  // The errors column: per level, the errors of the row's cells by kind.
+  const errCol = keysByLevel => keysByLevel.map(([c, k]) => (fmtErrors(cell(k)) ? `c=${c}: ${fmtErrors(cell(k))}` : ''))
+    .filter(Boolean).join('; ');
+  const rateCells = [];
   for (const tool of tools) {
-    lines.push(`### ${tool}`, '');
+    lines.push(`### ${tool}: answered lookups per second (goodput)`, '');
     const head = ['backend', 'connection', ...levels.map(c => `c=${c}`)];
     const rows = [], ratios = [];
     for (const t of targets) for (const [b, s] of rowsOf(t)) {
       const label = b === 'nginx' ? `nginx (static ${size} B)` : b;
-      rows.push([label, s, ...levels.map(c => fmtCell(cell(`${tool} ${b} ${s} ${c}`)) + err(`${tool} ${b} ${s} ${c}`))]);
+      const k = c => `${tool} ${b} ${s} ${c}`;
+      rateCells.push(...levels.map(c => cell(k(c))));
+      rows.push([label, s, ...levels.map(c => fmtCell(cell(k(c)))), errCol(levels.map(c => [c, k(c)]))]);
       if (b !== 'nginx')
         ratios.push([b, s, ...levels.map(c => fmtRatio(med(`${tool} ${b} ${s} ${c}`) / med(`${tool} nginx - ${c}`)))]);
     }
-    lines.push(table(head, rows, 'll' + 'r'.repeat(levels.length)),
+    lines.push(table([...head, 'errors'], rows, 'll' + 'r'.repeat(levels.length) + 'l'),
                'Ratio server/nginx (medians):', '', table(head, ratios, 'll' + 'r'.repeat(levels.length)));
   }
-  lines.push(cells.machineNote(), '');
+  lines.push(errorNote(rateCells.filter(Boolean)), '', cells.machineNote(), '');
 
   // CPU per request, from /proc around each run (loadgen's runs where it ran).
   const tool = tools[tools.length - 1];
@@ -215,12 +223,13 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
       `certificate and the ${size}-byte file; \`loadgen -q [-k] -c 10 -t ${seconds} URL\`: keep-alive, or a new TLS ` +
       'connection with a full handshake per request (what ab does, and a first visit costs). Server CPU per request ' +
       'from /proc around each run.', '',
-      table(['target', 'keep-alive req/s', 'µs CPU/req', 'new connection req/s', 'µs CPU/req', 'new/keep-alive'],
+      table(['target', 'keep-alive req/s', 'µs CPU/req', 'new connection req/s', 'µs CPU/req', 'new/keep-alive', 'errors'],
             https.targets.map(t => {
               const ka = `https ${t} keep-alive`, nw = `https ${t} new`;
-              return [t, fmtCell(cell(ka)) + err(ka), us(cpuOf(ka, 'serverUs')), fmtCell(cell(nw)) + err(nw),
-                      us(cpuOf(nw, 'serverUs')), fmtRatio(med(nw) / med(ka))];
-            }), 'lrrrrr'), '');
+              return [t, fmtCell(cell(ka)), us(cpuOf(ka, 'serverUs')), fmtCell(cell(nw)),
+                      us(cpuOf(nw, 'serverUs')), fmtRatio(med(nw) / med(ka)),
+                      [fmtErrors(cell(ka)) && `keep-alive: ${fmtErrors(cell(ka))}`, fmtErrors(cell(nw)) && `new: ${fmtErrors(cell(nw))}`].filter(Boolean).join('; ')];
+            }), 'lrrrrrl'), '');
 
   lines.push(targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, c10, cpuOf, tool }));
   lines.push(statsTable(stats), explain(ctx, 'server'), '');
@@ -230,10 +239,11 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const raw = [];
   for (const k of cells.keys()) for (const v of cell(k).values) raw.push([...k.split(' '), v.toFixed(0)]);
   writeData(ctx.out, 'server-runs.tsv', raw);
+  writeCells(ctx.out, 'server', cells.keys().map(cell));
   const dat = [];
   for (const b of avail) for (const [s] of strat[b]) for (const c of levels) {
-    const m = med(`${tool} ${b} ${s} ${c}`);
-    if (Number.isFinite(m)) dat.push([b, s, c, m.toFixed(0)]);
+    const x = cell(`${tool} ${b} ${s} ${c}`);
+    if (x && x.values.length) dat.push([b, s, c, ...errorBar(x.summary).map(v => v.toFixed(0))]);
   }
   writeData(ctx.out, 'lookups.dat', dat);
   plot(ctx.out, dat);
@@ -242,7 +252,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
 
 // The HTTPS cells (loadgen only): null when loadgen is not built or the
 // TLS server does not start.
-async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid, errors }) {
+async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid }) {
   if (!fs.existsSync(ctx.bin('loadgen'))) return null;
   const build = path.isAbsolute(ctx.build) ? ctx.build : path.join(ctx.root, ctx.build);
   const tls = { cert: path.join(build, 'nginx/tls/cert.pem'), key: path.join(build, 'nginx/tls/key.pem') };
@@ -263,10 +273,8 @@ async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, ng
     cells.add(key, async () => {
       const s0 = ticks();
       const r = await loadgen(ctx, { url, c: 10, seconds, keys, keepalive: ka });
-      if (!r) return NaN;
-      errors[key] = (errors[key] || 0) + r.errors;
-      return { value: r.rps, serverUs: ticksToUs(ticks() - s0, r.completed) };
-    });
+      return rateRun(r, {}, r && { serverUs: ticksToUs(ticks() - s0, r.completed) });
+    }, { warm: () => warmRun(ctx, { url, c: 10, keys, keepalive: ka }) });
   }
   return { tls, targets, port: port + 1, nginxPort };
 }
@@ -323,7 +331,8 @@ async function balanceRuns(ctx, port, srv, backends, strat, keys, threads) {
                                  : after.map(t => t.d / total).sort((x, y) => y - x).slice(0, threads);
       while (loops.length < threads) loops.push(0);
       const shares = after.filter(t => t.d > 0).map(t => t.d / total).sort((x, y) => y - x);
-      res.push({ rps: r ? r.rps : NaN, shares, lowest: Math.min(...loops) });
+      const g = rateRun(r);
+      res.push({ rps: typeof g === 'object' ? g.value : NaN, shares, lowest: Math.min(...loops) });
     }
     out.push({ backend: b, runs: res });
   }
@@ -394,8 +403,8 @@ function statsTable(stats) {
   const nre = stats.backends.reduce((s, b) => s + (b.reconnects || 0), 0);
   if (n5 || nre)
     text += `\nNote: the server answered ${n5} requests with 5xx and replaced ${nre} lost pool connections ` +
-            'during this run: a database was restarted or refused connections meanwhile. Cells marked ' +
-            '[errors] include those fast 503s in their req/s.\n';
+            'during this run (warm-ups included). No rate above counts a 5xx: cells marked `E` show them ' +
+            'in their errors column.\n';
   return text;
 }
 
@@ -406,11 +415,11 @@ function plot(dir, dat) {
   const strategies = [...new Set(dat.map(r => r[1]))];
   const plots = [];
   strategies.forEach((s, si) => backends.forEach((b, bi) =>
-    plots.push(`'< awk ''$1=="${b}" && $2=="${s}"'' ${file}' using 3:4 with linespoints lw 2 dt ${si + 1} lc ${bi + 1} title '${b} ${s}'`)));
-  draw(dir, 'lookups', 900, 520, `set title 'Random-key lookups over HTTP: requests/s vs concurrency (solid: pooled, dashed: per-request)'
+    plots.push(`'< awk ''$1=="${b}" && $2=="${s}"'' ${file}' using 3:4:5:6 with yerrorlines lw 2 dt ${si + 1} lc ${bi + 1} title '${b} ${s}'`)));
+  draw(dir, 'lookups', 900, 520, `set title 'Random-key lookups over HTTP: answered requests/s vs concurrency, bars: 95% CI of the median'
 set logscale xy
 set xlabel 'concurrency (-c)'
-set ylabel 'requests/s (log scale)'
+set ylabel 'answered requests/s (log scale)'
 set grid
 set key outside right
 plot ${plots.join(', \\\n     ')}`);

@@ -2,7 +2,8 @@
 // on every backend of the config, next to the published figures they
 // reproduce: the 2001 speed tests, separate vs single transaction (2005),
 // concurrent writers and the job queue (2022).
-import { fmtNum, machineNote } from '../lib/cells.mjs';
+import { fmtNum, machineNote, writeCells } from '../lib/cells.mjs';
+import { barPlot } from '../lib/plot.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { SQL_BACKENDS, sqlbenchCells, secCell, backendsLine } from '../lib/sqlbench.mjs';
 import { median } from '../lib/stats.mjs';
@@ -77,6 +78,14 @@ export default {
       REF_2022);
     const all = [...speed.cells.cells.values(), ...txn.cells.cells.values(), ...wr.cells.cells.values()];
     lines.push(machineNote(all, ctx.repeat.target), explain(ctx, 'sql'));
+    writeCells(ctx.out, 'sql', all);
+    // The plots: seconds of each 2001 test, and of each writers' workload,
+    // per backend, with the 95% interval of each median.
+    const bars = (figs, names, t) => Object.fromEntries(names.map(b => [b, find(figs, b, t)?.cell?.summary]));
+    barPlot(ctx.out, 'sql-speed', { title: 'The 2001 speed tests: seconds per test (log scale); bars: 95% CI of the median',
+      ylabel: 'seconds', log: true, series: backendsSeen, groups: tests.map(t => ({ label: t, bars: bars(speed.figures, backendsSeen, t) })) });
+    barPlot(ctx.out, 'sql-writers', { title: 'Concurrent writers and the job queue: seconds per workload (log scale); bars: 95% CI of the median',
+      ylabel: 'seconds', log: true, series: targets, groups: workloads.map(w => ({ label: w, bars: bars(wr.figures, targets, w) })) });
     return lines.join('\n');
   },
 };

@@ -5,8 +5,11 @@
 // that rotates, so drift of the machine hits all cells alike. Around each
 // run the machine is sampled (proc.mjs), and a cell that ran while the
 // machine was busy with other work is flagged.
+import fs from 'node:fs';
+import path from 'node:path';
 import { summarize } from './stats.mjs';
 import { machineSample, machineDelta } from './proc.mjs';
+import { cellErrors, ERROR_KINDS } from './goodput.mjs';
 
 export class Cells {
   // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds)
@@ -23,7 +26,8 @@ export class Cells {
   }
 
   // One cell measured by its own run: run() gives a number (NaN or null:
-  // the run failed, and is not counted).
+  // the run failed, and is not counted). meta.warm: the cell's warm-up (see
+  // addBatch).
   add(key, run, meta = {}) {
     this.addBatch([key], async () => ({ [key]: await run() }), meta);
   }
@@ -32,8 +36,13 @@ export class Cells {
   // that times many tests): run(pendingKeys) gives {key: number}, or
   // {key: [numbers]} when one run repeats each figure itself.
   // A key run() returns that was not declared becomes a cell then.
+  // meta.warm: an async function run before every measured run of the unit
+  // (a short run at the cell's concurrency that grows the pools serving it,
+  // lib/clients.mjs warmRun): never timed, never in a cell's values; what
+  // it gave is kept apart in each cell's warmups, logged, and written with
+  // the cells' data (writeCells).
   addBatch(keys, run, meta = {}) {
-    const unit = { keys: new Set(keys), run };
+    const unit = { keys: new Set(keys), run, warm: meta.warm };
     this.units.push(unit);
     for (const k of keys) this.#cell(k, meta);
   }
@@ -41,7 +50,7 @@ export class Cells {
   #cell(key, meta = {}) {
     if (!this.cells.has(key))
       this.cells.set(key, { key, meta, values: [], extras: [], machine: [], rounds: [], failed: 0,
-                            done: false, capped: false });
+                            warmups: [], done: false, capped: false });
     return this.cells.get(key);
   }
 
@@ -77,6 +86,7 @@ export class Cells {
         const pending = this.#pending(u);
         if (!pending.length && u.ran) continue;
         u.ran = true;
+        if (u.warm) await this.#warm(u, pending, round);
         const roots = this.ctx.ownRoots ? this.ctx.ownRoots() : [process.pid];
         const a = machineSample(roots);
         let got = {};
@@ -117,6 +127,18 @@ export class Cells {
           ` (cap: ${c.timeCap ? this.budgetS + ' s' : this.maxRuns + ' runs'})`);
     }
     return this;
+  }
+
+  // The unit's warm-up before a measured run: its goodput and errors go to
+  // the cells' warmups and the log ("warm-up ..."), nowhere else.
+  async #warm(u, pending, round) {
+    let w = null;
+    try { w = await u.warm(); } catch (e) { this.ctx.log(`${this.name}: warm-up failed: ${e.message}`); }
+    const rec = { round, value: w && typeof w === 'object' ? w.value : w, errors: w?.errors ?? null };
+    const errs = rec.errors ? ERROR_KINDS.reduce((s, [k]) => s + (rec.errors[k] || 0), 0) : 0;
+    this.ctx.log(`warm-up ${this.name}: ${pending.join(', ')}: ${Number.isFinite(rec.value) ? rec.value.toFixed(0) : '-'}/s` +
+                 `${errs ? `, ${errs} errors` : ''} (not measured)`);
+    for (const k of pending) this.cells.get(k).warmups.push(rec);
   }
 
   get(key) { return this.cells.get(key); }
@@ -171,8 +193,9 @@ export function busyFlag(ctx, machine) {
 }
 
 // "58032 [55100-60800]": the median and its 95% interval; with fewer runs
-// than an interval needs, the range and the count. '!' the cap stopped it
-// before the interval was within the target, '*' a busy machine.
+// than an interval needs, the median and the count (never a range). '!'
+// the cap stopped it before the interval was within the target, '*' a busy
+// machine, 'E' some run had errors (lib/goodput.mjs: not in the rate).
 // digits: decimals, or a function that formats a number.
 export function fmtCell(c, digits = 0) {
   if (!c || !c.values.length) return '-';
@@ -180,10 +203,10 @@ export function fmtCell(c, digits = 0) {
   const f = typeof digits === 'function' ? digits : x => fmtNum(x, digits);
   let text;
   if (!Number.isNaN(s.lo)) text = `${f(s.median)} [${f(s.lo)}-${f(s.hi)}]`;
-  else if (s.n > 1) text = `${f(s.median)} (${f(s.min)}-${f(s.max)}, n=${s.n})`;
-  else text = `${f(s.median)} (n=1)`;
+  else text = `${f(s.median)} (n=${s.n})`;
   if (c.capped && !Number.isNaN(s.lo)) text += ' !';
   if (c.busy) text += ' *';
+  if (cellErrors(c).total) text += ' E';
   return text;
 }
 
@@ -196,6 +219,26 @@ export const cellLegend =
   'Each cell: the median of its runs and, in brackets, the 95% confidence interval of the ' +
   'median (order statistics; a cell is repeated until that interval lies within +-5% of the ' +
   'median, or a cap on runs or time is hit). With fewer than 6 runs no 95% interval exists: ' +
-  'the range and the count are shown instead. `!` the cap stopped the cell first; ' +
+  'the count of runs is shown instead. A rate of requests counts answers only (2xx, and 404s where ' +
+  'misses were asked for); `E` some runs had errors, counted apart by kind. Every cell of requests ' +
+  'was warmed up at its concurrency before each measured run (not counted). `!` the cap stopped the cell first; ' +
   '`*` the machine was busy with other work during the cell (processes other than the ' +
   'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%).';
+
+// Every cell's runs, summary, errors and warm-ups into DIR/data/NAME.json:
+// the figures a later --only run and RESULTS.md's summary read.
+export function writeCells(dir, name, cellList) {
+  const d = path.join(dir, 'data');
+  fs.mkdirSync(d, { recursive: true });
+  const num = x => (Number.isFinite(x) ? x : null);
+  const out = {};
+  for (const c of cellList) {
+    if (!c) continue;
+    const s = c.summary || summarize(c.values);
+    out[c.key] = { n: s.n, median: num(s.median), lo: num(s.lo), hi: num(s.hi), values: c.values,
+                   busy: !!c.busy, capped: !!c.capped, errors: cellErrors(c), warmups: c.warmups || [] };
+  }
+  const file = path.join(d, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify(out, null, 1) + '\n');
+  return file;
+}

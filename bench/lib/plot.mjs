@@ -29,3 +29,35 @@ export function writeData(dir, name, rows) {
   fs.writeFileSync(file, rows.map(r => r.join(' ')).join('\n') + (rows.length ? '\n' : ''));
   return file;
 }
+
+// A point and its error bar: [median, lo, hi] of a cell's summary, the 95%
+// interval of the median; with too few runs for one (n < 6) the bar is
+// empty (lo = hi = median), never the range of the runs.
+export function errorBar(summary) {
+  const m = summary.median;
+  return Number.isFinite(summary.lo) ? [m, summary.lo, summary.hi] : [m, m, m];
+}
+
+// A clustered bar chart with each bar's 95% interval as an error bar:
+// groups [{label, bars: {series: summary|undefined}}], series names in
+// order. Writes DIR/data/NAME.dat and DIR/plots/NAME.{svg,png}.
+export function barPlot(dir, name, { title, ylabel, series, groups, log = false, width = 900, height = 480 }) {
+  const rows = groups.map(g => [JSON.stringify(g.label.replace(/"/g, "'")), ...series.flatMap(s => {
+    const x = g.bars[s];
+    return x && Number.isFinite(x.median) ? errorBar(x).map(v => v.toPrecision(6)) : ['NaN', 'NaN', 'NaN'];
+  })]);
+  if (!rows.length) return null;
+  const file = writeData(dir, `${name}.dat`, [['#group', ...series.flatMap(s => [s.replace(/ /g, '_'), 'lo', 'hi'])], ...rows]);
+  const cols = series.map((s, i) => `'${file}' using ${2 + 3 * i}:${3 + 3 * i}:${4 + 3 * i}:xtic(1) title '${s.replace(/'/g, '')}'`);
+  return draw(dir, name, width, height, `set title '${title.replace(/'/g, '')}'
+set style data histograms
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.8 border -1
+set bars front
+${log ? 'set logscale y' : 'set yrange [0:*]'}
+set ylabel '${ylabel}'
+set grid ytics
+set key outside right
+set xtics rotate by -30
+plot ${cols.join(', \\\n     ')}`);
+}

@@ -1,0 +1,114 @@
+// The one rate rule (lib/goodput.mjs): answers per second, errors apart by
+// kind; the cells that carry it (warm-ups apart, errors marked); RESULTS.md's
+// answer and its paths. Run by `node --test bench/test/`.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { goodput, rateRun, serverSplit, splitDelta, cellErrors, fmtErrors } from '../lib/goodput.mjs';
+import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
+import { answer, relPaths } from '../lib/summary.mjs';
+
+const report = (o = {}) => ({ rps: 1000, seconds: 2, completed: 2000, non2xx: 0, status: null,
+                              failed: { connect: 0, receive: 0, send: 0, timeout: 0, exceptions: 0 }, ...o });
+
+test('goodput: 503s are not answers; the client rate that counted them is kept apart', () => {
+  const g = goodput(report({ non2xx: 400 }));
+  assert.equal(g.value, 800);                 // (2000 - 400) / 2
+  assert.equal(g.errors.non2xx, 400);
+  assert.equal(g.errors.overload, null);      // no /stats split: n/a
+  assert.equal(g.total, 400);
+  const r = rateRun(report({ non2xx: 400 }));
+  assert.equal(r.value, 800);
+  assert.equal(r.clientRps, 1000);
+});
+
+test('goodput: failures by kind, the server\'s split of its 503s', () => {
+  const g = goodput(report({ non2xx: 100, failed: { connect: 3, receive: 2, timeout: 5 } }),
+                    { server: { overload: 60, down: 30 } });
+  assert.deepEqual(g.errors, { overload: 60, down: 30, non2xx: 10, timeout: 5, connect: 5 });
+  assert.equal(g.total, 110);
+  assert.equal(g.value, 950);
+});
+
+test('goodput: a --miss run counts its 404s as answers, a 503 still is not', () => {
+  assert.equal(goodput(report({ non2xx: 500 }), { miss: true }).value, 1000);
+  assert.equal(goodput(report({ non2xx: 500 }), { miss: true }).missUnsplit, true);
+  const byStatus = report({ non2xx: 600, status: { 200: 1400, 404: 500, 503: 100 } });
+  const g = goodput(byStatus, { miss: true });
+  assert.equal(g.answered, 1900);
+  assert.equal(g.errors.non2xx, 100);
+  assert.equal(goodput(byStatus).answered, 1400);      // no misses asked for: 404 is an error
+});
+
+test('goodput: no report is NaN, a run with nothing answered is 0', () => {
+  assert.ok(Number.isNaN(rateRun(null)));
+  assert.equal(rateRun(report({ non2xx: 2000 })).value, 0);
+});
+
+test('serverSplit: the counters found by name, n/a without them', () => {
+  assert.deepEqual(serverSplit({ name: 'pg', errors_5xx: 9, pool: { timeouts: 4 } }), { overload: null, down: null });
+  assert.deepEqual(serverSplit({ name: 'pg', errors_503_overload: 7, errors_503_down: 2 }), { overload: 7, down: 2 });
+  assert.deepEqual(serverSplit({ name: 'pg', unavailable: { overload: 1, down: 5 } }), { overload: 1, down: 5 });
+  assert.deepEqual(serverSplit({ name: 'pg', shutdowns: 3, overloaded_503: 4 }), { overload: 4, down: null });
+  assert.deepEqual(splitDelta({ overload: 7, down: null }, { overload: 10, down: null }), { overload: 3, down: null });
+});
+
+const ctx = { repeat: { minRuns: 1, maxRuns: 2, target: 0.05, budgetS: 60 }, warnings: [], logged: [],
+              log(m) { this.logged.push(m); }, warn(m) { this.warnings.push(m); } };
+
+test('cells: a warm-up runs before every measured run and is never in the cell', async () => {
+  const order = [];
+  const cells = new Cells({ ...ctx, repeat: { ...ctx.repeat, minRuns: 3, maxRuns: 3 } }, 'warm');
+  cells.add('a', async () => { order.push('run'); return rateRun(report({ non2xx: 2 })); },
+            { warm: async () => { order.push('warm'); return rateRun(report({ completed: 10, seconds: 1 })); } });
+  await cells.measure();
+  const c = cells.get('a');
+  assert.deepEqual(order, ['warm', 'run', 'warm', 'run', 'warm', 'run']);
+  assert.deepEqual(c.values, [999, 999, 999]);
+  assert.equal(c.warmups.length, 3);
+  assert.equal(c.warmups[0].value, 10);
+  assert.equal(cellErrors(c).total, 6);
+  assert.match(fmtCell(c), / E$/);
+  assert.equal(fmtErrors(c), '6 (503 overload n/a, 503 down n/a, other non-2xx 6)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-cells-'));
+  const data = JSON.parse(fs.readFileSync(writeCells(dir, 'x', [c]), 'utf8'));
+  assert.equal(data.a.errors.total, 6);
+  assert.equal(data.a.warmups.length, 3);
+  assert.equal(data.a.median, 999);
+});
+
+test('fmtCell: fewer runs than an interval needs show the count, never a range', async () => {
+  let i = 0;
+  const cells = new Cells({ ...ctx, repeat: { ...ctx.repeat, minRuns: 3, maxRuns: 3 } }, 'few');
+  cells.add('a', () => [10, 20, 30][i++]);
+  await cells.measure();
+  assert.match(fmtCell(cells.get('a')), /^20 \(n=3\)( \*)?$/);   // * if this box is busy
+});
+
+test('answer: from the data files; a missing line says so', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-answer-'));
+  const f = (median, lo = NaN, hi = NaN, n = 6, total = 0) => ({ n, median, lo: Number.isFinite(lo) ? lo : null,
+                                                                 hi: Number.isFinite(hi) ? hi : null, errors: { total } });
+  fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({
+    'loadgen nginx - 10': f(20000, 19000, 21000),
+    'loadgen pg pooled 10': f(10000, 9500, 10500), 'loadgen pg pipelined 10': f(15000, 14000, 16000, 6, 3),
+    'loadgen pg per-request 10': f(500, 480, 520), 'loadgen pg pipelined 100': f(16000, NaN, NaN, 1),
+  }));
+  fs.writeFileSync(path.join(dir, 'php.json'), JSON.stringify({
+    'zipbench loadgen pg 1 10': f(9000), 'php loadgen pg 1 10': f(3000) }));
+  const text = answer(dir).join('\n');
+  assert.match(text, /\| PostgreSQL \| pipelined \| not measured in this run \| 15,000 \[14,000-16,000\] E \| 16,000 \(n=1\) \| 0\.75x \| 3\.00x \|/);
+  assert.match(text, /pooled 10,000 \[9,500-10,500\], per-request 500 \[480-520\] req\/s: pooled is 20\.00x per-request/);
+  assert.match(text, /\| SQLite \| not measured in this run \|/);
+  assert.match(text, /- SQLite: not measured in this run\./);      // no bulk data
+});
+
+test('relPaths: no machine path in a results file', () => {
+  const root = '/home/u/zipbench';
+  assert.equal(relPaths('keys `/home/u/zipbench/build/ken_all.keys`', root), 'keys `build/ken_all.keys`');
+  assert.equal(relPaths('dir (/srv/other/checkout/build/db)', root), 'dir (build/db)');
+  assert.equal(relPaths('config: /x/y/build/bench-network/lab/zipbench.conf', root), 'config: build/bench-network/lab/zipbench.conf');
+  assert.equal(relPaths('/usr/bin/time -f', root), '/usr/bin/time -f');
+});
