@@ -306,16 +306,18 @@ static long own_fds(const struct backend_conf *const *chosen, int nchosen, int n
     return n;
 }
 
-int main(int argc, const char *const *argv)
+/* What the command line asks for. */
+struct flags {
+    const char *conf_file, *port, *bind_addr, *threads, *backends, *tls_cert, *tls_key, *datasets;
+    const char *sets[64];
+    int nsets;
+    bool allow_remote;
+};
+
+/* Reads the flags into f: -1 to go on, else the exit status (--help,
+ * --version, a usage error). */
+static int parse_flags(int argc, const char *const *argv, apr_pool_t *pool, struct flags *f)
 {
-    apr_pool_t *pool;
-    /* Requests allocate and free the same sizes over and over (libmicro-
-     * httpd's responses): keep the heap instead of trimming it and growing
-     * it back (an mprotect per few requests in the loops' arenas). */
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-    apr_app_initialize(&argc, &argv, NULL);
-    atexit(apr_terminate);
-    apr_pool_create(&pool, NULL);
     enum { OPT_ALLOW_REMOTE = 256, OPT_TLS_CERT, OPT_TLS_KEY };
     static const apr_getopt_option_t opts[] = {
         { "conf", 'c', 1, "" },     { "port", 'p', 1, "" },     { "bind", 'b', 1, "" },
@@ -325,12 +327,7 @@ int main(int argc, const char *const *argv)
         { "version", 'V', 0, "" },  { "tls-cert", OPT_TLS_CERT, 1, "" },
         { "tls-key", OPT_TLS_KEY, 1, "" },                       { NULL, 0, 0, NULL },
     };
-    const char *conf_file = "conf/zipbench.conf", *port = NULL, *bind_addr = NULL,
-               *threads = NULL, *backends = NULL, *tls_cert = NULL, *tls_key = NULL,
-               *datasets = DATASET_DEFAULT;
-    const char *sets[64];
-    int nsets = 0;
-    bool allow_remote = false;
+    *f = (struct flags){ .conf_file = "conf/zipbench.conf", .datasets = DATASET_DEFAULT };
     apr_getopt_t *g;
     apr_getopt_init(&g, pool, argc, argv);
     int ch;
@@ -338,21 +335,21 @@ int main(int argc, const char *const *argv)
     apr_status_t st;
     while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
         switch (ch) {
-        case 'c': conf_file = arg; break;
-        case 'p': port = arg; break;
-        case 'b': bind_addr = arg; break;
-        case OPT_ALLOW_REMOTE: allow_remote = true; break;
-        case OPT_TLS_CERT: tls_cert = arg; break;
-        case OPT_TLS_KEY: tls_key = arg; break;
-        case 't': threads = arg; break;
-        case 'B': backends = arg; break;
-        case 'D': datasets = arg; break;
+        case 'c': f->conf_file = arg; break;
+        case 'p': f->port = arg; break;
+        case 'b': f->bind_addr = arg; break;
+        case OPT_ALLOW_REMOTE: f->allow_remote = true; break;
+        case OPT_TLS_CERT: f->tls_cert = arg; break;
+        case OPT_TLS_KEY: f->tls_key = arg; break;
+        case 't': f->threads = arg; break;
+        case 'B': f->backends = arg; break;
+        case 'D': f->datasets = arg; break;
         case 's':
-            if (nsets == (int)(sizeof sets / sizeof sets[0])) {
+            if (f->nsets == (int)(sizeof f->sets / sizeof f->sets[0])) {
                 fprintf(stderr, "server: too many --set\n");
                 return usage_error();
             }
-            sets[nsets++] = arg;
+            f->sets[f->nsets++] = arg;
             break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
         case 'V':
@@ -368,117 +365,161 @@ int main(int argc, const char *const *argv)
         fprintf(stderr, "server: unexpected argument '%s'\n", argv[g->ind]);
         return usage_error();
     }
-    if (!tls_cert != !tls_key) {
+    if (!f->tls_cert != !f->tls_key) {
         fprintf(stderr, "server: --tls-cert and --tls-key go together\n");
         return usage_error();
     }
-    if (tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    if (f->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
         fprintf(stderr, "server: --tls-cert: this libmicrohttpd was built without TLS\n");
         return ZB_EXIT_FAIL;
     }
+    return -1;
+}
 
-    static struct zb_conf conf;
+/* What to serve: the backends chosen and the datasets described. */
+struct plan {
+    const struct backend_conf *chosen[ZB_MAX_BACKENDS];
+    int nchosen;
+    struct dataset described[ZB_MAX_DATASETS];
+    const struct dataset *data[ZB_MAX_DATASETS];
+    int ndatasets;
+};
+
+/* The loaded conf with the flags applied, and the plan: -1 to go on, else
+ * the exit status. A bad --set or --backends is a usage error (exit 2),
+ * as conf_open's second half; no backend or a bad dataset a failure. */
+static int configure(struct zb_conf *conf, const struct flags *f, struct plan *p)
+{
     struct zb_err err = { 0 };
-    if (conf_load(&conf, conf_file, &err) < 0) {
+    if (conf_apply_sets(conf, f->sets, f->nsets, &err) < 0) {
         fprintf(stderr, "server: %s\n", err.msg);
-        conf_free(&conf);
-        return ZB_EXIT_FAIL;
-    }
-    /* A bad file is a failure to start (exit 1), a bad --set or
-     * --backends a usage error (exit 2): conf_open's two halves. */
-    int rc = ZB_EXIT_USAGE;
-    if (conf_apply_sets(&conf, sets, nsets, &err) < 0) {
-        fprintf(stderr, "server: %s\n", err.msg);
-        goto out_conf;
+        return ZB_EXIT_USAGE;
     }
     static const struct { const char *flag, *key; } flagkeys[] = {
         { "--port", "port" }, { "--bind", "bind" }, { "--threads", "threads" } };
-    const char *flagvals[] = { port, bind_addr, threads };
+    const char *flagvals[] = { f->port, f->bind_addr, f->threads };
     for (int i = 0; i < 3; i++)
-        if (flagvals[i] && conf_set(&conf, NULL, flagkeys[i].key, flagvals[i], &err) < 0) {
+        if (flagvals[i] && conf_set(conf, NULL, flagkeys[i].key, flagvals[i], &err) < 0) {
             fprintf(stderr, "server: %s: %s\n", flagkeys[i].flag, err.msg);
-            goto out_conf;
+            return ZB_EXIT_USAGE;
         }
-
     /* The backends to serve, named ones checked before anything starts. */
-    const struct backend_conf *chosen[ZB_MAX_BACKENDS];
-    int nchosen = conf_select(&conf, backends, chosen, &err);
-    if (nchosen < 0) {
+    if ((p->nchosen = conf_select(conf, f->backends, p->chosen, &err)) < 0) {
         fprintf(stderr, "server: --backends: %s\n", err.msg);
-        goto out_conf;
+        return ZB_EXIT_USAGE;
     }
     static const struct dataset_conf *named[ZB_MAX_DATASETS];
-    int ndatasets = select_datasets(&conf, datasets, named);
-    if (ndatasets < 0)
-        goto out_conf;
-    rc = ZB_EXIT_FAIL;
-    if (nchosen == 0) {
-        fprintf(stderr, "server: %s: no [backend NAME] section to serve\n", conf_file);
-        goto out_conf;
+    if ((p->ndatasets = select_datasets(conf, f->datasets, named)) < 0)
+        return ZB_EXIT_USAGE;
+    if (p->nchosen == 0) {
+        fprintf(stderr, "server: %s: no [backend NAME] section to serve\n", f->conf_file);
+        return ZB_EXIT_FAIL;
     }
-    static struct dataset described[ZB_MAX_DATASETS];
-    static const struct dataset *data[ZB_MAX_DATASETS];
-    for (int i = 0; i < ndatasets; i++) {
-        if (dataset_describe(&described[i], named[i], &err) < 0) {
+    for (int i = 0; i < p->ndatasets; i++) {
+        if (dataset_describe(&p->described[i], named[i], &err) < 0) {
             fprintf(stderr, "server: dataset %s: %s\n", named[i]->name, err.msg);
-            goto out_conf;
+            return ZB_EXIT_FAIL;
         }
-        data[i] = &described[i];
+        p->data[i] = &p->described[i];
     }
+    if (conf->server.threads <= 0)
+        conf->server.threads = get_nprocs() > 0 ? get_nprocs() : 1;
+    return -1;
+}
 
-    if (conf.server.threads <= 0)
-        conf.server.threads = get_nprocs() > 0 ? get_nprocs() : 1;
-    const struct server_conf *sc = &conf.server;
-    static struct server srv;
-    if (tls_cert && (!(srv.tls_cert = read_pem(tls_cert, "--tls-cert")) ||
-                     !(srv.tls_key = read_pem(tls_key, "--tls-key"))))
-        goto out_conf;
-    int listen_fd = listen_on(sc->bind, sc->port, allow_remote);
-    if (listen_fd < 0) {
-        rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
-        goto out_conf;
-    }
-    /* max_connections must fit in the fd limit with what the server needs
-     * for itself: past it accept() fails (EMFILE) with clients waiting. */
-    long own = own_fds(chosen, nchosen, ndatasets, sc->threads);
+/* max_connections must fit in the fd limit with what the server needs
+ * for itself: past it accept() fails (EMFILE) with clients waiting.
+ * Lowered to fit, said once; -1 if nothing fits. */
+static int fit_fd_limit(struct zb_conf *conf, const struct plan *p)
+{
+    struct server_conf *sc = &conf->server;
+    long own = own_fds(p->chosen, p->nchosen, p->ndatasets, sc->threads);
     long limit = raise_fd_limit(sc->max_connections + own);
     if (limit - own < 1) {
         fprintf(stderr, "server: the fd limit (RLIMIT_NOFILE) is %ld, and the server needs about "
                 "%ld for itself (loops, database connections): raise it (ulimit -n)\n", limit,
                 own);
-        close(listen_fd);
-        goto out_conf;
+        return -1;
     }
     if (sc->max_connections > limit - own) {
         fprintf(stderr, "server: max_connections %d lowered to %ld: the fd limit (RLIMIT_NOFILE) "
                 "is %ld and the server keeps about %ld for itself (loops, database "
                 "connections); raise it (ulimit -n) for more\n", sc->max_connections,
                 limit - own, limit, own);
-        conf.server.max_connections = (int)(limit - own);
+        sc->max_connections = (int)(limit - own);
     }
+    return 0;
+}
 
+/* Serves until SIGINT or SIGTERM: the exit status. */
+static int serve(struct server *srv, struct zb_conf *conf, struct plan *p, int listen_fd,
+                 apr_pool_t *pool)
+{
+    const struct server_conf *sc = &conf->server;
+    struct zb_err err = { 0 };
     /* Signals: blocked in every thread (the loops inherit the mask), taken
      * by sigwait below. */
     sigset_t sigs = cli_stop_signals();
-
     char names[1024];
-    if (server_start(&srv, &conf, data, ndatasets, chosen, nchosen, listen_fd, pool, names,
-                     sizeof names, &err) < 0) {
+    if (server_start(srv, conf, p->data, p->ndatasets, p->chosen, p->nchosen, listen_fd, pool,
+                     names, sizeof names, &err) < 0) {
         fprintf(stderr, "server: %s\n", err.msg);
-        goto out_conf;
+        return ZB_EXIT_FAIL;
     }
     fprintf(stderr, "zipbench server listening on %s:%d, %d thread%s,%s backends:%s\n", sc->bind,
-            sc->port, srv.nloops, srv.nloops == 1 ? "" : "s", srv.tls_cert ? " HTTPS," : "", names);
+            sc->port, srv->nloops, srv->nloops == 1 ? "" : "s", srv->tls_cert ? " HTTPS," : "",
+            names);
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "zipbench server stopping (%s): no new connections, finishing requests\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     uint64_t requests = 0;
-    server_stop(&srv, &requests);
+    server_stop(srv, &requests);
     fprintf(stderr, "zipbench server stopped: %llu requests in %.1f s\n",
-            (unsigned long long)requests, (double)(zb_now_ns() - srv.started_ns) / 1e9);
-    rc = ZB_EXIT_OK;
-out_conf:
+            (unsigned long long)requests, (double)(zb_now_ns() - srv->started_ns) / 1e9);
+    return ZB_EXIT_OK;
+}
+
+int main(int argc, const char *const *argv)
+{
+    apr_pool_t *pool;
+    /* Requests allocate and free the same sizes over and over (libmicro-
+     * httpd's responses): keep the heap instead of trimming it and growing
+     * it back (an mprotect per few requests in the loops' arenas). */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    apr_app_initialize(&argc, &argv, NULL);
+    atexit(apr_terminate);
+    apr_pool_create(&pool, NULL);
+    static struct flags f;
+    int rc = parse_flags(argc, argv, pool, &f);
+    if (rc >= 0)
+        return rc;
+    static struct zb_conf conf;
+    static struct plan plan;
+    static struct server srv;
+    struct zb_err err = { 0 };
+    if (conf_load(&conf, f.conf_file, &err) < 0) {   /* a bad file: exit 1 */
+        fprintf(stderr, "server: %s\n", err.msg);
+        conf_free(&conf);
+        return ZB_EXIT_FAIL;
+    }
+    if ((rc = configure(&conf, &f, &plan)) >= 0)
+        goto out;
+    rc = ZB_EXIT_FAIL;
+    if (f.tls_cert && (!(srv.tls_cert = read_pem(f.tls_cert, "--tls-cert")) ||
+                       !(srv.tls_key = read_pem(f.tls_key, "--tls-key"))))
+        goto out;
+    int listen_fd = listen_on(conf.server.bind, conf.server.port, f.allow_remote);
+    if (listen_fd < 0) {
+        rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
+        goto out;
+    }
+    if (fit_fd_limit(&conf, &plan) < 0) {
+        close(listen_fd);
+        goto out;
+    }
+    rc = serve(&srv, &conf, &plan, listen_fd, pool);
+out:
     free(srv.tls_cert);
     free(srv.tls_key);
     conf_free(&conf);
