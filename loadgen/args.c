@@ -67,6 +67,8 @@ const char loadgen_usage[] =
     "      --keys FILE        one key a line; the URL's {key} slot takes a key drawn\n"
     "                         for each request, e.g.\n"
     "                         http://127.0.0.1:8080/zip/pg/{key}\n"
+    "                         Keys are raw text: every byte but A-Z a-z 0-9 - . _ ~\n"
+    "                         is sent percent-encoded (a space as %20, a CR as %0D)\n"
     "      --seed S           seed of the draws (default 1). Request number i always\n"
     "                         gets draw i of splitmix64(S), so the same seed asks for\n"
     "                         the same keys whatever -c and --threads are\n"

@@ -100,14 +100,17 @@ void target_addr_text(const struct target *t, char *out, size_t outlen);
 
 /* ---- keys.c: key file, misses, and the request bytes ---- */
 struct keys {
-    char **key;                /* keys from the file */
+    char **key;                /* keys from the file, percent-encoded as sent */
     uint32_t *len;
     uint32_t n;
-    char **miss;               /* keys known to be absent from the file */
+    char **miss;               /* keys known to be absent from the file, as sent */
     uint32_t *miss_len;
     uint32_t nmiss;
-    size_t maxlen;
+    size_t maxlen;             /* the longest key or miss as sent */
     char *text;                /* the file, keys point into it */
+    char *key_text;            /* the keys that needed encoding, encoded (or NULL) */
+    char *miss_pool;           /* the misses as made */
+    char *miss_text;           /* the misses that needed encoding, encoded (or NULL) */
 };
 
 /* The request head split at its {key} slot: pre + key + post, then the

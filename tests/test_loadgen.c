@@ -720,6 +720,51 @@ START_TEST(framing_heads)
 }
 END_TEST
 
+/* Feeds text to a fresh parser in two reads, split at byte k (0: one
+ * read); the verdict. */
+static int feed_split(const char *text, size_t n, size_t k)
+{
+    static struct resp r;
+    resp_reset(&r, false);
+    size_t u = 0;
+    int rc = R_MORE;
+    if (k)
+        rc = resp_feed(&r, text, k, &u);
+    if (rc == R_MORE)
+        rc = resp_feed(&r, text + k, n - k, &u);
+    return rc;
+}
+
+/* A head's size limit is the same whether the head comes in one read or
+ * split anywhere: at every byte boundary, the verdict of the whole. Heads
+ * of HEAD_MAX - 1, HEAD_MAX and HEAD_MAX + 1 bytes, alone and after an
+ * interim 103 (each head has the limit). A head of HEAD_MAX + 1 bytes in
+ * one read was once accepted, and refused when split. */
+START_TEST(head_limit_however_split)
+{
+    static char text[2 * HEAD_MAX + 256];
+    for (int interim = 0; interim <= 1; interim++)
+        for (int extra = -1; extra <= 1; extra++) {
+            const char *pre = interim ? "HTTP/1.1 103 Early Hints\r\n\r\n" : "";
+            const char *tail = "\r\nContent-Length: 2\r\n\r\n";
+            int headlen = HEAD_MAX + extra;
+            int pad = headlen - (int)strlen(H11 "X-Pad: ") - (int)strlen(tail);
+            int n = snprintf(text, sizeof text, "%s" H11 "X-Pad: %*s%shi", pre, pad, "", tail);
+            ck_assert_int_eq(n, (int)strlen(pre) + headlen + 2);
+            int want = extra <= 0 ? R_DONE : R_ERROR;
+            ck_assert_msg(feed_split(text, (size_t)n, 0) == want,
+                          "a %d-byte head (HEAD_MAX %d)%s in one read: %d, want %d", headlen,
+                          HEAD_MAX, interim ? " after a 103" : "", feed_split(text, (size_t)n, 0),
+                          want);
+            for (int k = 1; k < n; k++)
+                ck_assert_msg(feed_split(text, (size_t)n, (size_t)k) == want,
+                              "a %d-byte head (HEAD_MAX %d)%s split at byte %d: %d, want %d",
+                              headlen, HEAD_MAX, interim ? " after a 103" : "", k,
+                              feed_split(text, (size_t)n, (size_t)k), want);
+        }
+}
+END_TEST
+
 /* With several addresses, the first that accepts is used: ::1 first and
  * only 127.0.0.1 listening, or the other way round. */
 START_TEST(every_address_tried)
@@ -1187,6 +1232,40 @@ START_TEST(miss_ratio)
 }
 END_TEST
 
+/* A key is sent percent-encoded (every byte but RFC 3986's unreserved),
+ * never raw: a key with a bare CR once put a header line of its own into
+ * the request, and a space cut the request line. */
+START_TEST(keys_percent_encoded)
+{
+    static const char *const raw[] = { "a b", "x\rX-Injected: yes", "caf\xe9", "50%",
+                                       "a/b?c#d", "plain-._~" };
+    static const char *const sent[] = { "/zip/a%20b", "/zip/x%0DX-Injected%3A%20yes",
+                                        "/zip/caf%E9", "/zip/50%25", "/zip/a%2Fb%3Fc%23d",
+                                        "/zip/plain-._~" };
+    const size_t nk = sizeof raw / sizeof raw[0];
+    const char *dir = test_dir("loadgen");
+    snprintf(keyfile, sizeof keyfile, "%s/odd.keys", dir);
+    char text[256] = "";
+    for (size_t i = 0; i < nk; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", raw[i]);
+    write_file(keyfile, text);
+    static char p[LOG_MAX][64];
+    int n = run_keys(p, "-n 300 -c 2 --seed 5");
+    ck_assert_int_eq(n, 300);
+    int seen[8] = { 0 };
+    for (int i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < nk && strcmp(p[i], sent[j]))
+            j++;
+        ck_assert_msg(j < nk, "request %d asked for '%s': not a key percent-encoded", i, p[i]);
+        seen[j]++;
+    }
+    for (size_t j = 0; j < nk; j++)
+        ck_assert_msg(seen[j] > 0, "no request for %s in 300", sent[j]);
+    ck_assert_msg(!strstr(srv.last_head, "\r\nX-Injected"), "%s", srv.last_head);
+}
+END_TEST
+
 /* ---- usage ---- */
 START_TEST(bad_flags_exit_2)
 {
@@ -1279,6 +1358,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, framing_content_length);
     tcase_add_test(tc, framing_chunked);
     tcase_add_test(tc, framing_heads);
+    tcase_add_test(tc, head_limit_however_split);
     tcase_add_test(tc, every_address_tried);
     tcase_add_test(tc, hdr_log_read_by_reference);
     tcase_add_test(tc, merge_agents);
@@ -1287,6 +1367,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, https_nginx);
     tcase_add_test(tc, seed_repeatable);
     tcase_add_test(tc, miss_ratio);
+    tcase_add_test(tc, keys_percent_encoded);
     tcase_add_test(tc, bad_flags_exit_2);
     tcase_add_test(tc, text_report_and_csv);
     suite_add_tcase(s, tc);
