@@ -72,6 +72,8 @@ FNR == NR {
             from[trim(substr(sec, 1, index(sec, "<") - 1))] = trim(substr(sec, index(sec, "<") + 1))
             sec = trim(substr(sec, 1, index(sec, "<") - 1))
             added[++nadded] = sec
+        } else {
+            changed[trim(sec)] = 1
         }
         sec = trim(sec)
         next
@@ -90,6 +92,7 @@ FNR == NR {
     sub(/^\[/, "", bs); sub(/\].*$/, "", bs)
     bs = trim(bs)
     order[++nsec] = bs
+    inbase[bs] = 1
     # The comment just above a header belongs to that section.
     if (nsec > 1) {
         p = order[nsec - 1]
@@ -106,10 +109,16 @@ nsec == 0 { next }   # BASE's opening comment: the overlay's replaces it
 { body[order[nsec], ++nlines[order[nsec]]] = $0 }
 
 END {
+    # A difference to a section the base lacks would vanish unseen.
+    for (c in changed)
+        if (!(c in inbase)) {
+            print "ini-overlay: [" c "]: no such section in the base" > "/dev/stderr"
+            exit 1
+        }
     printf "%s", head
     for (s = 1; s <= nsec; s++) emit(order[s], order[s])
     for (a = 1; a <= nadded; a++) {
-        if (!(from[added[a]] in nlines)) {
+        if (!(from[added[a]] in inbase)) {
             print "ini-overlay: [" added[a] " < " from[added[a]] "]: no such section in the base" > "/dev/stderr"
             exit 1
         }
