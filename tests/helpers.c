@@ -192,6 +192,12 @@ int term_server(pid_t pid)
     return -1;
 }
 
+int env_port(const char *var, int fallback)
+{
+    const char *v = getenv(var);
+    return v && *v ? atoi(v) : fallback;
+}
+
 bool port_is_free(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -58,6 +58,10 @@ bool await_server(pid_t pid, int port);
 int term_server(pid_t pid);
 
 /* ---- ports: tests pick free ones, so two trees' runs do not collide ---- */
+/* The port of a service the scripts start (scripts/nginx, db, pooler...):
+ * the variable that moves it (ZB_NGINX_TLS_PORT...), else its default, as
+ * the script reads it; a test dials no port literally. */
+int env_port(const char *var, int fallback);
 /* Nothing holds 127.0.0.1:port, not even a connection in TIME-WAIT. */
 bool port_is_free(int port);
 /* The first free port from `from` up, below the ephemeral range (32768); -1 if none. */
