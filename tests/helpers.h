@@ -27,10 +27,13 @@ const char *conf_path(void);
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);
 
 /* The counts of an ab report in text (loadgen's is the same); a line
- * that is not there counts 0. */
+ * that is not there counts 0. found: the text holds a report at all (ab
+ * that aborted prints none). Held to the recorded reports of tests/data/ab
+ * (test_abreport.c), as bench/lib/clients.mjs's parser is. */
 struct ab_report {
+    bool found;
     int complete, failed, non2xx;
-    int connect, receive, exceptions;   /* ab's "Failed requests" split */
+    int connect, receive, length, exceptions;   /* ab's "Failed requests" split */
     double rps;
 };
 struct ab_report ab_report(const char *text);
