@@ -199,3 +199,30 @@ export const cellLegend =
   'the range and the count are shown instead. `!` the cap stopped the cell first; ' +
   '`*` the machine was busy with other work during the cell (processes other than the ' +
   'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%).';
+
+// The rate of a run that counts (one rule for every experiment): answers
+// per second, errors (failed requests, non-2xx answers) never counted as
+// throughput. run: a client's result ({rps, completed, errors, non2xx},
+// clients.mjs and the experiments' own) or null. NaN, not counted, when
+// nothing was answered well. With extra figures of the run kept beside it:
+// {value, ...extra}, as Cells take them.
+export function goodput(run, extra = {}) {
+  if (!run || !(run.completed > 0) || !(run.rps > 0)) return NaN;
+  const good = run.completed - (run.non2xx || 0);
+  if (good <= 0) return NaN;
+  // rps is completed / seconds; failed requests are outside completed.
+  const value = run.rps * good / run.completed;
+  return Object.keys(extra).length ? { value, ...extra } : value;
+}
+
+// Warm up before measuring: runs fn (a short run of the cell's own load:
+// every process, pool connection and cache brought in) `times` times and
+// throws its results away; logs what a warm-up saw, since a warm-up that
+// fails says the cell will too.
+export async function warmUp(ctx, label, fn, times = 1) {
+  for (let i = 0; i < times; i++) {
+    let r = null;
+    try { r = await fn(); } catch (e) { ctx.log(`warm-up ${label}: ${e.message}`); continue; }
+    if (!r || r.errors) ctx.log(`warm-up ${label}: ${r ? `${r.errors} errors of ${r.completed}` : 'no report'}`);
+  }
+}
