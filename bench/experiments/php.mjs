@@ -73,7 +73,7 @@ export default {
     const srvExtra = ['--set', `pg_bouncer.table=${tables.pg}`, '--set', `pg_pool.table=${tables.pg}`];
 
     const all = new Map();        // key -> cell, over every backend
-    const sameRound = {};         // [keyA, keyB] -> same-round ratio, by "A / B"
+    const measured = [];          // the Cells of each backend: same-round ratios are taken within one
     const errs = {};
     const t0 = Date.now();
     // Each backend on a fresh Apache, PHP-FPM and server; --quick keeps one of each.
@@ -131,12 +131,7 @@ export default {
         }
         await cells.measure();
         for (const k of cells.keys()) all.set(k, cells.get(k));
-        // The same-round ratios the tables and targets show.
-        const pair = (a, z) => { sameRound[`${a} / ${z}`] = cells.sameRoundRatio(a, z); };
-        for (const tool of ['ab', 'loadgen']) for (const p of [1, 0]) for (const c of levels)
-          for (const php of ['apache', 'fpm']) pair(`zipbench ${tool} ${b} ${p} ${c}`, `${php} ${tool} ${b} ${p} ${c}`);
-        if (b === 'pg') for (const c of levels) for (const [pre] of PG_EXTRA.slice(0, 2))
-          pair(`${pre} loadgen pg 0 ${c}`, `fpm loadgen pg 0 ${c}`);
+        measured.push(cells);
         if (fresh) {
           await srv.stop(); srv = null;
           await apache.stop(ctx);
@@ -153,7 +148,11 @@ export default {
 
     const cell = k => fmtCell(all.get(k));
     const med = k => (all.get(k) && all.get(k).values.length ? all.get(k).summary.median : NaN);
-    const sr = (a, z) => sameRound[`${a} / ${z}`] || { value: med(a) / med(z), summary: null };
+    // a/z: the median of their same-round ratios (both in one backend's Cells).
+    const sr = (a, z) => {
+      const cells = measured.find(x => x.get(a) && x.get(z));
+      return cells ? cells.sameRoundRatio(a, z) : { value: med(a) / med(z), summary: null };
+    };
     const env2 = await dbEnv(ctx);
     const psql = env2.ZB_PG_BIN ? path.join(env2.ZB_PG_BIN, 'psql') : 'psql';
     const pgmax = (await run(psql, ['-X', '-Atc', 'SHOW max_connections'], { env: env2 })).stdout.trim() || '?';
