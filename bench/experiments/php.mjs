@@ -273,11 +273,11 @@ export default {
     const pfile = writeData(ctx.out, 'php-pooler.dat', [
       ['#strategy', 'req/s', 'lo', 'hi'],
       ...poolRows.map(([label, k]) => [`"${label}"`, ...bar(`${k} ${c}`)])]);
-    draw(ctx.out, 'php-pooler', 900, 480, [
+    draw(ctx.out, 'php-pooler', 900, 560, [
       `set title 'PostgreSQL: PHP-FPM and zipbench, direct and through a pooler (loadgen -k -c ${c}; bars: 95% interval)'`,
       "set ylabel 'req/s (goodput)'", 'set logscale y', 'set yrange [10:*]', 'set grid ytics',
       'set style data histogram', 'set style histogram errorbars gap 1 lw 1', 'set style fill solid 0.6 border -1',
-      'set xtics rotate by -30', 'set key off',
+      'set xtics rotate by 30 right', 'set bmargin 12', 'set key off',
       `plot '${pfile}' using 2:3:4:xtic(1)`,
     ].join('\n'));
     lines.push('', 'Plots: `plots/php.svg` (data: `data/php.dat`), `plots/php-pooler.svg` (data: `data/php-pooler.dat`).', '');

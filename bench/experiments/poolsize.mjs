@@ -101,7 +101,7 @@ export default {
       `${SIZES.join(', ')}, and one with conf/zipbench.conf's own pool settings, "default"), each warmed up with a run ` +
       `of its own load, then measured in the same rounds: \`loadgen -k -c ${C} -t ${seconds} --keys ${keys} ` +
       "'http://127.0.0.1:PORT/zip/B/{key}?strategy=pooled'`. Each figure is goodput (req/s of 2xx answers; errors " +
-      'never counted); p50/p99 latency in ms, the medians of the runs. The server splits pool_min and pool_soft_max ' +
+      'never counted); p99 latency in ms, the median of the runs\' p99s. The server splits pool_min and pool_soft_max ' +
       'over its loops (one per core) and holds at most pool_hard_max connections per backend in all.', ''];
     const rows = variants.map(v => [v.n === null ? 'default' : v.n, ...BACKENDS.flatMap(b => {
       const cell = results[b].get(v.name), e = errors(cell);
@@ -120,7 +120,7 @@ export default {
       // Sizes whose same-round ratio to the peak is within 10%.
       const near = SIZES.filter(n => cells.sameRoundRatio(String(n), String(peak)).value >= 0.9);
       const r = cells.sameRoundRatio('default', String(peak));
-      const s = r.summary, ci = s && !Number.isNaN(s.lo) ? ` [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]` : s ? ` (${s.n} rounds)` : '';
+      const s = r.summary, ci = s && !Number.isNaN(s.lo) ? ` [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]` : s ? ` (${s.n} round${s.n === 1 ? '' : 's'})` : '';
       const busy = [...cells.keys()].some(k => cells.get(k).busy);
       lines.push(`- ${LABEL[b]}: req/s peaks at pool size ${peak} (${fmtNum(med[i])} req/s); sizes within 10% of it: ` +
                  `${near.join(', ')}. Default / peak: ${Number.isFinite(r.value) ? r.value.toFixed(2) : '-'}${ci}, target >= 0.90: ` +
