@@ -244,9 +244,9 @@ export default {
       explain(ctx, 'php'), '',
       'What each PHP request does (scripts/apache.d/zip.php, the same page for both fronts): pg: pg_pconnect and a',
       'statement prepared once per connection, or pg_connect + pg_query_params (through a pooler always the',
-      'latter, unnamed); sqlite: PDO, read-only, persistent or not, prepared per request; innodb/myisam: PDO mysql',
-      'over the unix socket, ATTR_PERSISTENT true/false, native prepares (prepare, execute and close: PDO keeps no',
-      'statement across requests). code=random reads one line of the key file at a random offset.');
+      'latter, unnamed); sqlite: PDO, read-only, persistent or not, prepared per request; innodb/myisam: mysqli',
+      'over the unix socket, `p:` (persistent, reset by mysqlnd on each reuse) or not, prepare, execute and close',
+      '(a statement dies with its request). code=random reads one line of the key file at a random offset.');
 
     // The plot: loadgen -k at c 10 (or the first level), per backend, a bar
     // per stack and mode, the 95% interval as the error bar.

@@ -36,10 +36,13 @@
  *           scram-sha-256 over TCP, as the poolers ask (scripts/pooler).
  *   sqlite  PDO with ATTR_PERSISTENT true / false, opened read-only; the
  *           statement is prepared per request (in-process, no round trip).
- *   innodb, myisam  PDO mysql with ATTR_PERSISTENT true / false over the
- *           unix socket, native server-side prepares (EMULATE_PREPARES off):
- *           PDO cannot keep a statement across requests, so each request
- *           prepares, executes and closes it: two round trips.
+ *   innodb, myisam  mysqli over the unix socket, persistent with the "p:"
+ *           host prefix / a new connection; utf8mb4 asked for in the
+ *           handshake (no SET NAMES round trip). A statement dies with its
+ *           request, so each request prepares, executes and closes it (two
+ *           round trips); a reused persistent connection is also reset
+ *           first (mysqlnd's change_user on every p: reuse, as Debian
+ *           builds it: one more round trip, and what PHP sites get).
  *
  * code=random: PHP under mod_php keeps nothing of its own between requests
  * (no APCu here; statics die with the request), so a key list loaded into
@@ -169,15 +172,21 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
         break;
     case 'innodb':
     case 'myisam':
-        $pdo = new PDO(sprintf('mysql:unix_socket=%s;dbname=%s;charset=utf8mb4',
-                zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'),
-                zb_env('ZB_MYSQL_DATABASE', 'zipbench')),
-            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''), [
-            PDO::ATTR_PERSISTENT => $persistent,
-            PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
-            PDO::ATTR_EMULATE_PREPARES => false,
-        ]);
-        break;
+        mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+        $my = mysqli_init();
+        $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
+        $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
+        $my->real_connect(($persistent ? 'p:' : '') . 'localhost', zb_env('ZB_MYSQL_USER', 'zipbench'),
+            zb_env('ZB_MYSQL_PASSWORD', ''), zb_env('ZB_MYSQL_DATABASE', 'zipbench'), 0,
+            zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'));
+        $st = $my->prepare(zb_sql($table, '?'));
+        $st->bind_param('s', $code);
+        $st->execute();
+        $rows = $st->get_result()->fetch_all(MYSQLI_NUM);
+        $st->close();
+        if (!$persistent)
+            $my->close();
+        return $rows;
     default:
         throw new DomainException('unknown backend');
     }
