@@ -164,7 +164,7 @@ export default {
       `OPcache on in both, ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
       `Data: \`${ctx.dataset}\` in the bench's own tables (\`bench_lookup*\`, as experiment 2), ${countLines(keys)} codes; keys \`${keys}\`.`, '',
       `Client, Apache (${ctx.quick ? 20 : 110} prefork processes), PHP-FPM (pm = static, **${children} children**: ` +
-      '2 x the cores), the C server and the databases share the same cores; 2008 ran ab from another PC. ' +
+      `${process.env.ZB_FPM_CHILDREN ? 'ZB_FPM_CHILDREN' : '2 x the cores'}), the C server and the databases share the same cores; 2008 ran ab from another PC. ` +
       'Each figure is goodput (req/s of 2xx answers; errors never counted); each run is `-n ' + requests + '` capped at ' +
       `${seconds} s, after a warm-up of each URL. All stacks of a backend are measured in the same rounds; ` +
       'ratios are the median of same-round ratios with their 95% interval. ' +
