@@ -115,11 +115,11 @@ export default {
     }), BACKENDS.map(b => { const e = fmtErrors(results[b].get(v.name)); return e && `${LABEL[b]}: ${e}`; }).filter(Boolean).join('; ')]);
     lines.push(table(['pool size', ...BACKENDS.flatMap(b => [`${LABEL[b]} req/s`, `${LABEL[b]} p99 ms`]), 'errors'], rows,
                      'l' + 'r'.repeat(2 * BACKENDS.length) + 'l'));
-    const every = BACKENDS.flatMap(b => results[b].keys().map(k => results[b].get(k)));
-    lines.push(errorNote(every), '');
     writeCells(ctx.out, 'poolsize', BACKENDS.flatMap(b => results[b].keys().map(k => ({ ...results[b].get(k), key: `${b} ${k}` }))));
     lines.push('"default": ' + BACKENDS.map(b => `${LABEL[b]} pool_min ${defaults[b].pool_min}, soft_max ` +
                                                 `${defaults[b].pool_soft_max}, hard_max ${defaults[b].pool_hard_max}`).join('; ') + '.', '');
+    const every = BACKENDS.flatMap(b => results[b].keys().map(k => results[b].get(k)));
+    lines.push(errorNote(every), '');
     lines.push('### Where req/s peaks, and the default against the peak (target: within 10%, same rounds)', '');
     for (const b of BACKENDS) {
       const cells = results[b];

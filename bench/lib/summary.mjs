@@ -52,10 +52,9 @@ export function answer(dataDir) {
   const phpAt = (stack, b) => php[`${stack} ${phpTool} ${b} 1 10`] ?? (stack === 'apache' ? php[`php ${phpTool} ${b} 1 10`] : undefined);
   const rows = backends.map(b => {
     const s = best(b);
-    if (!s) return [LABEL[b], NOT, '', '', '', '', '', ''];
-    const nginx10 = server[`${tool} nginx - 10`];
-    return [LABEL[b], s, ...LEVELS.map(c => fmtFigure(at(b, s, c))), ratio(at(b, s, 10), nginx10),
-            ratio(phpAt('zipbench', b), phpAt('apache', b)), ratio(phpAt('zipbench', b), phpAt('fpm', b))];
+    const overPhp = [ratio(phpAt('zipbench', b), phpAt('apache', b)), ratio(phpAt('zipbench', b), phpAt('fpm', b))];
+    if (!s) return [LABEL[b], NOT, '', '', '', '', ...overPhp];
+    return [LABEL[b], s, ...LEVELS.map(c => fmtFigure(at(b, s, c))), ratio(at(b, s, 10), server[`${tool} nginx - 10`]), ...overPhp];
   });
   lines.push('| backend | best strategy | c=1 | c=10 | c=100 | / nginx static, c=10 | / Apache+mod_php, c=10 | / PHP-FPM, c=10 |',
              '|---|---|---:|---:|---:|---:|---:|---:|', ...rows.map(r => `| ${r.join(' | ')} |`), '',

@@ -116,6 +116,9 @@ test('answer: zipbench over Apache + mod_php and over PHP-FPM, from the php expe
   assert.match(text, /\| \/ Apache\+mod_php, c=10 \| \/ PHP-FPM, c=10 \|/);
   assert.match(text, /\| PostgreSQL \| pooled \| .* \| 3\.00x \| 2\.00x \|$/m);
   assert.match(text, /\| InnoDB \(MariaDB\) \| not measured in this run \|/);
+  // php measured without the server experiment: its ratios still shown
+  fs.rmSync(path.join(dir, 'server.json'));
+  assert.match(answer(dir).join('\n'), /\| PostgreSQL \| not measured in this run \|  \|  \|  \|  \| 3\.00x \| 2\.00x \|/);
 });
 
 test('relPaths: no machine path in a results file', () => {
