@@ -164,6 +164,20 @@ int zb_insert_sql(char *buf, size_t len, const struct zb_table *t, int rows)
     return n < len ? 0 : -1;
 }
 
+const char *zb_sql_brief(const char *sql, char *buf, size_t len)
+{
+    size_t keep = len - 1 < ZB_SQL_BRIEF ? len - 1 : ZB_SQL_BRIEF;
+    size_t n = strlen(sql);
+    if (n <= keep) {
+        memcpy(buf, sql, n + 1);
+        return buf;
+    }
+    keep -= 3;
+    memcpy(buf, sql, keep);
+    memcpy(buf + keep, "...", 4);
+    return buf;
+}
+
 size_t zb_tsv_row_max(int ncols, const char *const *fields)
 {
     size_t need = 1;
@@ -248,8 +262,14 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
             if (st != full)
                 drv->finalize(st);
             if (ok < 0) {
-                if (err && err->row > 0)
+                if (err && err->row > 0) {
                     err->row += rows;  /* the statement's row, counted from the load's first */
+                } else if (err && err->kind == ZB_ERR_SQL && n > 1) {
+                    err->row = rows + 1;   /* one of the batch's: the database did not say */
+                    err->row_span = n;
+                } else if (err && err->kind == ZB_ERR_SQL) {
+                    err->row = rows + 1;
+                }
                 rc = -1;
                 break;
             }

@@ -98,9 +98,16 @@ struct backend_driver {
                            struct zb_err *err);
 
     /* Applies a durability level (ZB_SYNC_DEFAULT changes nothing) and
-     * describes the setting now in force, e.g. "synchronous=FULL". */
+     * describes the setting now in force, e.g. "synchronous=FULL". A level
+     * that is a server-wide setting (InnoDB's) is put back by close(), and
+     * recorded in the database first, so that recover() can put it back
+     * when the process was killed before it could. */
     int  (*set_sync)(struct db *db, enum zb_sync level, char *desc, size_t desclen,
                      struct zb_err *err);
+    /* Puts back what a set_sync of a session that is gone (a killed load)
+     * left changed: 1 with note saying what it put back, 0 if there was
+     * nothing, -1 on error. NULL: the driver changes nothing server-wide. */
+    int  (*recover)(struct db *db, char *note, size_t notelen, struct zb_err *err);
     /* Bytes the table and its indexes take on disk (-1 if unknown). */
     long long (*table_bytes)(struct db *db, const char *table);
     /* Server/library version, for reports. */
@@ -108,8 +115,25 @@ struct backend_driver {
 
     /* Dialect: text appended to CREATE TABLE (e.g. " ENGINE=InnoDB"). */
     const char *(*create_suffix)(struct db *db);
-    /* Replace table `to` by table `from` atomically (old one dropped). */
+    /* Dialect: text appended to a text key's "= ?" so that a lookup
+     * matches the key's exact bytes, as on every other backend; NULL if
+     * the comparison already does. */
+    const char *text_key_exact;
+    /* Replace table `to` by table `from` atomically (old one dropped); it
+     * may use the name `to`_old on the way (ZB_SWAP_SUFFIX). */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
+
+    /* The longest name of a table or index the database takes, in bytes; 0:
+     * no limit. Names are plain ASCII (conf.c), so MariaDB's 64 characters
+     * are 64 bytes. PostgreSQL does not refuse a longer name but cuts it,
+     * which can make it the name of another table: callers check first. */
+    int ident_max;
+    /* Tries to take the load lock of `table`: one load at a time per table
+     * (its staging table and swap are the load's own). Held until db is
+     * closed, or the process dies. 1: taken (or held already by db), 0:
+     * another connection holds it, -1 on error. It never waits: the
+     * caller polls, so it can say it waits and can be interrupted. */
+    int  (*try_load_lock)(struct db *db, const char *table, struct zb_err *err);
 
     /* The non-blocking calls the server's event loops use; NULL for a
      * database that runs in-process (SQLite), whose synchronous calls the
@@ -216,6 +240,15 @@ int zb_lookup_sql(char *buf, size_t len, const char *table);
 long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
                             const struct zb_table *table, int batch, rows_fn next, void *arg,
                             struct zb_err *err);
+
+/* The suffix swap_table may add to a table's name for the old table. */
+#define ZB_SWAP_SUFFIX "_old"
+
+/* sql as a message shows it: the first words, "..." where it was cut (a
+ * prepared INSERT of 100 rows is kilobytes of "(?,?,..."), so the cause
+ * that follows it is never cut off. Returns buf. */
+const char *zb_sql_brief(const char *sql, char *buf, size_t len);
+#define ZB_SQL_BRIEF 72   /* bytes zb_sql_brief keeps at most */
 
 /* One row of ncols fields in the tab-separated text format both COPY FROM
  * STDIN and LOAD DATA read: \N for NULL, backslash escapes, ending in a

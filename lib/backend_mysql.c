@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 
@@ -42,7 +43,8 @@ struct db {
     char engine[16];
     char suffix[64];
     char version[64];
-    int saved_flush;     /* innodb_flush_log_at_trx_commit before set_sync, or -1 */
+    int saved_flush;     /* innodb_flush_log_at_trx_commit to put back on close, or -1 */
+    char sync_lock[64];  /* the GET_LOCK that marks its record in SETTINGS_TABLE live */
 };
 
 struct stmt {
@@ -84,7 +86,8 @@ static int my_fail_code(struct db *db, struct zb_err *err, const char *what, uns
     enum zb_err_kind kind = conn_errno(e) ? ZB_ERR_CONN
                             : e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT ? ZB_ERR_BUSY
                                                                                : ZB_ERR_SQL;
-    zb_fail(err, kind, "mysql: %s: %s (%u)", what, msg, e);
+    char brief[ZB_SQL_BRIEF + 1];
+    zb_fail(err, kind, "mysql: %s: %s (%u)", zb_sql_brief(what, brief, sizeof brief), msg, e);
     if (err)
         err->row = row_named_in(msg);
     return -1;
@@ -222,10 +225,12 @@ static int set_flush_log(struct db *db, int value, struct zb_err *err)
 
 static void stmt_free(struct stmt *st);
 
+static void release_sync(struct db *db);
+
 static void my_close(struct db *db)
 {
     if (db->saved_flush >= 0 && !db->broken)
-        set_flush_log(db, db->saved_flush, NULL);
+        release_sync(db);
     /* An operation still under way (given up): make its I/O fail first, so
      * that closing never waits on the database. */
     if (db->op != OP_NONE)
@@ -568,16 +573,168 @@ static int my_variable(struct db *db, const char *name, char *out, size_t len)
     return row ? 0 : -1;
 }
 
+/* ---- the global durability knob, put back whatever happens ----
+ *
+ * innodb_flush_log_at_trx_commit is server-wide and outlives the session
+ * that set it, so a session that changes it first records, in
+ * SETTINGS_TABLE of its database, the value to put back (the one found
+ * when no record was there: the server's own), under a GET_LOCK name that
+ * it holds until it ends. close() deletes its record and puts the value
+ * back unless another live session's record still needs the change. A
+ * record whose lock nobody holds is from a session that ended without
+ * close() (a loader killed with SIGKILL, a server restart): recover() (the
+ * next loader) and `scripts/db start` put its value back and say so. */
+#define SETTINGS_TABLE "zipbench_global_settings"
+#define FLUSH_KNOB "innodb_flush_log_at_trx_commit"
+
+struct text_out { char v[256]; bool found; };
+
+static int first_text(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    struct text_out *t = arg;
+    t->found = true;
+    snprintf(t->v, sizeof t->v, "%s", n > 0 && v[0] ? v[0] : "");
+    return 1;
+}
+
+
+/* Records and releases of the knob take turns (GET_LOCK as a mutex), so
+ * that two sessions starting at once cannot both take the other's changed
+ * value for the server's own. */
+#define SYNC_MUTEX "'zipbench.sync.records'"
+
+static int record_sync_locked(struct db *db, struct zb_err *err);
+
+static int record_sync(struct db *db, struct zb_err *err)
+{
+    struct text_out t = { 0 };
+    if (my_query(db, "SELECT GET_LOCK(" SYNC_MUTEX ", 30)", 0, NULL, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (strcmp(t.v, "1"))
+        return zb_fail(err, ZB_ERR_BUSY, "mysql: another session held %s for 30 s", SYNC_MUTEX);
+    int rc = record_sync_locked(db, err);
+    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
+    return rc;
+}
+
+/* Records that this session changes the knob, and what to put back. */
+static int record_sync_locked(struct db *db, struct zb_err *err)
+{
+    struct text_out t = { 0 };
+    if (my_query(db, "SELECT CONCAT('zipbench.sync.', CONNECTION_ID())", 0, NULL, first_text, &t,
+                 NULL, err) < 0)
+        return -1;
+    snprintf(db->sync_lock, sizeof db->sync_lock, "%.63s", t.v);
+    const char *lock[] = { db->sync_lock };
+    t.found = false;
+    if (my_query(db, "SELECT GET_LOCK(?, 0)", 1, lock, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (strcmp(t.v, "1"))
+        return zb_fail(err, ZB_ERR_SQL, "mysql: GET_LOCK(%s) refused", db->sync_lock);
+    if (my_exec(db, "CREATE TABLE IF NOT EXISTS " SETTINGS_TABLE " (lock_name VARCHAR(64) "
+                "PRIMARY KEY, setting VARCHAR(64) NOT NULL, restore_to VARCHAR(32) NOT NULL, "
+                "changed_by VARCHAR(200) NOT NULL, since TIMESTAMP NOT NULL DEFAULT "
+                "CURRENT_TIMESTAMP) ENGINE=InnoDB COMMENT 'zipbench: global settings a session "
+                "changed, to put back (lib/backend_mysql.c)'", err) < 0)
+        return -1;
+    /* The value to put back: an earlier record's (the server's own, while
+     * another session has it changed), else the one in force now. */
+    t.found = false;
+    if (my_query(db, "SELECT restore_to FROM " SETTINGS_TABLE " WHERE setting = '" FLUSH_KNOB
+                 "' LIMIT 1", 0, NULL, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (!t.found && my_query(db, "SELECT @@global." FLUSH_KNOB, 0, NULL, first_text, &t, NULL,
+                             err) < 0)
+        return -1;
+    char who[128], host[64] = "?";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    snprintf(who, sizeof who, "pid %ld on %s", (long)getpid(), host);
+    const char *row[] = { db->sync_lock, t.v, who };
+    if (my_query(db, "REPLACE INTO " SETTINGS_TABLE " (lock_name, setting, restore_to, "
+                 "changed_by) VALUES (?, '" FLUSH_KNOB "', ?, ?)", 3, row, NULL, NULL, NULL,
+                 err) < 0)
+        return -1;
+    db->saved_flush = atoi(t.v);
+    return 0;
+}
+
+/* Live records other than its own: sessions that still need the change. */
+static long long live_records(struct db *db)
+{
+    struct text_out t = { 0 };
+    if (my_query(db, "SELECT COUNT(*) FROM " SETTINGS_TABLE " WHERE IS_USED_LOCK(lock_name) IS "
+                 "NOT NULL AND IS_USED_LOCK(lock_name) <> CONNECTION_ID()", 0, NULL, first_text,
+                 &t, NULL, NULL) < 0)
+        return -1;
+    return atoll(t.v);
+}
+
+static void release_sync(struct db *db)
+{
+    const char *lock[] = { db->sync_lock };
+    my_exec(db, "DO GET_LOCK(" SYNC_MUTEX ", 30)", NULL);
+    if (live_records(db) == 0) {
+        if (set_flush_log(db, db->saved_flush, NULL) == 0)
+            my_exec(db, "DELETE FROM " SETTINGS_TABLE, NULL);
+    } else {
+        my_query(db, "DELETE FROM " SETTINGS_TABLE " WHERE lock_name = ?", 1, lock, NULL, NULL,
+                 NULL, NULL);
+    }
+    my_query(db, "SELECT RELEASE_LOCK(?)", 1, lock, NULL, NULL, NULL, NULL);
+    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
+    db->saved_flush = -1;
+}
+
+static int my_recover(struct db *db, char *note, size_t notelen, struct zb_err *err)
+{
+    struct text_out t = { 0 }, now = { 0 };
+    /* No table (nothing was ever changed here) is nothing to do. */
+    if (my_query(db, "SELECT COUNT(*) FROM information_schema.TABLES WHERE table_schema = "
+                 "DATABASE() AND table_name = '" SETTINGS_TABLE "'", 0, NULL, first_text, &t, NULL,
+                 err) < 0)
+        return -1;
+    if (atoll(t.v) == 0)
+        return 0;
+    t.found = false;
+    if (my_query(db, "SELECT CONCAT(restore_to, ' ', changed_by, ' since ', since) FROM "
+                 SETTINGS_TABLE " WHERE IS_USED_LOCK(lock_name) IS NULL ORDER BY since LIMIT 1", 0,
+                 NULL, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (!t.found)
+        return 0;
+    long long live = live_records(db);
+    if (live < 0)
+        return zb_fail(err, ZB_ERR_SQL, "mysql: cannot read " SETTINGS_TABLE);
+    if (my_query(db, "SELECT @@global." FLUSH_KNOB, 0, NULL, first_text, &now, NULL, err) < 0)
+        return -1;
+    int restore_to = atoi(t.v);
+    const char *stale_by = strchr(t.v, ' ') + 1;
+    if (live == 0 && atoi(now.v) != restore_to) {
+        if (set_flush_log(db, restore_to, err) < 0)
+            return -1;
+        snprintf(note, notelen, FLUSH_KNOB " was %s, left so by a load that did not end (%s): "
+                 "put back to %d", now.v, stale_by, restore_to);
+    } else {
+        snprintf(note, notelen, "removed the record of a load that did not end (%s); "
+                 FLUSH_KNOB " is %s%s", stale_by, now.v, live ? ", changed by a load still running"
+                                                             : "");
+    }
+    if (my_exec(db, "DELETE FROM " SETTINGS_TABLE " WHERE IS_USED_LOCK(lock_name) IS NULL", err) < 0)
+        return -1;
+    return 1;
+}
+
 static int my_set_sync(struct db *db, enum zb_sync level, char *desc, size_t desclen,
                        struct zb_err *err)
 {
     char flush[16];
     bool innodb = strcasecmp(db->engine, "InnoDB") == 0;
     if (innodb && level != ZB_SYNC_DEFAULT) {
-        /* The knob is global: remember it, and put it back on close. */
-        if (db->saved_flush < 0 && my_variable(db, "innodb_flush_log_at_trx_commit", flush,
-                                               sizeof flush) == 0)
-            db->saved_flush = atoi(flush);
+        /* The knob is global: record what to put back, and put it back on close. */
+        if (db->saved_flush < 0 && record_sync(db, err) < 0)
+            return -1;
         static const int value[] = { [ZB_SYNC_FULL] = 1, [ZB_SYNC_NORMAL] = 2, [ZB_SYNC_OFF] = 0 };
         if (set_flush_log(db, value[level], err) < 0)
             return -1;
@@ -635,6 +792,23 @@ static int my_swap_table(struct db *db, const char *from, const char *to, struct
         return -1;
     snprintf(sql, sizeof sql, "DROP TABLE %s_old", to);
     return my_exec(db, sql, err);
+}
+
+/* GET_LOCK is server-wide (names up to 64 characters): one per target
+ * table name, released when the session ends, however the loader ended. */
+static int my_try_load_lock(struct db *db, const char *table, struct zb_err *err)
+{
+    char name[128];
+    snprintf(name, sizeof name, "zipbench.load.%s", table);
+    if (strlen(name) > 64)
+        return zb_fail(err, ZB_ERR_INPUT, "mysql: table name %s too long for a lock name", table);
+    const char *params[] = { name };
+    struct text_out t = { 0 };
+    if (my_query(db, "SELECT GET_LOCK(?, 0)", 1, params, first_text, &t, NULL, err) < 0)
+        return -1;
+    if (!t.found || !t.v[0])
+        return zb_fail(err, ZB_ERR_SQL, "mysql: GET_LOCK(%s) failed", name);
+    return t.v[0] == '1';
 }
 
 /* ---- asynchronous ---- */
@@ -830,6 +1004,12 @@ const struct backend_driver backend_mysql = {
     .table_bytes = my_table_bytes,
     .version = my_version,
     .create_suffix = my_create_suffix,
+    /* The tables' utf8mb4_general_ci ignores case and trailing spaces
+     * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
+    .text_key_exact = " COLLATE utf8mb4_nopad_bin",
     .swap_table = my_swap_table,
+    .recover = my_recover,
+    .ident_max = 64,
+    .try_load_lock = my_try_load_lock,
     .async = &my_async,
 };

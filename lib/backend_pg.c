@@ -75,10 +75,10 @@ struct stmt {
 static int pg_fail(struct db *db, struct zb_err *err, const char *what)
 {
     enum zb_err_kind kind = PQstatus(db->conn) == CONNECTION_OK ? ZB_ERR_SQL : ZB_ERR_CONN;
-    char msg[400];
+    char msg[400], brief[ZB_SQL_BRIEF + 1];
     snprintf(msg, sizeof msg, "%s", PQerrorMessage(db->conn));
     msg[strcspn(msg, "\n")] = 0;
-    return zb_fail(err, kind, "pg: %s: %s", what, msg);
+    return zb_fail(err, kind, "pg: %s: %s", zb_sql_brief(what, brief, sizeof brief), msg);
 }
 
 static void ignore_notice(void *arg, const char *message)
@@ -336,14 +336,15 @@ static int pg_result(struct db *db, PGresult *r, row_fn fn, void *arg, long long
 {
     ExecStatusType s = PQresultStatus(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-        char msg[400];
+        char msg[400], brief[ZB_SQL_BRIEF + 1];
         snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(r));
         msg[strcspn(msg, "\n")] = 0;
         enum zb_err_kind kind = pg_error_kind(db, r);
         PQclear(r);
         if (kind == ZB_ERR_CONN)
             db->given_up = true;
-        return zb_fail(err, kind, "pg: %s: %s", what, msg[0] ? msg : PQerrorMessage(db->conn));
+        return zb_fail(err, kind, "pg: %s: %s", zb_sql_brief(what, brief, sizeof brief),
+                       msg[0] ? msg : PQerrorMessage(db->conn));
     }
     if (fn) {
         int rows = PQntuples(r), ncols = PQnfields(r);
@@ -565,6 +566,27 @@ static int pg_swap_table(struct db *db, const char *from, const char *to, struct
     return 0;
 }
 
+/* The load lock is a session advisory lock on a hash of the table's name
+ * (advisory locks are per database): released when the connection ends,
+ * however the loader ended. */
+static int pg_try_load_lock(struct db *db, const char *table, struct zb_err *err)
+{
+    char name[160];
+    snprintf(name, sizeof name, "zipbench.load.%s", table);
+    const char *params[] = { name };
+    PGresult *r = PQexecParams(db->conn, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", 1,
+                               NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return pg_result(db, r, NULL, NULL, NULL, err, "pg_try_advisory_lock");
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return zb_fail(err, ZB_ERR_SQL, "pg: pg_try_advisory_lock: no answer");
+    }
+    int taken = !strcmp(PQgetvalue(r, 0, 0), "t");
+    PQclear(r);
+    return taken;
+}
+
 /* ---- asynchronous ---- */
 
 /* The connection went away (or was never there): everything sent is lost. */
@@ -782,5 +804,7 @@ const struct backend_driver backend_pg = {
     .version = pg_version,
     .create_suffix = pg_create_suffix,
     .swap_table = pg_swap_table,
+    .ident_max = 63,   /* NAMEDATALEN - 1 */
+    .try_load_lock = pg_try_load_lock,
     .async = &pg_async,
 };

@@ -59,7 +59,7 @@ struct server_conf {
     int port;              /* default 8080 */
     int threads;           /* event-loop threads (0: one per online CPU) */
     int connection_timeout_s; /* an idle connection is closed after this */
-    int header_timeout_s;  /* a request's whole header must come within this (0: no limit) */
+    int header_timeout_s;  /* a whole request (header and body) must come within this (0: no limit) */
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
     bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */

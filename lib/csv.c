@@ -24,7 +24,7 @@ struct csv_reader {
     bool utf8;               /* validate only; else convert through cd */
     iconv_t cd;
     char encoding[48];
-    char why[160];           /* how the encoding was chosen */
+    char why[400];           /* how the encoding was chosen */
     char *raw;               /* the physical line as read */
     size_t raw_cap;
     char *conv;              /* the same converted to UTF-8 */
@@ -132,14 +132,87 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
     return i;
 }
 
+/* Whether a sample that is not UTF-8 is plausibly CP932 (what Japan Post's
+ * "Shift_JIS" is). Read as CP932, plausible means all of:
+ *  (a) at least JAPANESE_EVIDENCE of its characters stand in runs of two
+ *      or more non-ASCII characters (words);
+ *  (b) at least half of its non-ASCII characters do; and
+ *  (c) fewer of its bytes are not CP932 at all than (a) counts, so that
+ *      one bad byte does not make a Shift_JIS file unreadable (it is then
+ *      an error on its own line, as a bad byte of a UTF-8 file is).
+ * Why these: Japanese words are runs of kana and kanji (every KEN_ALL row
+ * has several, like ﾄｳｷｮｳﾄ and 千代田区), while Latin-1 or cp1252 text has
+ * lone accented letters between ASCII ones. Read as CP932, a lower-case
+ * accented letter takes the ASCII letter after it as its second byte
+ * (caf\xE9s reads caf駸), an upper-case one is a lone half-width katakana,
+ * and one before a space, comma, quote or line end is no CP932 character
+ * at all: lone characters and bad bytes, no words. 4 lets two two-kanji
+ * words (東京,大阪) through. On false, why says what it found. */
+enum { JAPANESE_EVIDENCE = 4 };
+
+static bool plausibly_cp932(const unsigned char *buf, size_t n, bool whole, char *why,
+                            size_t whylen)
+{
+    iconv_t cd = iconv_open("UTF-8", "CP932");
+    if (cd == (iconv_t)-1) {
+        snprintf(why, whylen, "iconv cannot read CP932 here");
+        return false;
+    }
+    size_t cap = n * 3 + 4;
+    char *out = malloc(cap);
+    if (!out) {
+        iconv_close(cd);
+        snprintf(why, whylen, "out of memory");
+        return false;
+    }
+    char *in = (char *)buf, *o = out;
+    size_t inleft = n, outleft = cap, bad = 0;
+    while (inleft > 0 && iconv(cd, &in, &inleft, &o, &outleft) == (size_t)-1) {
+        if (errno == EINVAL && !whole)
+            break;          /* a character cut by the end of the sample */
+        bad++;              /* not CP932: skipped, and it ends a run */
+        in++;
+        inleft--;
+        *o++ = '?';
+        outleft--;
+    }
+    iconv_close(cd);
+    /* Characters in runs of two or more non-ASCII ones, and all non-ASCII. */
+    size_t in_runs = 0, all = 0, run = 0;
+    for (const unsigned char *p = (unsigned char *)out; p <= (unsigned char *)o; p++) {
+        if (p == (unsigned char *)o || *p < 0x80) {
+            if (run >= 2)
+                in_runs += run;
+            run = 0;
+        } else if ((*p & 0xC0) != 0x80) {   /* the first byte of a character */
+            run++;
+            all++;
+        }
+    }
+    free(out);
+    if (in_runs >= JAPANESE_EVIDENCE && in_runs * 2 >= all && bad < in_runs) {
+        snprintf(why, whylen, "%zu characters in runs of two or more, as Japanese words are",
+                 in_runs);
+        return true;
+    }
+    snprintf(why, whylen, "as CP932 it has %zu non-ASCII characters, %zu of them in runs of two "
+             "or more as Japanese words are, and %zu bytes that are not CP932 (Shift_JIS needs %d "
+             "in runs, half of all, and fewer bad bytes)", all, in_runs, bad, JAPANESE_EVIDENCE);
+    return false;
+}
+
 /* "auto": the encoding, and why, from the first 64 KiB. UTF-8 text reads
  * as whole multi-byte characters; Shift_JIS text almost never does (its
  * lead bytes are not followed by UTF-8 continuation bytes). So the sample
  * counts both: more UTF-8 characters than bytes that are not UTF-8 make a
- * UTF-8 file, whose bad bytes are errors on their own lines; otherwise it
- * is Shift_JIS. One bad byte must not turn a UTF-8 file into Shift_JIS and
- * blame its first line. */
-static bool sniff_utf8(FILE *f, char *why, size_t whylen)
+ * UTF-8 file, whose bad bytes are errors on their own lines (one bad byte
+ * must not turn a UTF-8 file into Shift_JIS and blame its first line);
+ * otherwise it is Shift_JIS if it is plausibly CP932 (above), and neither
+ * (SNIFF_NEITHER, *bad_line the line of its first byte that is not UTF-8)
+ * if not: a guess from too little would load wrong text with exit 0. */
+enum sniffed { SNIFF_UTF8, SNIFF_SJIS, SNIFF_NEITHER };
+
+static enum sniffed sniff(FILE *f, char *why, size_t whylen, long *bad_line)
 {
     unsigned char buf[65536];
     size_t n = fread(buf, 1, sizeof buf, f);
@@ -148,7 +221,7 @@ static bool sniff_utf8(FILE *f, char *why, size_t whylen)
     const char *sample = whole ? "the file" : "the first 64 KiB";
     if (n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
         snprintf(why, whylen, "UTF-8 detected: the file starts with a UTF-8 byte order mark");
-        return true;
+        return SNIFF_UTF8;
     }
     size_t chars = 0, bad = 0, first_bad = 0;
     long first_bad_line = 0, line = 1;
@@ -172,17 +245,23 @@ static bool sniff_utf8(FILE *f, char *why, size_t whylen)
     if (!bad) {
         snprintf(why, whylen, "UTF-8 %s: %s %s %s", chars ? "detected" : "assumed", sample,
                  whole ? "is" : "are", chars ? "valid UTF-8" : "plain ASCII");
-        return true;
+        return SNIFF_UTF8;
     }
     if (chars > bad) {
         snprintf(why, whylen, "UTF-8 detected: %s has %zu UTF-8 characters and %zu byte%s that "
                  "are not UTF-8", sample, chars, bad, bad == 1 ? "" : "s");
-        return true;
+        return SNIFF_UTF8;
     }
-    snprintf(why, whylen, "Shift_JIS assumed: byte 0x%02X on line %ld is not UTF-8, and %s has "
-             "%zu such bytes against %zu UTF-8 characters", buf[first_bad], first_bad_line, sample,
-             bad, chars);
-    return false;
+    char cp932[200];
+    *bad_line = first_bad_line;
+    if (!plausibly_cp932(buf, n, whole, cp932, sizeof cp932)) {
+        snprintf(why, whylen, "byte 0x%02X is not UTF-8, and %s does not read as Shift_JIS: %s",
+                 buf[first_bad], sample, cp932);
+        return SNIFF_NEITHER;
+    }
+    snprintf(why, whylen, "Shift_JIS assumed: byte 0x%02X on line %ld is not UTF-8, and %s reads "
+             "as CP932 with %s", buf[first_bad], first_bad_line, sample, cp932);
+    return SNIFF_SJIS;
 }
 
 static bool is_utf8_name(const char *s)
@@ -202,7 +281,13 @@ static int choose_encoding(struct csv_reader *r, const char *enc, struct zb_err 
             r->utf8 = true;
             snprintf(r->why, sizeof r->why, "UTF-8 assumed: standard input is not sniffed");
         } else {
-            r->utf8 = sniff_utf8(r->f, r->why, sizeof r->why);
+            long line = 0;
+            enum sniffed got = sniff(r->f, r->why, sizeof r->why, &line);
+            if (got == SNIFF_NEITHER)
+                return zb_fail(err, ZB_ERR_INPUT, "%s:%ld: cannot tell the file's encoding: %s; "
+                               "set it (encoding = in its [dataset], or --encoding: latin1, "
+                               "cp1252, sjis, utf-8 ...)", r->path, line, r->why);
+            r->utf8 = got == SNIFF_UTF8;
         }
         enc = r->utf8 ? "utf-8" : "sjis";
     } else {

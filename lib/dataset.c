@@ -378,7 +378,11 @@ struct dataset_reader *dataset_open(const struct dataset *d, struct zb_err *err)
     if (!strcmp(dc->format, "kenall")) {
         enum kenall_encoding enc = !dc->encoding || !strcasecmp(dc->encoding, "auto") ? KENALL_AUTO
                                  : !strcasecmp(dc->encoding, "utf-8") ? KENALL_UTF8 : KENALL_SJIS;
-        struct kenall_opts ko = { .encoding = enc, .raw = dc->raw };
+        /* Another encoding (latin1...) is read as named, not as Shift_JIS. */
+        bool other = enc == KENALL_SJIS && strcasecmp(dc->encoding, "sjis") &&
+                     strcasecmp(dc->encoding, "shift_jis") && strcasecmp(dc->encoding, "cp932");
+        struct kenall_opts ko = { .encoding = enc, .raw = dc->raw,
+                                  .encoding_name = other ? dc->encoding : NULL };
         r->kenall = kenall_open(dc->file, &ko, err);
     } else {
         struct csv_opts o = csv_options(dc);
@@ -445,6 +449,11 @@ int dataset_next(struct dataset_reader *r, const char *const **fields, struct zb
         return -1;
     *fields = r->out;
     return 1;
+}
+
+const char *dataset_encoding(const struct dataset_reader *r)
+{
+    return r->kenall ? kenall_encoding_why(r->kenall) : csv_encoding_why(r->csv);
 }
 
 long dataset_row_line(const struct dataset_reader *r)

@@ -54,6 +54,9 @@ struct dataset_reader *dataset_open(const struct dataset *d, struct zb_err *err)
  * 0 at the end, -1 on error. */
 int dataset_next(struct dataset_reader *r, const char *const **fields, struct zb_err *err);
 long dataset_row_line(const struct dataset_reader *r);  /* first line of the last row */
+/* The encoding read and why ("UTF-8 detected: the file is valid UTF-8",
+ * "latin1 as asked"). */
+const char *dataset_encoding(const struct dataset_reader *r);
 long dataset_lines(const struct dataset_reader *r);
 long long dataset_offset(const struct dataset_reader *r);
 long long dataset_size(const struct dataset_reader *r);

@@ -44,7 +44,8 @@ struct kenall_reader *kenall_open_stream(FILE *f, const char *name, const struct
     static const char *const encodings[] = { [KENALL_AUTO] = NULL, [KENALL_UTF8] = "utf-8",
                                              [KENALL_SJIS] = "sjis" };
     struct csv_opts co = { .one_line = true,
-                           .encoding = encodings[opts ? opts->encoding : KENALL_AUTO] };
+                           .encoding = opts && opts->encoding_name ? opts->encoding_name
+                                       : encodings[opts ? opts->encoding : KENALL_AUTO] };
     struct kenall_reader *r = calloc(1, sizeof *r);
     if (!r) {
         if (f != stdin)
@@ -226,6 +227,8 @@ enum kenall_encoding kenall_encoding(const struct kenall_reader *r)
 {
     return strcmp(csv_encoding(r->csv), "UTF-8") ? KENALL_SJIS : KENALL_UTF8;
 }
+
+const char *kenall_encoding_why(const struct kenall_reader *r) { return csv_encoding_why(r->csv); }
 
 void kenall_close(struct kenall_reader *r)
 {

@@ -31,6 +31,8 @@ struct kenall_opts {
     enum kenall_encoding encoding;  /* AUTO: UTF-8 if the first 64 KiB hold more UTF-8
                                        characters than bytes that are not (errors say why) */
     bool raw;                       /* true: one row per line, no merging */
+    const char *encoding_name;      /* any other encoding iconv knows ("latin1"); wins over
+                                       encoding when set */
 };
 
 struct kenall_reader;
@@ -56,6 +58,8 @@ long kenall_lines(const struct kenall_reader *r);
 long long kenall_offset(const struct kenall_reader *r);
 long long kenall_size(const struct kenall_reader *r);
 enum kenall_encoding kenall_encoding(const struct kenall_reader *r);
+/* The encoding read and why it was chosen (csv_encoding_why). */
+const char *kenall_encoding_why(const struct kenall_reader *r);
 
 void kenall_close(struct kenall_reader *r);
 

@@ -12,6 +12,7 @@ int zb_fail(struct zb_err *err, enum zb_err_kind kind, const char *fmt, ...)
         va_end(ap);
         err->kind = kind;
         err->row = 0;
+        err->row_span = 0;
     }
     return -1;
 }

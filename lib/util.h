@@ -26,6 +26,9 @@ struct zb_err {
      * backend.h); 0 if none or unknown. The loader turns it into the file's
      * line. */
     long long row;
+    /* More than 1: the error is about one of rows row..row+row_span-1, a
+     * statement of several rows whose database did not say which. */
+    long long row_span;
 };
 
 /* Fills err (if not NULL, row 0) and returns -1, so callers can `return zb_fail(...)`. */

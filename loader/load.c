@@ -3,7 +3,11 @@
  * Rows go into <table>_load, a table nobody reads, and only when its row
  * count matches the file's is it swapped in for <table> in one atomic
  * step. A load killed or cut off half way leaves <table>_load behind and
- * the old <table> as it was: nothing half-loaded is ever claimed complete. */
+ * the old <table> as it was: nothing half-loaded is ever claimed complete.
+ * A load holds the backend's load lock of <table> from before it drops a
+ * leftover <table>_load to after the swap, so two loaders of one table
+ * take turns (the second says it waits): each owns the staging table and
+ * the swap, and one that exits 0 installed exactly its own rows. */
 #include "load.h"
 
 #include <stdio.h>
@@ -15,6 +19,17 @@
 #include "progress.h"
 
 static const char *const mode_names[] = { "autocommit", "transaction", "prepared", "bulk" };
+
+volatile sig_atomic_t load_interrupted;
+
+/* Fails with "interrupted" once a signal asked the load to stop. */
+static int check_interrupted(struct zb_err *err)
+{
+    if (!load_interrupted)
+        return 0;
+    return zb_fail(err, ZB_ERR_SYS, "interrupted by %s: the load stopped, the old table is kept",
+                   strsignal(load_interrupted));
+}
 
 const char *load_mode_name(enum load_mode m) { return mode_names[m]; }
 
@@ -40,6 +55,8 @@ static int next_row(void *arg, const char *const **fields, struct zb_err *err)
     struct source *s = arg;
     if (s->limit && s->rows == s->limit)
         return 0;
+    if (check_interrupted(err) < 0)
+        return -1;
     int rc = dataset_next(s->r, fields, err);
     if (rc == 1 && (++s->rows & 1023) == 0)
         progress_update(&s->bar, dataset_offset(s->r), dataset_size(s->r), s->rows);
@@ -71,31 +88,69 @@ static long long load_each(struct backend *b, const struct zb_table *table, stru
  * first. The row just read is the reader's current one; an earlier one
  * (LOAD DATA and COPY complain at their end) is found by reading the file
  * again, which standard input cannot be. */
+/* The line of row `row` (1-based) of the file, 0 if it cannot be told. */
+static long line_of_row(const struct load_opts *o, const struct source *src, long long row)
+{
+    const char *file = o->data->conf->file;
+    if (row == src->rows)
+        return dataset_row_line(src->r);
+    if (!strcmp(file, "-"))
+        return 0;
+    struct zb_err ignored = { 0 };
+    struct dataset_reader *r = dataset_open(o->data, &ignored);
+    const char *const *fields;
+    long long n = 0;
+    while (r && n < row && dataset_next(r, &fields, &ignored) == 1)
+        n++;
+    long line = n == row ? dataset_row_line(r) : 0;
+    dataset_close(r);
+    return line;
+}
+
+/* A database error during the load gets the file put first, and the line
+ * it is about where the database said which row; where it did not (a
+ * statement of several rows, or a failure that is no row's, like a full
+ * disk) the message says which lines had been sent, and that the database
+ * did not say which. The cause always follows whole. */
 static void name_bad_row(const struct load_opts *o, const struct source *src, struct zb_err *err)
 {
-    if (err->row <= 0)
-        return;
     const char *file = o->data->conf->file;
-    long line = 0;
-    if (err->row == src->rows) {
-        line = dataset_row_line(src->r);
-    } else if (strcmp(file, "-")) {
-        struct zb_err ignored = { 0 };
-        struct dataset_reader *r = dataset_open(o->data, &ignored);
-        const char *const *fields;
-        long long n = 0;
-        while (r && n < err->row && dataset_next(r, &fields, &ignored) == 1)
-            n++;
-        if (n == err->row)
-            line = dataset_row_line(r);
-        dataset_close(r);
-    }
-    char msg[sizeof err->msg];
+    char msg[sizeof err->msg], where[160];
+    if (err->row <= 0 && (err->kind != ZB_ERR_SQL || src->rows == 0))
+        return;
     memcpy(msg, err->msg, sizeof msg);
-    if (line > 0)
-        snprintf(err->msg, sizeof err->msg, "%s:%ld: %.400s", file, line, msg);
-    else
-        snprintf(err->msg, sizeof err->msg, "%s: row %lld: %.400s", file, err->row, msg);
+    if (err->row <= 0) {
+        long last = dataset_row_line(src->r);
+        snprintf(where, sizeof where, "rows 1-%lld (up to line %ld) sent, the database did not "
+                 "say which row", src->rows, last);
+    } else if (err->row_span > 1) {
+        long long to = err->row + err->row_span - 1;
+        long first = line_of_row(o, src, err->row), last = line_of_row(o, src, to);
+        if (first > 0 && last > 0)
+            snprintf(where, sizeof where, "%ld-%ld (rows %lld-%lld, one statement; the database "
+                     "did not say which row)", first, last, err->row, to);
+        else
+            snprintf(where, sizeof where, "rows %lld-%lld (one statement; the database did not "
+                     "say which row)", err->row, to);
+    } else {
+        long line = line_of_row(o, src, err->row);
+        if (line > 0)
+            snprintf(where, sizeof where, "%ld", line);
+        else
+            snprintf(where, sizeof where, "row %lld", err->row);
+    }
+    /* The cause whole: a long path gives way first, then the place. */
+    int room = (int)sizeof err->msg - 1 - (int)strlen(msg) - 3;
+    int where_len = (int)strlen(where) < room - 40 ? (int)strlen(where) : room - 40;
+    if (where_len < 0)
+        where_len = 0;
+    int file_len = room - where_len;
+    if (file_len < 0)
+        file_len = 0;
+    char out[sizeof err->msg + sizeof where + 8];
+    snprintf(out, sizeof out, "%.*s:%.*s: %s", file_len, file, where_len, where, msg);
+    memcpy(err->msg, out, sizeof err->msg - 1);
+    err->msg[sizeof err->msg - 1] = 0;
 }
 
 /* After a bad row the loader reads on, so one run names every bad row of
@@ -141,20 +196,73 @@ static long long table_rows(struct backend *b, const char *table)
     return n;
 }
 
-static int create_indexes(struct backend *b, const struct zb_table *table, const char *tag,
-                          struct zb_err *err)
+/* An index's name: <table>_<i>_<tag>, the target table's name (the one
+ * it keeps after the swap) and the load's tag of TAG_LEN characters. */
+enum { TAG_LEN = 11 };
+#define INDEX_NAME_EXTRA (1 + 1 + 1 + TAG_LEN)   /* "_<i>_<tag>", i < 10 */
+
+static void load_tag(char *tag, size_t len)
+{
+    snprintf(tag, len, "%08lx%03x", (unsigned long)time(NULL) & 0xffffffffUL,
+             (unsigned)getpid() & 0xfff);
+}
+
+static int create_indexes(struct backend *b, const struct zb_table *table, const char *target,
+                          const char *tag, struct zb_err *err)
 {
     /* Index names are unique per load: in PostgreSQL and SQLite they are
      * schema-wide and the previous table's indexes still hold theirs. */
     for (int i = 0; i < table->nindexes; i++) {
         char sql[512];
         const char *col = table->cols[table->indexes[i]].name;
-        snprintf(sql, sizeof sql, "CREATE INDEX %s_%d_%s ON %s (\"%s\")", table->name, i, tag,
+        snprintf(sql, sizeof sql, "CREATE INDEX %s_%d_%s ON %s (\"%s\")", target, i, tag,
                  table->name, col);
         if (b->drv->exec(b->db, sql, err) < 0)
             return -1;
     }
     return 0;
+}
+
+int load_check_names(const struct backend_conf *bc, const struct load_opts *o, struct zb_err *err)
+{
+    const struct backend_driver *drv = backend_driver(bc->driver);
+    char name[128];
+    struct zb_table table = dataset_table(o->data, bc, name, sizeof name);
+    if (!drv || drv->ident_max <= 0)
+        return 0;
+    size_t len = strlen(name), max = (size_t)drv->ident_max;
+    /* The longest derived name: an index's, else <table>_load / _old. */
+    size_t extra = strlen("_load") > strlen(ZB_SWAP_SUFFIX) ? strlen("_load") : strlen(ZB_SWAP_SUFFIX);
+    const char *longest = "_load";
+    if (table.nindexes > 0 && INDEX_NAME_EXTRA > extra) {
+        extra = INDEX_NAME_EXTRA;
+        longest = "_<i>_<tag> (an index)";
+    }
+    if (len + extra <= max)
+        return 0;
+    return zb_fail(err, ZB_ERR_INPUT, "%s: table name '%s' is %zu bytes: the load also names "
+                   "%s%s (%zu bytes), and %s takes names of at most %zu bytes (a longer one is "
+                   "%s); nothing was changed: name the table in at most %zu bytes", bc->name,
+                   name, len, name, longest, len + extra, drv->name, max,
+                   !strcmp(drv->name, "pg") ? "cut, which can make it the live table's name"
+                                            : "refused", max - extra);
+}
+
+/* Takes the load lock of table, waiting (and saying so) while another
+ * load holds it; a signal ends the wait. */
+static int take_load_lock(struct backend *b, const char *table, struct zb_err *err)
+{
+    int taken = b->drv->try_load_lock(b->db, table, err);
+    if (taken == 0)
+        fprintf(stderr, "loader: %s: waiting for another load of %s\n", b->conf->name, table);
+    while (taken == 0) {
+        if (check_interrupted(err) < 0)
+            return -1;
+        struct timespec pause = { 0, 100 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        taken = b->drv->try_load_lock(b->db, table, err);
+    }
+    return taken < 0 ? -1 : 0;
 }
 
 int load_run(const struct backend_conf *bc, const struct load_opts *o, struct load_result *res,
@@ -173,17 +281,32 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
         return zb_fail(err, ZB_ERR_INPUT, "--batch %d: %d rows of %d columns are %ld parameters, "
                        "more than the 32766 a statement may take", o->batch, o->batch, table.ncols,
                        (long)o->batch * table.ncols);
+    if (load_check_names(bc, o, err) < 0 || check_interrupted(err) < 0)
+        return -1;
     struct backend b;
     if (backend_open(&b, bc, err) < 0)
         return -1;
     struct source src = { .limit = o->limit };
     int rc = -1;
-    snprintf(tag, sizeof tag, "%lx%x", (unsigned long)time(NULL), (unsigned)getpid() & 0xfff);
+    bool locked = false;
+    load_tag(tag, sizeof tag);
     snprintf(res->version, sizeof res->version, "%s", b.drv->version(b.db));
+    if (take_load_lock(&b, name, err) < 0)
+        goto out;
+    locked = true;   /* from here on, <table>_load is this load's own */
+    if (b.drv->recover) {   /* a setting a killed load left changed */
+        char note[512];
+        int got = b.drv->recover(b.db, note, sizeof note, err);
+        if (got < 0)
+            goto out;
+        if (got > 0)
+            fprintf(stderr, "loader: %s: %s\n", bc->name, note);
+    }
     if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
         goto out;
     if (!(src.r = dataset_open(o->data, err)))
         goto out;
+    snprintf(res->encoding, sizeof res->encoding, "%s", dataset_encoding(src.r));
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
     if (b.drv->exec(b.db, sql, err) < 0)
         goto out;
@@ -198,7 +321,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     snprintf(label, sizeof label, "%s %s", bc->name, load_mode_name(o->mode));
     progress_start(&src.bar, label, o->quiet);
     double t0 = zb_now_s();
-    if (!o->index_after && create_indexes(&b, &load, tag, err) < 0)
+    if (!o->index_after && create_indexes(&b, &load, name, tag, err) < 0)
         goto out;
     bool txn = o->mode != MODE_AUTOCOMMIT;
     if (txn && b.drv->exec(b.db, "BEGIN", err) < 0)
@@ -229,7 +352,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     progress_end(&src.bar);
     if (o->index_after) {
         double t1 = zb_now_s();
-        if (create_indexes(&b, &load, tag, err) < 0)
+        if (create_indexes(&b, &load, name, tag, err) < 0)
             goto out;
         res->index_seconds = zb_now_s() - t1;
     }
@@ -258,15 +381,27 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
                 res->replaced_rows, name, name);
         goto out;
     }
+    if (check_interrupted(err) < 0)
+        goto out;
     if (b.drv->swap_table(b.db, load.name, name, err) < 0)
         goto out;
+    /* The durability in force is what it was at the start, unless another
+     * session changed a global knob meanwhile: then say both. */
+    char end_sync[sizeof res->sync];
+    if (b.drv->set_sync(b.db, ZB_SYNC_DEFAULT, end_sync, sizeof end_sync, NULL) == 0 &&
+        strcmp(end_sync, res->sync)) {
+        char start[sizeof res->sync];
+        memcpy(start, res->sync, sizeof start);
+        snprintf(res->sync, sizeof res->sync, "%.100s at the start, %.100s at the end (changed "
+                 "by another session)", start, end_sync);
+    }
     res->rows = src.rows;
     res->lines = dataset_lines(src.r);
     res->table_bytes = b.drv->table_bytes(b.db, name);
     rc = 0;
 out:
     progress_end(&src.bar);
-    if (rc < 0 && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
+    if (rc < 0 && locked && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
         b.drv->exec(b.db, sql, NULL);
     }

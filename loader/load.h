@@ -2,6 +2,7 @@
 #ifndef ZB_LOAD_H
 #define ZB_LOAD_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "backend.h"
@@ -27,13 +28,26 @@ struct load_result {
     double index_seconds;   /* index building after the load (--no-index) */
     long long table_bytes;
     long long replaced_rows; /* rows of the table replaced, -1 if there was none */
-    char sync[128];
+    char sync[256];           /* the durability in force during the load */
+    char encoding[400];       /* the file's encoding, and why (auto-detection's reason) */
     char version[64];
     char table[128];          /* the table loaded */
     char more_bad_rows[8192]; /* after a failed read: the file's other bad rows, a line each */
 };
 
+/* Set (to the signal's number) by the loader's SIGINT/SIGTERM handler: the
+ * load under way stops at its next row or wait, and cleans up as after an
+ * error (its staging table dropped, a global setting put back). */
+extern volatile sig_atomic_t load_interrupted;
+
 const char *load_mode_name(enum load_mode m);
+
+/* Checks every name a load into bc derives from its table (the table, the
+ * staging <table>_load, the swap's <table>_old, the index names) against
+ * the backend's identifier limit, before anything is created or dropped.
+ * 0, or -1 with err saying which name is too long and the longest table
+ * name the backend can take. */
+int load_check_names(const struct backend_conf *bc, const struct load_opts *o, struct zb_err *err);
 int load_mode_parse(const char *s, enum load_mode *m);
 
 /* Loads into a fresh table and swaps it in only once its row count matches

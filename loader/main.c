@@ -2,6 +2,7 @@
  * each configured backend, in one of four modes, and reports rows, seconds
  * and rows/s. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,9 @@ static const char usage[] =
     "      --encoding ENC   auto, utf-8, sjis or any encoding iconv knows (default:\n"
     "                       the dataset's; auto is UTF-8 when the first 64 KiB hold\n"
     "                       more UTF-8 characters than bytes that are not, else\n"
-    "                       Shift_JIS; an error says which was chosen and why)\n"
+    "                       Shift_JIS if they read as CP932 with Japanese words\n"
+    "                       (runs of kana and kanji), else an error naming the\n"
+    "                       line; the report says which was chosen and why)\n"
     "      --limit N        load only the first N rows (to time slow modes on a\n"
     "                       sample; the row check then expects N, and the sample\n"
     "                       may replace a bigger table)\n"
@@ -80,10 +83,17 @@ static const char usage[] =
     "wrong (a value that is not of its column's type, a missing key, a value the\n"
     "database would have cut); nothing is skipped.\n"
     "\n"
+    "Two loads of one table take turns: the second says \"waiting for another load\n"
+    "of TABLE\" and starts when the first ends. SIGINT, SIGTERM and SIGHUP stop a\n"
+    "load at its next row: the old table is kept and a global setting --sync\n"
+    "changed is put back (one a killed loader left changed is put back by the\n"
+    "next loader and by scripts/db start, which say so).\n"
+    "\n"
     "Exit status: 0 when every load succeeded and matched the file's row count,\n"
     "1 when a load failed or was refused (the message names the file and line of\n"
     "a bad row; the old table is kept),\n"
-    "2 on bad usage or a bad config.\n";
+    "2 on bad usage or a bad config (a table name too long for a backend),\n"
+    "128+N when stopped by signal N.\n";
 
 static void report(const struct backend_conf *bc, const struct load_opts *o,
                    const struct load_result *r, bool json)
@@ -111,6 +121,8 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
             printf("null");
         printf(",\"sync\":");
         zb_json_string(r->sync);
+        printf(",\"encoding\":");
+        zb_json_string(r->encoding);
         printf(",\"version\":");
         zb_json_string(r->version);
         printf(",\"dataset\":");
@@ -125,12 +137,15 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         zb_json_string(columns);
         printf(",\"types_inferred_from_rows\":%ld}\n", o->data->sampled);
     } else {
-        printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s\n", bc->name,
+        printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s; %s\n", bc->name,
                conf_option(bc, "engine") ? conf_option(bc, "engine") : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
-               r->index_seconds, (double)r->table_bytes / (1024.0 * 1024.0), r->version, r->sync);
+               r->index_seconds, (double)r->table_bytes / (1024.0 * 1024.0), r->version, r->sync,
+               r->encoding);
     }
     fflush(stdout);
 }
+
+static void on_signal(int sig) { load_interrupted = sig; }
 
 int main(int argc, char **argv)
 {
@@ -270,6 +285,14 @@ int main(int argc, char **argv)
         conf_free(&conf);
         return ZB_EXIT_USAGE;
     }
+    /* Every name a load derives must fit the backend, before any load starts. */
+    for (int i = 0; i < nchosen && !describe; i++) {
+        if (load_check_names(chosen[i], &o, &err) < 0) {
+            fprintf(stderr, "loader: %s\n", err.msg);
+            conf_free(&conf);
+            return ZB_EXIT_USAGE;
+        }
+    }
     if (describe) {
         printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc.name,
                dc.file, dc.format, columns, data.col[data.key].name);
@@ -285,9 +308,18 @@ int main(int argc, char **argv)
     }
     if (!json)
         printf("%-8s %-7s %-11s %8s %9s %10s %8s %9s  %s\n", "backend", "engine", "mode", "rows",
-               "seconds", "rows/s", "index_s", "size_MiB", "version; durability");
+               "seconds", "rows/s", "index_s", "size_MiB", "version; durability; encoding");
+    /* SIGINT, SIGTERM, SIGHUP: stop the load at its next row and clean up
+     * as after an error (a global setting put back, the staging table
+     * dropped), then exit 128 + the signal. SA_RESTART: a statement under
+     * way completes first (libpq and libmariadb wait again on EINTR). */
+    struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int failed = 0;
-    for (int i = 0; i < nchosen; i++) {
+    for (int i = 0; i < nchosen && !load_interrupted; i++) {
         struct load_result res;
         memset(&err, 0, sizeof err);
         if (load_run(chosen[i], &o, &res, &err) < 0) {
@@ -300,5 +332,7 @@ int main(int argc, char **argv)
         report(chosen[i], &o, &res, json);
     }
     conf_free(&conf);
+    if (load_interrupted)
+        return 128 + load_interrupted;
     return failed ? ZB_EXIT_FAIL : ZB_EXIT_OK;
 }

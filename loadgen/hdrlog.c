@@ -420,6 +420,9 @@ static int summary_field(struct agent_log *a, const char *key, size_t kn, const 
 #define KEY(s) (kn == strlen(s) && !memcmp(key, s, kn))
     struct { const char *name; uint64_t *p; } counts[] = {
         { "completed", &a->st.completed }, { "non2xx", &a->st.non2xx },
+        { "status_404", &a->st.status_404 }, { "status_503", &a->st.status_503 },
+        { "status_4xx", &a->st.status_4xx }, { "status_5xx", &a->st.status_5xx },
+        { "status_other", &a->st.status_other }, { "miss_answers", &a->miss_answers },
         { "keepalive_requests", &a->st.keepalive_reqs }, { "connections", &a->st.connects },
         { "abandoned", &a->st.abandoned }, { "failed_connect", &a->st.err_connect },
         { "failed_receive", &a->st.err_recv }, { "failed_send", &a->st.err_send },

@@ -56,6 +56,85 @@ static int set_build(struct set *s, const struct keys *k)
     return 0;
 }
 
+/* RFC 3986's unreserved characters: the only bytes a key is sent as; any
+ * other is percent-encoded, so a key can never end the request line, add a
+ * header (a bare CR or LF), start a query or fragment, or leave its path
+ * segment ('/', '?', '#'). */
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* Percent-encodes each key of key[0..n) that holds another byte, into one
+ * new buffer (*store; NULL when no key needed it), and points the key
+ * there. -1 when out of memory. */
+static int encode_keys(char **key, uint32_t *len, uint32_t n, char **store)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t size = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t extra = 0;
+        for (uint32_t j = 0; j < len[i]; j++)
+            extra += unreserved((unsigned char)key[i][j]) ? 0 : 2;
+        if (extra)
+            size += len[i] + extra + 1;
+    }
+    *store = NULL;
+    if (!size)
+        return 0;
+    char *out = *store = malloc(size);
+    if (!out)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        char *start = out;
+        bool changed = false;
+        for (uint32_t j = 0; j < len[i]; j++) {
+            unsigned char c = (unsigned char)key[i][j];
+            if (unreserved(c)) {
+                *out++ = (char)c;
+            } else {
+                *out++ = '%';
+                *out++ = hex[c >> 4];
+                *out++ = hex[c & 15];
+                changed = true;
+            }
+        }
+        if (!changed) {
+            out = start;               /* sent as it is, from where it is */
+            continue;
+        }
+        *out++ = 0;
+        key[i] = start;
+        len[i] = (uint32_t)(out - start - 1);
+    }
+    return 0;
+}
+
+/* The longest key or miss as sent. */
+static size_t longest(const struct keys *k)
+{
+    size_t m = 0;
+    for (uint32_t i = 0; i < k->n; i++)
+        m = k->len[i] > m ? k->len[i] : m;
+    for (uint32_t i = 0; i < k->nmiss; i++)
+        m = k->miss_len[i] > m ? k->miss_len[i] : m;
+    return m;
+}
+
+/* Encodes the keys and misses as they will be sent (after the misses were
+ * proved absent from the keys as written). */
+static int keys_encode(struct keys *k, char *err, size_t errlen)
+{
+    if (encode_keys(k->key, k->len, k->n, &k->key_text) < 0 ||
+        (k->nmiss && encode_keys(k->miss, k->miss_len, k->nmiss, &k->miss_text) < 0)) {
+        snprintf(err, errlen, "--keys: out of memory");
+        return -1;
+    }
+    k->maxlen = longest(k);
+    return 0;
+}
+
 /* A key shaped like a real one (digits stay digits, letters letters), so a
  * 7-digit postal code becomes another 7-digit code; retried until absent. */
 static int make_miss(const struct keys *k, const struct set *s, uint64_t *rng, char *out,
@@ -136,7 +215,7 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
         return -1;
     }
     if (miss <= 0)
-        return 0;
+        return keys_encode(k, err, errlen);
 
     struct set s;
     if (set_build(&s, k) < 0) {
@@ -169,14 +248,15 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
         snprintf(err, errlen, "--miss: cannot make a key absent from '%s'", path);
         return -1;
     }
-    k->maxlen++;                         /* a lengthened miss may be one longer */
-    return 0;
+    k->miss_pool = pool;
+    return keys_encode(k, err, errlen);
 }
 
 void keys_free(struct keys *k)
 {
-    if (k->miss)
-        free(k->miss[0]);
+    free(k->miss_pool);
+    free(k->miss_text);
+    free(k->key_text);
     free(k->miss);
     free(k->miss_len);
     free(k->key);

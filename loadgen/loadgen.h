@@ -100,14 +100,17 @@ void target_addr_text(const struct target *t, char *out, size_t outlen);
 
 /* ---- keys.c: key file, misses, and the request bytes ---- */
 struct keys {
-    char **key;                /* keys from the file */
+    char **key;                /* keys from the file, percent-encoded as sent */
     uint32_t *len;
     uint32_t n;
-    char **miss;               /* keys known to be absent from the file */
+    char **miss;               /* keys known to be absent from the file, as sent */
     uint32_t *miss_len;
     uint32_t nmiss;
-    size_t maxlen;
+    size_t maxlen;             /* the longest key or miss as sent */
     char *text;                /* the file, keys point into it */
+    char *key_text;            /* the keys that needed encoding, encoded (or NULL) */
+    char *miss_pool;           /* the misses as made */
+    char *miss_text;           /* the misses that needed encoding, encoded (or NULL) */
 };
 
 /* The request head split at its {key} slot: pre + key + post, then the
@@ -193,6 +196,9 @@ const char *tls_first_error(void);
 /* ---- loop.c: one event loop per thread ---- */
 struct stats {
     uint64_t completed, non2xx, keepalive_reqs, connects, abandoned;
+    /* non2xx by status: 404, 503 (overload or a backend down), other 4xx,
+     * other 5xx, and the rest (1xx, 3xx, past 599) */
+    uint64_t status_404, status_503, status_4xx, status_5xx, status_other;
     uint64_t err_connect, err_recv, err_send, err_timeout, err_except, err_length;
     uint64_t bytes_total, bytes_body, bytes_sent;
     uint64_t handshakes, resumed;
@@ -206,6 +212,8 @@ struct stats {
 void stats_init(struct stats *s);
 void stats_add(struct stats *into, const struct stats *from);
 uint64_t stats_failed(const struct stats *s);
+/* The answers a run asked for: 2xx, and 404 when miss_answers (--miss). */
+uint64_t stats_answered(const struct stats *s, bool miss_answers);
 
 /* -g: one row per request, as ab's gnuplot file */
 struct sample {
@@ -225,6 +233,7 @@ struct point {                 /* one interval of the time series */
     double t, len;             /* start (s since the run's start) and length */
     uint64_t completed, failed;
     double p50_us, p99_us, max_us;
+    bool partial;              /* shorter than the period (the run's last): no rate */
 };
 
 struct series {
@@ -266,6 +275,7 @@ struct agent_log {
     size_t niv, cap;
     struct stats st;           /* summary counts; histograms from the lines */
     bool have_summary;
+    uint64_t miss_answers;     /* 1: the agent ran with --miss (404s are answers) */
     double seconds, cpu_user, cpu_sys, rate;
     int concurrency, threads;
     bool keepalive, tls, posted, variable_length;
@@ -334,6 +344,7 @@ struct result {
     const char *url, *host, *path;
     int port, concurrency, threads, agents;
     bool keepalive, tls, posted;
+    bool miss_answers;         /* --miss asked for 404s: they count as answers */
     double rate;
     const char *server, *tls_info, *tls_tmpkey, *tls_sni;
     uint64_t doc_length;
@@ -344,8 +355,10 @@ struct result {
     size_t npoints;
 };
 
-void report_text(const struct result *r);
-void report_json(const struct result *r);
+/* The report, as ab's text or as JSON, to out (stdout; stderr when
+ * --csv - has stdout for its rows alone). */
+void report_text(const struct result *r, FILE *out);
+void report_json(const struct result *r, FILE *out);
 int report_csv(const struct result *r, const char *path);
 int report_percentile_csv(const struct result *r, const char *path);
 int report_gnuplot(const struct sample *const *rows, const size_t *nrows, int nsets,

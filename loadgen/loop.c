@@ -395,8 +395,19 @@ static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
     s->bytes_body += r->body;
     s->last_done_ns = now;
     bool ok = r->status >= 200 && r->status < 300;
-    if (!ok)
+    if (!ok) {
         s->non2xx++;
+        if (r->status == 404)
+            s->status_404++;
+        else if (r->status == 503)
+            s->status_503++;
+        else if (r->status >= 400 && r->status < 500)
+            s->status_4xx++;
+        else if (r->status >= 500 && r->status < 600)
+            s->status_5xx++;
+        else
+            s->status_other++;
+    }
     if (L->cfg->verbosity >= 2)
         log_status(L->cfg, r->status);
     int fs = atomic_load_explicit(&sh->first_state, memory_order_acquire);

@@ -183,6 +183,9 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     fprintf(f, "#[loadgen summary:");
     const struct { const char *k; uint64_t v; } n[] = {
         { "completed", s->completed }, { "non2xx", s->non2xx },
+        { "status_404", s->status_404 }, { "status_503", s->status_503 },
+        { "status_4xx", s->status_4xx }, { "status_5xx", s->status_5xx },
+        { "status_other", s->status_other }, { "miss_answers", r->miss_answers },
         { "keepalive_requests", s->keepalive_reqs }, { "connections", s->connects },
         { "abandoned", s->abandoned }, { "failed_connect", s->err_connect },
         { "failed_receive", s->err_recv }, { "failed_send", s->err_send },
@@ -213,15 +216,22 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     fprintf(f, "]\n");
 }
 
+/* Where the text or JSON report goes: stdout, unless `--csv -` has it
+ * for CSV rows alone. */
+static FILE *report_out(const struct config *cfg)
+{
+    return cfg->csv && !strcmp(cfg->csv, "-") ? stderr : stdout;
+}
+
 /* The report's outputs; 0, or 1 if a file could not be written. */
 static int write_reports(const struct config *cfg, const struct result *res, struct worker *w)
 {
     int rc = 0;
     if (cfg->json)
-        report_json(res);
+        report_json(res, report_out(cfg));
     else
-        report_text(res);
-    fflush(stdout);
+        report_text(res, report_out(cfg));
+    fflush(report_out(cfg));
     if (cfg->csv && report_csv(res, cfg->csv) < 0) {
         fprintf(stderr, "loadgen: --csv: cannot write '%s': %s\n", cfg->csv, strerror(errno));
         rc = ZB_EXIT_FAIL;
@@ -289,7 +299,7 @@ static int run(struct config *cfg)
         return cli_usage_error("loadgen");
     }
     if (cfg->verbosity >= 2)           /* as ab prints it; a {key} slot shows empty */
-        printf("INFO: %s header == \n---\n%.*s%.*s\n---\n", cfg->method, (int)req.prelen,
+        fprintf(report_out(cfg), "INFO: %s header == \n---\n%.*s%.*s\n---\n", cfg->method, (int)req.prelen,
                req.pre, (int)req.postlen, req.post);
     FILE *hdr = NULL;
     if (cfg->hdr_log && !(hdr = fopen(cfg->hdr_log, "w"))) {
@@ -322,12 +332,13 @@ static int run(struct config *cfg)
         return ZB_EXIT_FAIL;
     }
     if (!cfg->json) {
-        printf("This is loadgen %s, an ab-compatible benchmark client\n\n", LOADGEN_VERSION);
-        printf("Benchmarking %s ", tgt.host);
+        FILE *out = report_out(cfg);
+        fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", LOADGEN_VERSION);
+        fprintf(out, "Benchmarking %s ", tgt.host);
         if (cfg->proxy)
-            printf("[through %s:%d] ", tgt.connect_host, tgt.connect_port);
-        printf("(be patient)%s", cfg->progress ? "\n" : "...");
-        fflush(stdout);
+            fprintf(out, "[through %s:%d] ", tgt.connect_host, tgt.connect_port);
+        fprintf(out, "(be patient)%s", cfg->progress ? "\n" : "...");
+        fflush(out);
     }
 
     struct rusage ru0, ru1;
@@ -367,6 +378,7 @@ static int run(struct config *cfg)
                           .port = tgt.port, .concurrency = cfg->concurrency,
                           .threads = cfg->threads, .agents = 1, .keepalive = cfg->keepalive,
                           .tls = tgt.tls, .posted = cfg->body_file != NULL, .rate = cfg->rate,
+                          .miss_answers = cfg->miss > 0,
                           .server = sh.server, .tls_info = sh.tls_info,
                           .tls_tmpkey = sh.tls_tmpkey, .tls_sni = sni,
                           .start_epoch_s = start_epoch };
@@ -400,7 +412,7 @@ static int run(struct config *cfg)
 
     uint64_t failed = stats_failed(&res.st);
     if (!cfg->json)
-        printf("%s", cfg->progress ? "" : "..done\n");
+        fprintf(report_out(cfg), "%s", cfg->progress ? "" : "..done\n");
     if (cfg->progress)
         fprintf(stderr, "Finished %llu requests\n",
                 (unsigned long long)(res.st.completed + failed));

@@ -167,6 +167,7 @@ int merge_main(int argc, const char *const *argv)
     size_t *k0 = calloc((size_t)nlogs, sizeof *k0), npoints = 0;
     for (int i = 0; i < nlogs; i++) {
         stats_add(&r.st, &a[i].st);
+        r.miss_answers |= a[i].miss_answers != 0;
         r.concurrency += a[i].concurrency;
         r.threads += a[i].threads;
         r.rate += a[i].rate;
@@ -193,10 +194,11 @@ int merge_main(int argc, const char *const *argv)
     r.points = pts;
     r.npoints = npoints;
     if (!rc) {
+        FILE *out = cfg.csv && !strcmp(cfg.csv, "-") ? stderr : stdout;
         if (cfg.json)
-            report_json(&r);
+            report_json(&r, out);
         else
-            report_text(&r);
+            report_text(&r, out);
         fflush(stdout);
         if (cfg.csv && report_csv(&r, cfg.csv) < 0) {
             fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg.csv);

@@ -37,7 +37,7 @@ static double sd_ms(const struct hist *h)
 }
 
 /* ab's Connection Times (ms) table, from the histograms. */
-static void connection_times(const struct result *r)
+static void connection_times(FILE *out, const struct result *r)
 {
     const struct stats *s = &r->st;
     const struct { const char *label; const struct hist *h; const char *what; } row[] = {
@@ -46,17 +46,17 @@ static void connection_times(const struct result *r)
         { "Waiting:    ", &s->waiting, "the waiting time" },
         { "Total:      ", &s->total, "the total time" },
     };
-    printf("\nConnection Times (ms)\n");
+    fprintf(out, "\nConnection Times (ms)\n");
     if (r->cfg->no_confidence) {
-        printf("              min   avg   max\n");
+        fprintf(out, "              min   avg   max\n");
         for (int i = 0; i < 4; i++)
-            printf("%s%5lld %5lld%5lld\n", row[i].label, ms((double)hist_min(row[i].h)),
+            fprintf(out, "%s%5lld %5lld%5lld\n", row[i].label, ms((double)hist_min(row[i].h)),
                    ms(hist_mean(row[i].h)), ms((double)hist_max(row[i].h)));
         return;
     }
-    printf("              min  mean[+/-sd] median   max\n");
+    fprintf(out, "              min  mean[+/-sd] median   max\n");
     for (int i = 0; i < 4; i++)
-        printf("%s%5lld %4lld %5.1f %6lld %7lld\n", row[i].label, ms((double)hist_min(row[i].h)),
+        fprintf(out, "%s%5lld %4lld %5.1f %6lld %7lld\n", row[i].label, ms((double)hist_min(row[i].h)),
                ms(hist_mean(row[i].h)), sd_ms(row[i].h),
                ms((double)hist_percentile(row[i].h, 50)), ms((double)hist_max(row[i].h)));
     /* ab's warnings when mean and median are far apart. */
@@ -65,109 +65,130 @@ static void connection_times(const struct result *r)
         double median = (double)ms((double)hist_percentile(row[i].h, 50));
         double sd = sd_ms(row[i].h), d = fabs(mean - median);
         if (d > 2 * sd)
-            printf("ERROR: The median and mean for %s are more than twice the standard\n"
+            fprintf(out, "ERROR: The median and mean for %s are more than twice the standard\n"
                    "       deviation apart. These results are NOT reliable.\n", row[i].what);
         else if (d > sd)
-            printf("WARNING: The median and mean for %s are not within a normal deviation\n"
+            fprintf(out, "WARNING: The median and mean for %s are not within a normal deviation\n"
                    "        These results are probably not that reliable.\n", row[i].what);
     }
 }
 
 static const int percs[] = { 50, 66, 75, 80, 90, 95, 98, 99 };
 
-void report_text(const struct result *r)
+/* ab's percentile table of h, under heading (and a second line saying
+ * from when it is measured, if given). */
+static void percentile_table(FILE *out, const struct hist *h, const char *heading, const char *from)
+{
+    fprintf(out, "\n%s\n", heading);
+    if (from)
+        fprintf(out, "%s\n", from);
+    for (size_t i = 0; i < sizeof percs / sizeof percs[0]; i++)
+        fprintf(out, "  %d%%  %5lld\n", percs[i], ms((double)hist_percentile(h, percs[i])));
+    fprintf(out, " 100%%  %5lld (longest request)\n", ms((double)hist_max(h)));
+}
+
+void report_text(const struct result *r, FILE *out)
 {
     const struct stats *s = &r->st;
     const struct config *c = r->cfg;
     uint64_t failed = stats_failed(s), done = s->completed;
-    printf("\n\n");
-    printf("Server Software:        %s\n", r->server);
-    printf("Server Hostname:        %s\n", r->host);
-    printf("Server Port:            %d\n", r->port);
+    fprintf(out, "\n\n");
+    fprintf(out, "Server Software:        %s\n", r->server);
+    fprintf(out, "Server Hostname:        %s\n", r->host);
+    fprintf(out, "Server Port:            %d\n", r->port);
     if (r->tls && r->tls_info[0])
-        printf("SSL/TLS Protocol:       %s\n", r->tls_info);
+        fprintf(out, "SSL/TLS Protocol:       %s\n", r->tls_info);
     if (r->tls && r->tls_tmpkey[0])
-        printf("Server Temp Key:        %s\n", r->tls_tmpkey);
+        fprintf(out, "Server Temp Key:        %s\n", r->tls_tmpkey);
     if (r->tls && r->tls_sni && r->tls_sni[0])
-        printf("TLS Server Name:        %s\n", r->tls_sni);
-    printf("\n");
-    printf("Document Path:          %s\n", r->path);
+        fprintf(out, "TLS Server Name:        %s\n", r->tls_sni);
+    fprintf(out, "\n");
+    fprintf(out, "Document Path:          %s\n", r->path);
     if (c->variable_length)
-        printf("Document Length:        Variable\n");
+        fprintf(out, "Document Length:        Variable\n");
     else
-        printf("Document Length:        %llu bytes\n", (unsigned long long)r->doc_length);
-    printf("\n");
-    printf("Concurrency Level:      %d\n", r->concurrency);
-    printf("Time taken for tests:   %.3f seconds\n", r->seconds);
-    printf("Complete requests:      %llu\n", (unsigned long long)done);
-    printf("Failed requests:        %llu\n", (unsigned long long)failed);
+        fprintf(out, "Document Length:        %llu bytes\n", (unsigned long long)r->doc_length);
+    fprintf(out, "\n");
+    fprintf(out, "Concurrency Level:      %d\n", r->concurrency);
+    fprintf(out, "Time taken for tests:   %.3f seconds\n", r->seconds);
+    fprintf(out, "Complete requests:      %llu\n", (unsigned long long)done);
+    fprintf(out, "Failed requests:        %llu\n", (unsigned long long)failed);
     if (failed || s->err_length)
-        printf("   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu)\n",
+        fprintf(out, "   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu)\n",
                (unsigned long long)s->err_connect, (unsigned long long)s->err_recv,
                (unsigned long long)s->err_length, (unsigned long long)s->err_except);
     if (s->err_send)
-        printf("Write errors:           %llu\n", (unsigned long long)s->err_send);
+        fprintf(out, "Write errors:           %llu\n", (unsigned long long)s->err_send);
     if (s->err_timeout)
-        printf("Timeouts:               %llu (no whole response within -s)\n",
+        fprintf(out, "Timeouts:               %llu (no whole response within -s)\n",
                (unsigned long long)s->err_timeout);
     if (s->non2xx)
-        printf("Non-2xx responses:      %llu\n", (unsigned long long)s->non2xx);
+        fprintf(out, "Non-2xx responses:      %llu\n", (unsigned long long)s->non2xx);
     if (r->keepalive)
-        printf("Keep-Alive requests:    %llu\n", (unsigned long long)s->keepalive_reqs);
-    printf("Total transferred:      %llu bytes\n", (unsigned long long)s->bytes_total);
+        fprintf(out, "Keep-Alive requests:    %llu\n", (unsigned long long)s->keepalive_reqs);
+    fprintf(out, "Total transferred:      %llu bytes\n", (unsigned long long)s->bytes_total);
     if (r->posted)
-        printf("Total body sent:        %llu\n", (unsigned long long)s->bytes_sent);
-    printf("HTML transferred:       %llu bytes\n", (unsigned long long)s->bytes_body);
+        fprintf(out, "Total body sent:        %llu\n", (unsigned long long)s->bytes_sent);
+    fprintf(out, "HTML transferred:       %llu bytes\n", (unsigned long long)s->bytes_body);
     if (r->seconds > 0 && done) {
-        printf("Requests per second:    %.2f [#/sec] (mean)\n", rps(r));
-        printf("Time per request:       %.3f [ms] (mean)\n",
+        fprintf(out, "Requests per second:    %.2f [#/sec] (mean)\n", rps(r));
+        fprintf(out, "Time per request:       %.3f [ms] (mean)\n",
                (double)r->concurrency * r->seconds * 1000.0 / (double)done);
-        printf("Time per request:       %.3f [ms] (mean, across all concurrent requests)\n",
+        fprintf(out, "Time per request:       %.3f [ms] (mean, across all concurrent requests)\n",
                r->seconds * 1000.0 / (double)done);
-        printf("Transfer rate:          %.2f [Kbytes/sec] received\n",
+        fprintf(out, "Transfer rate:          %.2f [Kbytes/sec] received\n",
                (double)s->bytes_total / 1024.0 / r->seconds);
         if (r->posted) {
-            printf("                        %.2f kb/s sent\n",
+            fprintf(out, "                        %.2f kb/s sent\n",
                    (double)s->bytes_sent / 1024.0 / r->seconds);
-            printf("                        %.2f kb/s total\n",
+            fprintf(out, "                        %.2f kb/s total\n",
                    (double)(s->bytes_total + s->bytes_sent) / 1024.0 / r->seconds);
         }
     }
     if (done) {
-        connection_times(r);
-        if (!c->no_percentiles && done > 1) {
-            printf("\nPercentage of the requests served within a certain time (ms)\n");
-            for (size_t i = 0; i < sizeof percs / sizeof percs[0]; i++)
-                printf("  %d%%  %5lld\n", percs[i],
-                       ms((double)hist_percentile(&s->total, percs[i])));
-            printf(" 100%%  %5lld (longest request)\n", ms((double)hist_max(&s->total)));
+        connection_times(out, r);
+        /* Under --rate ab's table (from the moment a request was sent)
+         * hides the wait of a request held back behind a slow one: the
+         * table first shows the latencies from each request's intended
+         * send time, as the Latency line does, and says so; ab's follows,
+         * labelled. */
+        if (!c->no_percentiles && done > 1 && r->rate > 0) {
+            percentile_table(out, &s->lat, "Percentage of the requests served within a certain time (ms)",
+                             "  (from the intended send time of --rate: corrected for coordinated "
+                             "omission, as the Latency line)");
+            percentile_table(out, &s->total, "Percentage served within a certain time (ms), from the "
+                             "actual send time", "  (as ab measures: without the wait behind a "
+                             "slow request)");
+        } else if (!c->no_percentiles && done > 1) {
+            percentile_table(out, &s->total, "Percentage of the requests served within a certain time (ms)",
+                             NULL);
         }
     }
 
     /* loadgen's own lines, after ab's */
-    printf("\n");
+    fprintf(out, "\n");
     if (s->err_length)
-        printf("Length: 2xx bodies unlike the first: %llu (counted complete, not failed)\n",
+        fprintf(out, "Length: 2xx bodies unlike the first: %llu (counted complete, not failed)\n",
                (unsigned long long)s->err_length);
     if (s->abandoned)
-        printf("Abandoned at the end:   %llu (in flight when the time limit ran out)\n",
+        fprintf(out, "Abandoned at the end:   %llu (in flight when the time limit ran out)\n",
                (unsigned long long)s->abandoned);
     if (r->rate > 0)
-        printf("Target rate:            %.10g [#/sec] (latency from the intended send time)\n",
+        fprintf(out, "Target rate:            %.10g [#/sec] (latency from the intended send time)\n",
                r->rate);
     if (r->tls)
-        printf("TLS handshakes:         %llu (%llu resumed)\n", (unsigned long long)s->handshakes,
+        fprintf(out, "TLS handshakes:         %llu (%llu resumed)\n", (unsigned long long)s->handshakes,
                (unsigned long long)s->resumed);
     if (r->agents > 1)
-        printf("Agents merged:          %d\n", r->agents);
+        fprintf(out, "Agents merged:          %d\n", r->agents);
     const struct hist *h = &s->lat;
-    printf("Latency (us)      min      mean    [+/-sd]      p50      p90      p99    p99.9      max\n");
-    printf("Total:      %9.0f %9.1f %10.1f %8.0f %8.0f %8.0f %8.0f %8.0f\n", us(hist_min(h)),
+    fprintf(out, "Latency (us)      min      mean    [+/-sd]      p50      p90      p99    p99.9      max\n");
+    fprintf(out, "Total:      %9.0f %9.1f %10.1f %8.0f %8.0f %8.0f %8.0f %8.0f\n", us(hist_min(h)),
            hist_mean(h) / 1000.0, hist_stddev(h) / 1000.0, us(hist_percentile(h, 50)),
            us(hist_percentile(h, 90)), us(hist_percentile(h, 99)), us(hist_percentile(h, 99.9)),
            us(hist_max(h)));
-    printf("\n");
-    printf("Client CPU:             %.3f s user, %.3f s sys; %.2f us per request "
+    fprintf(out, "\n");
+    fprintf(out, "Client CPU:             %.3f s user, %.3f s sys; %.2f us per request "
            "(%d thread%s, %llu connections)\n",
            r->cpu_user, r->cpu_sys, cpu_us_per_req(r), r->threads, r->threads == 1 ? "" : "s",
            (unsigned long long)s->connects);
@@ -202,11 +223,10 @@ static void json_times(FILE *f, const char *name, const struct hist *h)
             (double)hist_percentile(h, 50) / 1e6, (double)hist_max(h) / 1e6);
 }
 
-void report_json(const struct result *r)
+void report_json(const struct result *r, FILE *f)
 {
     const struct stats *s = &r->st;
     const struct hist *h = &s->lat;
-    FILE *f = stdout;
     json_kv(f, "{", "url", r->url);
     json_kv(f, ",", "server", r->server);
     json_kv(f, ",", "host", r->host);
@@ -232,6 +252,23 @@ void report_json(const struct result *r)
             (unsigned long long)s->connects, (unsigned long long)s->abandoned,
             (unsigned long long)s->bytes_total, (unsigned long long)s->bytes_body,
             (unsigned long long)s->bytes_sent, r->start_epoch_s, r->seconds, rps(r));
+    /* Goodput beside ab's rate (which counts every answer, 503s too): the
+     * answers the run asked for, and the errors by kind. */
+    uint64_t answered = stats_answered(s, r->miss_answers);
+    fprintf(f,
+            "\"answered\":%llu,\"goodput_rps\":%.2f,\"miss_answers\":%s,\"errors\":{"
+            "\"total\":%llu,\"status_503\":%llu,\"status_5xx\":%llu,\"status_404\":%llu,"
+            "\"status_4xx\":%llu,\"status_other\":%llu,\"timeouts\":%llu,\"connect\":%llu,"
+            "\"receive\":%llu,\"send\":%llu,\"exceptions\":%llu},",
+            (unsigned long long)answered, r->seconds > 0 ? (double)answered / r->seconds : 0,
+            r->miss_answers ? "true" : "false",
+            (unsigned long long)(s->completed + stats_failed(s) - answered),
+            (unsigned long long)s->status_503, (unsigned long long)s->status_5xx,
+            (unsigned long long)(r->miss_answers ? 0 : s->status_404),
+            (unsigned long long)s->status_4xx, (unsigned long long)s->status_other,
+            (unsigned long long)s->err_timeout, (unsigned long long)s->err_connect,
+            (unsigned long long)s->err_recv, (unsigned long long)s->err_send,
+            (unsigned long long)s->err_except);
     if (r->tls) {
         json_kv(f, "\"tls\":{", "protocol", r->tls_info);
         json_kv(f, ",", "temp_key", r->tls_tmpkey);
@@ -253,15 +290,19 @@ void report_json(const struct result *r)
     json_times(f, "waiting", &s->waiting);
     fputc(',', f);
     json_times(f, "total", &s->total);
+    /* An interval shorter than the period (the run's last, cut by its
+     * end) has no rate: null, its counts still given. */
     fprintf(f, "},\"intervals\":[");
     for (size_t i = 0; i < r->npoints; i++) {
         const struct point *p = &r->points[i];
+        char rate[32] = "null";
+        if (!p->partial && p->len > 0)
+            snprintf(rate, sizeof rate, "%.2f", (double)p->completed / p->len);
         fprintf(f,
-                "%s{\"t\":%.3f,\"len\":%.3f,\"completed\":%llu,\"failed\":%llu,\"rps\":%.2f,"
+                "%s{\"t\":%.3f,\"len\":%.3f,\"completed\":%llu,\"failed\":%llu,\"rps\":%s,"
                 "\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}",
                 i ? "," : "", p->t, p->len, (unsigned long long)p->completed,
-                (unsigned long long)p->failed, p->len > 0 ? (double)p->completed / p->len : 0,
-                p->p50_us, p->p99_us, p->max_us);
+                (unsigned long long)p->failed, rate, p->p50_us, p->p99_us, p->max_us);
     }
     fprintf(f, "],\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f}\n", r->cpu_user,
             r->cpu_sys, cpu_us_per_req(r));
@@ -295,10 +336,12 @@ static void csv_row(FILE *f, const struct result *r, const char *interval,
     csv_url(f, r->url);
     fprintf(f, ",%d,%d,%d,%.10g,", r->concurrency, r->threads, r->keepalive, r->rate);
     if (p) {
-        fprintf(f, "%llu,%llu,%llu,,%.3f,%.2f,,,%.1f,,%.1f,,%.1f,,,\n",
+        char rate[32] = "";      /* none for an interval shorter than the period */
+        if (!p->partial && p->len > 0)
+            snprintf(rate, sizeof rate, "%.2f", (double)p->completed / p->len);
+        fprintf(f, "%llu,%llu,%llu,,%.3f,%s,,,%.1f,,%.1f,,%.1f,,,\n",
                 (unsigned long long)(p->completed + p->failed), (unsigned long long)p->completed,
-                (unsigned long long)p->failed, p->len,
-                p->len > 0 ? (double)p->completed / p->len : 0, p->p50_us, p->p99_us, p->max_us);
+                (unsigned long long)p->failed, p->len, rate, p->p50_us, p->p99_us, p->max_us);
         return;
     }
     const struct stats *s = &r->st;

@@ -4,7 +4,9 @@
  * and trailers), or by the server closing; a response to HEAD, a 204 and
  * a 304 have none, and interim 1xx heads are skipped. The usual response
  * arrives in one read and is parsed in place; only a head split across
- * reads is copied, into the connection's head[].
+ * reads is copied, into the connection's head[]. Either way a head (each
+ * interim one, and the final one) of more than HEAD_MAX bytes is refused:
+ * the limit must not depend on how the bytes happened to arrive.
  *
  * Written here rather than borrowed: Debian's libhttp-parser took about
  * four times the CPU per response, docs/LOADGEN.md says how that was
@@ -342,7 +344,7 @@ int resp_feed(struct resp *r, const char *p, size_t n, size_t *used)
                 *used = n;
                 return R_MORE;
             }
-            if (parse_head(r, p + off, he) != R_MORE)
+            if (he > HEAD_MAX || parse_head(r, p + off, he) != R_MORE)
                 return R_ERROR;
             off += he;
             r->total += he;

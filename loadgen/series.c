@@ -67,6 +67,7 @@ void point_from(struct point *p, double t, double len, const struct interval *iv
     p->p50_us = (double)hist_percentile(&iv->lat, 50) / 1000.0;
     p->p99_us = (double)hist_percentile(&iv->lat, 99) / 1000.0;
     p->max_us = (double)hist_max(&iv->lat) / 1000.0;
+    p->partial = false;
 }
 
 void series_collect(struct series *s, bool final)
@@ -110,6 +111,8 @@ void series_collect(struct series *s, bool final)
         const struct interval *use = iv ? iv : &empty;
         struct point pt;
         point_from(&pt, t, len, use);
+        /* A last interval of 1 ms with 2 requests is no "2000 rps". */
+        pt.partial = len < iv_s * 0.999;
         if (s->hdr) {
             hdrlog_line(s->hdr, NULL, t, len, &use->lat);
             if (use->failed)

@@ -18,6 +18,11 @@ void stats_add(struct stats *t, const struct stats *s)
 {
     t->completed += s->completed;
     t->non2xx += s->non2xx;
+    t->status_404 += s->status_404;
+    t->status_503 += s->status_503;
+    t->status_4xx += s->status_4xx;
+    t->status_5xx += s->status_5xx;
+    t->status_other += s->status_other;
     t->keepalive_reqs += s->keepalive_reqs;
     t->connects += s->connects;
     t->abandoned += s->abandoned;
@@ -39,6 +44,11 @@ void stats_add(struct stats *t, const struct stats *s)
     hist_merge(&t->processing, &s->processing);
     hist_merge(&t->waiting, &s->waiting);
     hist_merge(&t->total, &s->total);
+}
+
+uint64_t stats_answered(const struct stats *s, bool miss_answers)
+{
+    return s->completed - s->non2xx + (miss_answers ? s->status_404 : 0);
 }
 
 uint64_t stats_failed(const struct stats *s)

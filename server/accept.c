@@ -18,7 +18,14 @@
  * once per new connection by whichever loop accepted it) minus those it
  * closed (a counter only that loop writes). At max_connections the loops
  * stop watching the socket (new connections wait in the kernel's backlog,
- * as with libmicrohttpd's own limit) until one is closed. */
+ * as with libmicrohttpd's own limit) until one is closed.
+ *
+ * When accept() fails for want of fds or memory (EMFILE, ENFILE, ENOBUFS,
+ * ENOMEM), the connection stays in the backlog and the socket stays
+ * readable: retrying at once spins (a loop at 100% CPU and a log line per
+ * try). So every loop that meets it stops watching the socket for
+ * ACCEPT_PAUSE_MS (nginx's 500 ms), and one line is logged per
+ * ACCEPT_LOG_MS at most, counting the failures in between. */
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -31,6 +38,8 @@
 #include "server.h"
 
 #define ACCEPT_BATCH 16
+#define ACCEPT_PAUSE_MS 500
+#define ACCEPT_LOG_MS 5000
 
 static uint64_t load_of(struct loop *l)
 {
@@ -110,6 +119,48 @@ static void watch_again(struct loop *l)
         l->listening = true;
 }
 
+/* accept() failed with err (out of fds or memory): this loop stops
+ * watching until the pause is over; logged once per ACCEPT_LOG_MS. */
+static void pause_accepting(struct loop *l, int err)
+{
+    struct server *srv = l->srv;
+    uint64_t now = zb_now_ns(), resume = now + ACCEPT_PAUSE_MS * 1000000ull;
+    uint64_t failures = atomic_fetch_add(&srv->accept_pause.failures, 1) + 1;
+    uint64_t logged = atomic_load(&srv->accept_pause.logged_ns);
+    if ((!logged || now - logged >= ACCEPT_LOG_MS * 1000000ull) &&
+        atomic_compare_exchange_strong(&srv->accept_pause.logged_ns, &logged, now)) {
+        atomic_fetch_sub(&srv->accept_pause.failures, failures);
+        fprintf(stderr, "server: accept: %s: not accepting for %d ms (%llu time%s since the "
+                "last such line; raise the fd limit or lower max_connections)\n", strerror(err),
+                ACCEPT_PAUSE_MS, (unsigned long long)failures, failures == 1 ? "" : "s");
+    }
+    atomic_store(&srv->accept_pause.resume_ns, resume);
+    stop_watching(l);
+    loop_deadline(l, resume);
+}
+
+/* Within a pause: not before its end, which is made this loop's
+ * deadline. */
+static bool pausing(struct loop *l)
+{
+    uint64_t resume = atomic_load(&l->srv->accept_pause.resume_ns);
+    if (!resume || zb_now_ns() >= resume)
+        return false;
+    loop_deadline(l, resume);
+    return true;
+}
+
+uint64_t acceptor_deadlines(struct loop *l, uint64_t now)
+{
+    uint64_t resume = atomic_load(&l->srv->accept_pause.resume_ns);
+    if (!resume || l->listening)
+        return 0;
+    if (now < resume)
+        return resume;
+    acceptor_wake(l);   /* over: watch again, unless stopping or at the limit */
+    return 0;
+}
+
 void acceptor_ready(struct loop *l)
 {
     struct server *srv = l->srv;
@@ -130,9 +181,12 @@ void acceptor_ready(struct loop *l)
         socklen_t len = sizeof a;
         int fd = accept4(srv->listen_fd, (struct sockaddr *)&a, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE)
-                fprintf(stderr, "server: accept: %s (raise the fd limit or lower "
-                        "max_connections)\n", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                pause_accepting(l, errno);
+                return;
+            }
+            if (errno == ECONNABORTED || errno == EINTR)
+                continue;   /* that one is gone: the next */
             return;   /* EAGAIN: the backlog is empty (or another loop took it) */
         }
         hand_over(l, least_loaded(srv), fd, &a, len);
@@ -167,7 +221,8 @@ void acceptor_wake(struct loop *l)
         for (int i = 0; i < srv->nloops; i++)
             if (&srv->loops[i] != l)
                 loop_wake(&srv->loops[i]);
-    watch_again(l);
+    if (!pausing(l))
+        watch_again(l);
 }
 
 void acceptor_slot_freed(struct server *srv)

@@ -71,9 +71,16 @@ int backend_init(struct srv_backend *sb, const struct backend_conf *bc,
                        "cannot pipeline", bc->name, bc->driver);
     char table_name[256];
     struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
-    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0)
+    /* A text key is found only by its exact bytes, on every backend. */
+    const char *exact = t.cols[t.key].type == ZB_TEXT ? sb->drv->text_key_exact : NULL;
+    size_t n = 0;
+    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) == 0 && exact)
+        n = strlen(sb->sql) + strlen(exact);
+    if (n >= sizeof sb->sql || zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0)
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: the lookup of %s is too long", sb->label,
                        table_name);
+    if (exact)
+        strcat(sb->sql, exact);
     if (column_keys(sb, err) < 0)
         return -1;
     if (apr_pool_create(&sb->pool, parent) != APR_SUCCESS)

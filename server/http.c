@@ -4,9 +4,9 @@
  * handler call and given back when libmicrohttpd says it is complete. Its
  * life:
  *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
- *               does not (a NUL in the request line, Host, two
- *               Content-Lengths) and the method; a refusal is answered at
- *               once (libmicrohttpd then closes the connection);
+ *               does not (RFC 9112's rules: see malformed()) and the
+ *               method; a refusal is answered at once, with Connection:
+ *               close, and no body is read;
  *   RQ_READ     the final call routes it (/DATASET/BACKEND/KEY, /zip/ the
  *               postal dataset's): /stats at once; a lookup starts,
  *               and unless it finished inline the connection is suspended
@@ -43,6 +43,8 @@ struct req {
     struct MHD_Connection *c;
     struct req *next_free;
     size_t rawlen;                 /* the raw URI's length + 1 (see log_uri) */
+    bool bad_target;               /* the raw URI is not a target we take (see log_uri) */
+    bool close;                    /* refused on its first call: the connection closes */
     enum req_state state;
     bool suspended;
     bool orphaned;                 /* its connection went while it ran: free it when done */
@@ -148,7 +150,7 @@ static enum MHD_Result queue(struct req *rq)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
     if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (atomic_load_explicit(&rq->loop->srv->stopping, RELAXED))
+    if (rq->close || atomic_load_explicit(&rq->loop->srv->stopping, RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(rq->c, rq->status, r);
     MHD_destroy_response(r);
@@ -233,6 +235,66 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
 static struct req *req_get(struct loop *l);
 static void req_free(struct req *rq);
 
+/* Whether a path starts at msg + i: after one of the characters that may
+ * precede a path in a message, or at the start. */
+static bool path_starts(const char *msg, size_t i)
+{
+    return i == 0 || strchr(" \t\"'(=[", msg[i - 1]);
+}
+
+/* What a client may read of err about sb: msg with each file path in it
+ * (an absolute one, or one of sb's own path, socket or password_file
+ * settings as written) replaced by "<path>". The server's log has the
+ * whole text (a backend going down is logged with its reason). */
+static const char *client_safe(const struct srv_backend *sb, const char *msg, char *out,
+                               size_t len)
+{
+    const char *own[] = { sb ? sb->conf.path : NULL, sb ? sb->conf.socket : NULL,
+                          sb ? sb->conf.password_file : NULL };
+    size_t o = 0;
+    for (size_t i = 0; msg[i] && o + 7 < len;) {
+        size_t skip = 0;
+        if (path_starts(msg, i)) {
+            if (msg[i] == '/')
+                skip = strcspn(msg + i, " \t\"'),;]");
+            for (int k = 0; k < 3 && !skip; k++)
+                if (own[k] && strchr(own[k], '/') && !strncmp(msg + i, own[k], strlen(own[k])))
+                    skip = strlen(own[k]);
+        }
+        if (skip) {
+            /* "…/file: reason": the colon is the message's, not the path's. */
+            while (skip > 1 && msg[i + skip - 1] == ':')
+                skip--;
+            memcpy(out + o, "<path>", 6);
+            o += 6;
+            i += skip;
+        } else {
+            out[o++] = msg[i++];
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* A lookup failed inside the database (500): the client gets the
+ * message without paths; the log the whole of it, at most once a second
+ * per loop (with how many were left out), so a failing table cannot
+ * flood it. */
+static void log_lookup_error(const struct srv_backend *sb, const char *msg)
+{
+    static _Thread_local uint64_t last_ns;
+    static _Thread_local unsigned left_out;
+    uint64_t now = zb_now_ns();
+    if (last_ns && now - last_ns < 1000000000u) {
+        left_out++;
+        return;
+    }
+    fprintf(stderr, "server: backend %s: lookup failed: %s (%u more not logged)\n", sb->label,
+            msg, left_out);
+    last_ns = now;
+    left_out = 0;
+}
+
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
     struct req *rq = lk->arg;
@@ -240,13 +302,15 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         req_free(rq);
         return;
     }
-    if (rc == LOOKUP_UNAVAILABLE)
-        set_error(rq, 503, lk->key, "%s", err->msg);
-    else if (rc != LOOKUP_OK)
-        set_error(rq, 500, lk->key, "%s", err->msg);
-    else if (lk->rows == 0)
+    char safe[512];
+    if (rc == LOOKUP_UNAVAILABLE) {
+        set_error(rq, 503, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
+    } else if (rc != LOOKUP_OK) {
+        log_lookup_error(rq->lb->sb, err->msg);
+        set_error(rq, 500, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
+    } else if (lk->rows == 0) {
         set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");
-    else {
+    } else {
         JB_LIT(&rq->body, "]}");
         set_answer(rq, 200);
     }
@@ -307,8 +371,9 @@ static bool start_random(struct req *rq)
     bool loading;
     const uint32_t *keys = backend_keys(rq->lb->sb, rq->loop->srv, &n, &loading, &err);
     if (!keys) {
+        char safe[512];
         if (!loading)
-            set_error(rq, 503, NULL, "%s", err.msg);
+            set_error(rq, 503, NULL, "%s", client_safe(rq->lb->sb, err.msg, safe, sizeof safe));
         return !loading;
     }
     uint64_t *rng = &rq->loop->rng;
@@ -371,6 +436,10 @@ static const char *bad_key(const struct srv_backend *sb, const char *key, size_t
                      len, SRV_KEY_MAX);
             return msg;
         }
+        /* Every table holds UTF-8 (the loader's), and PostgreSQL refuses
+         * a parameter that is not: a client's error, not the server's. */
+        if (utf8_valid_prefix(key, len) != len)
+            return "the key is not valid UTF-8 once percent-decoded";
         return NULL;
     }
 }
@@ -520,7 +589,7 @@ static void health_done(struct lookup *lk, int rc, const struct zb_err *err)
     struct health_item *it = (struct health_item *)lk;
     it->up = rc == LOOKUP_OK;
     if (err)
-        snprintf(it->reason, sizeof it->reason, "%s", err->msg);
+        client_safe(lk->lb->sb, err->msg, it->reason, sizeof it->reason);
     health_settle(it->rq);
 }
 
@@ -628,44 +697,156 @@ static void route(struct req *rq, const char *url)
               "/zip/{backend}/{code}, /zip/{backend}/random, /health or /stats", datasets);
 }
 
-struct clen { const char *first; bool differ; };
+/* ---- RFC 9112 checks on the request head ---- */
 
-static enum MHD_Result each_clen(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 const char *value)
+/* log_uri gives every request this Content-Length: 0 before libmicrohttpd
+ * reads its header lines, and libmicrohttpd's own framing takes the first
+ * Content-Length it finds, so it never parses the client's. 0.9.75 answers
+ * a malformed one itself, twice over (two status lines, two header
+ * blocks); this way the client's values reach malformed(), which refuses
+ * them with one answer. It is told apart by its address. A request with a
+ * body is refused on its first handler call (the server serves only GET),
+ * with Connection: close, so the body is never read as a request. */
+static const char injected_length[] = "0";
+
+/* RFC 9110 5.6.2: tchar. */
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || is_digit((char)ch) ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* What the header lines say, gathered in one pass. */
+struct head {
+    const char *bad;               /* the first refusal, or NULL */
+    unsigned status;               /* its status */
+    int hosts;
+    int lengths;                   /* Content-Length lines */
+    uint64_t length;               /* their value */
+    const char *te;                /* the last Transfer-Encoding line */
+    char msg[160];
+};
+
+static void refuse(struct head *h, unsigned status, const char *msg)
+{
+    if (!h->bad) {
+        h->bad = msg;
+        h->status = status;
+    }
+}
+
+/* A Content-Length value: 1*DIGIT (RFC 9112 6.3: a list such as "5, 5" or
+ * a sign is refused), within 64 bits; false if not. */
+static bool parse_length(const char *v, size_t len, uint64_t *out)
+{
+    uint64_t n = 0;
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;   /* trailing OWS is not part of a field value (RFC 9110 5.5) */
+    if (len == 0 || len > 19)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (!is_digit(v[i]))
+            return false;
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    }
+    *out = n;
+    return true;
+}
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
-    struct clen *cl = cls;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+    struct head *h = cls;
+    if (value == injected_length)
         return MHD_YES;
-    if (!cl->first)
-        cl->first = value;
-    else if (strcmp(cl->first, value))
-        cl->differ = true;
+    /* A header name is a token (RFC 9112 5.1): whitespace before the
+     * colon, which 0.9.75 keeps as part of the name, is refused here. */
+    /* obs-fold (RFC 9112 5.2): 0.9.75 joins a continuation line onto a
+     * copy of the name, made after the line it read; every other name
+     * lies before its value in the request as read. */
+    if (value < key)
+        refuse(h, 400, "a header line folded onto the next (obs-fold)");
+    bool token = key_size > 0;
+    for (size_t i = 0; i < key_size; i++)
+        token &= is_tchar((unsigned char)key[i]);
+    if (!token)
+        refuse(h, 400, "a header name that is not a token (whitespace before the colon, or a "
+               "character RFC 9110 does not allow)");
+    /* A field value holds no control character but HTAB (RFC 9110 5.5):
+     * a bare CR, which 0.9.75 leaves in the value, is refused. */
+    for (size_t i = 0; i < value_size; i++) {
+        unsigned char ch = (unsigned char)value[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            refuse(h, 400, "a control character (a bare CR?) in a header value");
+            break;
+        }
+    }
+    if (token && !strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+        h->hosts++;
+    } else if (token && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        uint64_t n;
+        if (!parse_length(value, value_size, &n))
+            refuse(h, 400, "a Content-Length that is not one decimal number");
+        else if (h->lengths && n != h->length)
+            refuse(h, 400, "two different Content-Length headers");
+        else
+            h->length = n;
+        h->lengths++;
+    } else if (token && !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        h->te = value;
+    }
     return MHD_YES;
 }
 
-/* What libmicrohttpd 0.9.75 lets through and a strict server refuses; a
- * message, or NULL. */
-static const char *malformed(struct req *rq, const char *url, const char *version)
+/* Whether a Transfer-Encoding ends in chunked (RFC 9112 6.3: else the
+ * body's length is unknown). */
+static bool ends_chunked(const char *te)
 {
+    size_t n = strlen(te);
+    while (n && (te[n - 1] == ' ' || te[n - 1] == '\t'))
+        n--;
+    return n >= 7 && !strncasecmp(te + n - 7, "chunked", 7) &&
+           (n == 7 || te[n - 8] == ',' || te[n - 8] == ' ' || te[n - 8] == '\t');
+}
+
+/* What RFC 9112 says to refuse and libmicrohttpd 0.9.75 lets through (or
+ * answers badly); a message with *status 400 or 413, or NULL. */
+static const char *malformed(struct req *rq, const char *url, const char *method,
+                             const char *version, unsigned *status)
+{
+    *status = 400;
     /* A NUL byte in the request line cuts MHD's C string short: see
      * log_uri. */
     if (rq->rawlen && *version && url + rq->rawlen != version)
         return "NUL byte in the request line";
-    if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
-        !MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+    /* RFC 9112 3.2.4: the asterisk-form is OPTIONS's only (405 here). */
+    if (rq->bad_target || (!strcmp(url, "*") && !strcmp(method, MHD_HTTP_METHOD_GET)))
+        return "the request target is not origin-form (/path) or absolute-form "
+               "(http://host/path), or holds a space, a control or a non-ASCII byte";
+    struct head h = { 0 };
+    MHD_get_connection_values_n(rq->c, MHD_HEADER_KIND, each_header, &h);
+    if (h.bad) {
+        *status = h.status;
+        return h.bad;
+    }
+    bool http11 = !strcmp(version, MHD_HTTP_VERSION_1_1);
+    /* RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in 1.0. */
+    if (http11 && h.hosts == 0)
         return "HTTP/1.1 request without a Host header";
-    /* MHD takes the first of several Content-Length headers, and the
-     * Transfer-Encoding over a Content-Length (RFC 9112 6.1 lets a server
-     * refuse both, the way to rule out request smuggling). */
-    if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
-        struct clen cl = { 0 };
-        MHD_get_connection_values(rq->c, MHD_HEADER_KIND, each_clen, &cl);
-        if (cl.differ)
-            return "two different Content-Length headers";
-        if (MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND,
-                                        MHD_HTTP_HEADER_TRANSFER_ENCODING))
-            return "both Content-Length and Transfer-Encoding";
+    if (h.hosts > 1)
+        return "more than one Host header";
+    /* RFC 9112 6.1: both framings at once is the mark of request
+     * smuggling; Transfer-Encoding in HTTP/1.0, or not ending in chunked,
+     * leaves the body's length unknown. */
+    if (h.te && h.lengths)
+        return "both Content-Length and Transfer-Encoding";
+    if (h.te && (!http11 || !ends_chunked(h.te)))
+        return "a Transfer-Encoding that is not chunked, or in HTTP/1.0";
+    /* The server serves GET and HEAD only: no request has a body. */
+    if (h.te || h.length > 0) {
+        *status = 413;
+        return "a request body: the server takes none (GET and HEAD only)";
     }
     return NULL;
 }
@@ -681,40 +862,47 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct loop *l = cls;
     struct req *rq = *con_cls;
     if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what log_uri left */
-        size_t rawlen = (uintptr_t)rq >> 1;
+        uintptr_t raw = (uintptr_t)rq;
         if (!(rq = req_get(l)))
             return MHD_NO;
         rq->c = c;
-        rq->rawlen = rawlen;
+        rq->rawlen = raw >> 2;
+        rq->bad_target = raw & 2;
         *con_cls = rq;
     }
     switch (rq->state) {
     case RQ_NEW: {
         BUMP(l->inflight);
-        client_got_header(l, c);
         rq->state = RQ_READ;
-        const char *bad = malformed(rq, url, version);
-        if (bad) {
+        unsigned status;
+        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+        const char *bad = malformed(rq, url, method, version, &status);
+        /* Refusals are answered at once, with Connection: close: MHD 0.9.75
+         * treats a response queued on the first call as "early" and reads
+         * no body after it. Other methods get their 405 (their body, if
+         * any, is never read either). A GET is answered on the final call,
+         * which keeps the connection alive. */
+        if (bad && status == 413 && !get)
+            bad = NULL;   /* a body on a POST: its 405 says more */
+        if (bad || !get) {
             rq->t0 = zb_now_ns();
-            set_error(rq, 400, NULL, "%s", bad);
-            return queue(rq);
-        }
-        /* Other methods get their 405 at once; MHD then discards any body
-         * and closes the connection. A GET is answered on the final call:
-         * MHD 0.9.75 treats a response queued on the first call as "early"
-         * and closes the connection after it, which would defeat keep-alive. */
-        if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
-            rq->t0 = zb_now_ns();
-            set_error(rq, 405, NULL, "method not allowed: only GET and HEAD");
+            rq->close = true;
+            if (bad)
+                set_error(rq, status, NULL, "%s", bad);
+            else
+                set_error(rq, 405, NULL, "method not allowed: only GET and HEAD");
             return queue(rq);
         }
         return MHD_YES;
     }
     case RQ_READ:
-        if (*upload_data_size) {   /* a body with a GET: dropped */
+        if (*upload_data_size) {   /* cannot happen: a body is refused above */
             *upload_data_size = 0;
             return MHD_YES;
         }
+        /* The whole request is in: its deadline is over (see
+         * http_header_deadlines). */
+        client_got_header(l, c);
         route(rq, url);
         if (rq->state == RQ_ANSWERED)
             return queue(rq);
@@ -755,21 +943,40 @@ static void req_free(struct req *rq)
     l->free_reqs = rq;
 }
 
+/* RFC 9112 3.2: a request target as sent is origin-form (/path?query), or
+ * absolute-form (http://host/path), or "*" (checked with the method),
+ * in visible ASCII; true if uri is none of those. */
+static bool bad_target(const char *uri)
+{
+    for (const unsigned char *p = (const unsigned char *)uri; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f)
+            return true;
+    if (uri[0] == '/' || !strcmp(uri, "*"))
+        return false;
+    const char *auth = !strncasecmp(uri, "http://", 7) ? uri + 7
+                       : !strncasecmp(uri, "https://", 8) ? uri + 8 : NULL;
+    return !auth || !*auth || *auth == '/';
+}
+
 /* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
  * the split at '?') once MHD has put a NUL in place of the space before the
  * version. A NUL byte in the request line itself cuts MHD's C string short:
  * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So the
  * URI's length as a string is kept, and the handler checks that it reaches
  * the version, which MHD passes as a pointer into the same line: url +
- * length + 1 == version, or the URI held a NUL. The length travels in
- * *con_cls, odd so it is never taken for a struct req: no request is made
+ * length + 1 == version, or the URI held a NUL. The length (shifted by
+ * two) and bad_target's verdict (bit 1) travel in *con_cls, odd (bit 0) so
+ * it is never taken for a struct req: no request is made
  * here, as 0.9.75 does not always call the completion callback for a
  * request it refuses between the request line and the handler (431 for too
  * many arguments for max_request_bytes). */
 static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    (void)cls, (void)c;
-    return (void *)(((uintptr_t)strlen(uri) + 1) << 1 | 1);
+    (void)cls;
+    /* Before any header line is read: see injected_length. If the pool has
+     * no room for it, MHD parses the client's Content-Length itself. */
+    MHD_set_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH, injected_length);
+    return (void *)((((uintptr_t)strlen(uri) + 1) << 2) | (uintptr_t)bad_target(uri) << 1 | 1);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -796,8 +1003,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- clients: the header deadline ---- */
 
-/* A connection must bring each request's header whole within
- * header_timeout_s of opening or of its previous answer; libmicrohttpd's
+/* A connection must bring each request whole (its header, and a body if
+ * one got past malformed(), which refuses them) within header_timeout_s
+ * of opening or of its previous answer: the deadline ends on the final
+ * handler call. libmicrohttpd's
  * connection_timeout_s only counts idleness, so a client sending a byte a
  * second would hold its connection forever. Clients waiting for a header
  * are kept oldest first; those past the deadline are shut down (as nginx

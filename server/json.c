@@ -31,12 +31,64 @@ void jb_put(struct jbuf *b, const char *s, size_t len)
     }
 }
 
-/* A JSON string (lib/util's one writer); the bytes are UTF-8 as stored
- * (the loader only stores UTF-8). */
+/* The length of the UTF-8 sequence at s[0..len) (RFC 3629: no overlong
+ * form, no surrogate, nothing past U+10FFFF), or 0 if it is not one. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+               : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    if (!n || n > len)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, n;
+    while (i < len && (n = utf8_seq(u + i, len - i)))
+        i += n;
+    return i;
+}
+
+/* A JSON string (lib/util's one writer). The loader stores only UTF-8,
+ * but a message may quote what a client sent: a byte that is not part of
+ * a UTF-8 sequence becomes U+FFFD, so the answer is always valid JSON
+ * (RFC 8259 8.1). */
 void jb_str(struct jbuf *b, const char *s, size_t len)
 {
-    if (jb_reserve(b, ZB_JSON_QUOTED_MAX(len)))
-        b->n += zb_json_quote(b->p + b->n, s, len);
+    size_t ok = utf8_valid_prefix(s, len);
+    if (ok == len) {
+        if (jb_reserve(b, ZB_JSON_QUOTED_MAX(len)))
+            b->n += zb_json_quote(b->p + b->n, s, len);
+        return;
+    }
+    if (!jb_reserve(b, ZB_JSON_QUOTED_MAX(len) + 2))   /* + 2: a run's own quotes */
+        return;
+    char *o = b->p + b->n;
+    *o++ = '"';
+    for (size_t i = 0; i < len;) {
+        size_t run = utf8_valid_prefix(s + i, len - i);
+        size_t w = zb_json_quote(o, s + i, run);   /* "run", its quotes then dropped */
+        memmove(o, o + 1, w - 2);
+        o += w - 2;
+        i += run;
+        if (i < len) {
+            memcpy(o, "\\ufffd", 6);
+            o += 6;
+            i++;
+        }
+    }
+    *o++ = '"';
+    b->n = (size_t)(o - b->p);
 }
 
 void jb_cstr(struct jbuf *b, const char *s) { jb_str(b, s, strlen(s)); }

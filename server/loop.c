@@ -198,6 +198,7 @@ static uint64_t check_deadlines(struct loop *l)
         SOONER(dnext);
     }
     SOONER(http_header_deadlines(l, l->now));
+    SOONER(acceptor_deadlines(l, l->now));
     return next;
 #undef SOONER
 }

@@ -136,21 +136,19 @@ static const char usage[] =
 "\n"
 "HTTP\n"
 "    Every answer of the server's own is JSON: besides the above, 405 (with\n"
-"    Allow) for methods other than GET and HEAD, and 400 for a NUL byte in\n"
-"    the request line, HTTP/1.1 without Host, two different Content-Length\n"
-"    headers, or Content-Length with Transfer-Encoding. libmicrohttpd 0.9.75\n"
-"    answers some requests itself, before the server sees them, and those\n"
-"    answers are not JSON, and close the connection:\n"
-"      400  a malformed Content-Length (e.g. -1), a header line without a\n"
-"           colon: an HTML body (for Content-Length, 0.9.75 sends its status\n"
-"           line and headers twice before the HTML)\n"
-"      413  a Content-Length too large for 64 bits: HTML, headers sent twice\n"
-"      414  a request line longer than max_request_bytes: empty body\n"
-"      431  headers beyond max_request_bytes: empty body\n"
-"      505  an HTTP version other than 1.0 and 1.1: HTML\n"
+"    Allow) for methods other than GET and HEAD, 413 for a request body, and\n"
+"    400 for what RFC 9112 says to refuse (a Content-Length such as -1 or\n"
+"    \"0, 5\", two of them, one with Transfer-Encoding, obs-fold, a space\n"
+"    before a colon, a bare CR, no Host, a target not /path or http://...),\n"
+"    once, with Connection: close. libmicrohttpd 0.9.75 answers some itself,\n"
+"    not in JSON, closing the connection: 400 for a header line without a\n"
+"    colon, 414 and 431 past max_request_bytes, 505 for HTTP/2.0.\n"
 "    A connection idle for connection_timeout_s is closed; so is one whose\n"
-"    request header does not come whole within header_timeout_s of its\n"
-"    opening or its last answer (slowloris), without an answer.\n"
+"    request does not come whole within header_timeout_s of its opening or\n"
+"    its last answer (slowloris), without an answer. max_connections is\n"
+"    lowered at start to what the fd limit leaves (said on stderr); if\n"
+"    accept() still runs out of fds, accepting pauses 500 ms. Answers name\n"
+"    backends, not file paths: those are in the log.\n"
 "\n"
 "SIGNALS\n"
 "    SIGINT, SIGTERM   stop accepting; requests in flight get their answers\n"
@@ -276,13 +274,36 @@ static int select_datasets(const struct zb_conf *conf, const char *list,
     }
 }
 
-static void raise_fd_limit(int want)
+/* Raises the soft fd limit toward want (up to the hard limit); returns
+ * the limit then in force (want if unknown). */
+static long raise_fd_limit(long want)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)want) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return want;
+    if (rl.rlim_cur < (rlim_t)want) {
         rl.rlim_cur = rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)want ? want : (long)rl.rlim_cur;
+}
+
+/* The fds the server needs besides its clients, estimated high: the
+ * standard three, the listening socket, the key-set loaders and slack;
+ * per loop its epoll set, wake fd and libmicrohttpd's own; per (dataset,
+ * backend) pair its pooled connections (pool_hard_max across loops), each
+ * loop's pipeline connections and, for SQLite, a database, its journal
+ * and WAL index per loop. Per-request lookups open a connection each
+ * while they run: when fds run out for those, that lookup gets 503. */
+static long own_fds(const struct backend_conf *const *chosen, int nchosen, int ndatasets,
+                    int threads)
+{
+    long n = 64 + 8L * threads;
+    for (int i = 0; i < nchosen; i++)
+        n += (long)ndatasets * (chosen[i]->pool_hard_max + 1 +
+                                (long)threads * (chosen[i]->pipeline_connections + 3));
+    return n;
 }
 
 int main(int argc, const char *const *argv)
@@ -417,10 +438,24 @@ int main(int argc, const char *const *argv)
         rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
         goto out_conf;
     }
-    int want_fds = sc->max_connections + 64;
-    for (int i = 0; i < nchosen; i++)
-        want_fds += chosen[i]->pool_hard_max * 2 * ndatasets;
-    raise_fd_limit(want_fds);
+    /* max_connections must fit in the fd limit with what the server needs
+     * for itself: past it accept() fails (EMFILE) with clients waiting. */
+    long own = own_fds(chosen, nchosen, ndatasets, sc->threads);
+    long limit = raise_fd_limit(sc->max_connections + own);
+    if (limit - own < 1) {
+        fprintf(stderr, "server: the fd limit (RLIMIT_NOFILE) is %ld, and the server needs about "
+                "%ld for itself (loops, database connections): raise it (ulimit -n)\n", limit,
+                own);
+        close(listen_fd);
+        goto out_conf;
+    }
+    if (sc->max_connections > limit - own) {
+        fprintf(stderr, "server: max_connections %d lowered to %ld: the fd limit (RLIMIT_NOFILE) "
+                "is %ld and the server keeps about %ld for itself (loops, database "
+                "connections); raise it (ulimit -n) for more\n", sc->max_connections,
+                limit - own, limit, own);
+        conf.server.max_connections = (int)(limit - own);
+    }
 
     /* Signals: blocked in every thread (the loops inherit the mask), taken
      * by sigwait below. */

@@ -348,7 +348,9 @@ struct jbuf {
 bool jb_reserve(struct jbuf *b, size_t more);
 void jb_put(struct jbuf *b, const char *s, size_t len);
 #define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
-void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string */
+void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string, valid UTF-8 */
+/* How many bytes from s on are whole UTF-8 sequences (len if all are). */
+size_t utf8_valid_prefix(const char *s, size_t len);
 void jb_cstr(struct jbuf *b, const char *s);
 void jb_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -429,6 +431,10 @@ struct server {
     int listen_fd;                 /* watched by every loop, closed by server_stop */
     _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
     _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */
+    /* accept() out of fds or memory (EMFILE...): no loop accepts before
+     * resume_ns (accept.c); failures since the last log line, and when
+     * that was. */
+    struct { _Atomic uint64_t resume_ns, failures, logged_ns; } accept_pause;
     _Atomic bool stopping;         /* SIGTERM: no new connections, answers close theirs */
     _Atomic bool shutdown;         /* the grace is over: loops fail what is left and exit */
     /* TLS (--tls-cert/--tls-key), PEM in memory; NULL for plain HTTP. */
@@ -481,6 +487,9 @@ void acceptor_ready(struct loop *l);
 void acceptor_wake(struct loop *l);
 /* A loop closed one of its connections: lets paused loops accept again. */
 void acceptor_slot_freed(struct server *srv);
+/* After a pause for want of fds: watches the socket again once it is
+ * over; returns when that is due (0: no pause). */
+uint64_t acceptor_deadlines(struct loop *l, uint64_t now);
 
 /* http.c */
 /* A single-threaded daemon in external epoll mode, with no listening

@@ -192,6 +192,12 @@ int term_server(pid_t pid)
     return -1;
 }
 
+int env_port(const char *var, int fallback)
+{
+    const char *v = getenv(var);
+    return v && *v ? atoi(v) : fallback;
+}
+
 bool port_is_free(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -257,8 +263,10 @@ struct ab_report ab_report(const char *text)
 {
     struct ab_report a = { 0 };
     const char *p;
-    if ((p = strstr(text, "Complete requests:")))
+    if ((p = strstr(text, "Complete requests:"))) {
+        a.found = true;
         a.complete = atoi(p + 18);
+    }
     if ((p = strstr(text, "Failed requests:")))
         a.failed = atoi(p + 16);
     if ((p = strstr(text, "Non-2xx responses:")))
@@ -266,7 +274,7 @@ struct ab_report ab_report(const char *text)
     if ((p = strstr(text, "Requests per second:")))
         a.rps = atof(p + 20);
     if ((p = strstr(text, "(Connect: ")))
-        sscanf(p, "(Connect: %d, Receive: %d, Length: %*d, Exceptions: %d)", &a.connect,
-               &a.receive, &a.exceptions);
+        sscanf(p, "(Connect: %d, Receive: %d, Length: %d, Exceptions: %d)", &a.connect,
+               &a.receive, &a.length, &a.exceptions);
     return a;
 }

@@ -27,10 +27,13 @@ const char *conf_path(void);
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);
 
 /* The counts of an ab report in text (loadgen's is the same); a line
- * that is not there counts 0. */
+ * that is not there counts 0. found: the text holds a report at all (ab
+ * that aborted prints none). Held to the recorded reports of tests/data/ab
+ * (test_abreport.c), as bench/lib/clients.mjs's parser is. */
 struct ab_report {
+    bool found;
     int complete, failed, non2xx;
-    int connect, receive, exceptions;   /* ab's "Failed requests" split */
+    int connect, receive, length, exceptions;   /* ab's "Failed requests" split */
     double rps;
 };
 struct ab_report ab_report(const char *text);
@@ -58,6 +61,10 @@ bool await_server(pid_t pid, int port);
 int term_server(pid_t pid);
 
 /* ---- ports: tests pick free ones, so two trees' runs do not collide ---- */
+/* The port of a service the scripts start (scripts/nginx, db, pooler...):
+ * the variable that moves it (ZB_NGINX_TLS_PORT...), else its default, as
+ * the script reads it; a test dials no port literally. */
+int env_port(const char *var, int fallback);
 /* Nothing holds 127.0.0.1:port, not even a connection in TIME-WAIT. */
 bool port_is_free(int port);
 /* The first free port from `from` up, below the ephemeral range (32768); -1 if none. */

@@ -1,6 +1,7 @@
 /* One Check runner for every suite, so the run ends with Check's summary line.
  * Suites come from tests/test_NAME.c, each defining Suite *suite_NAME(void). */
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,45 @@ static const struct entry all_suites[] = {
 #undef SUITE
 };
 
+extern char **environ;
+
+/* The tests run in an environment of their own: variables of another
+ * tree's `eval "$(scripts/db env)"` (ZB_DB_DIR, ZB_CONF, PGHOST, MYSQL_PWD
+ * ...) are dropped, as scripts/with-servers does, so no test reaches a
+ * database, config or directory outside this tree. Kept: the port
+ * variables (ZB_*_PORT) and what make sets (ZB_BUILD, ZB_DATA, ZB_HDRJS,
+ * ZB_WRAP). */
+static void own_environment(void)
+{
+    static const char *const keep[] = { "ZB_BUILD", "ZB_DATA", "ZB_HDRJS", "ZB_WRAP" };
+    static const char *const drop[] = { "ZB_", "PG", "MYSQL", "MARIADB" };
+    for (bool again = true; again;) {
+        again = false;
+        for (char **e = environ; *e && !again; e++) {
+            size_t n = strcspn(*e, "=");
+            char name[256];
+            if (n >= sizeof name)
+                continue;
+            memcpy(name, *e, n);
+            name[n] = 0;
+            bool dropped = false, kept = n > 5 && !strcmp(name + n - 5, "_PORT") &&
+                                             !strncmp(name, "ZB_", 3);
+            for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+                kept |= !strcmp(name, keep[i]);
+            for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+                dropped |= !strncmp(name, drop[i], strlen(drop[i]));
+            if (dropped && !kept) {
+                unsetenv(name);
+                again = true;      /* environ changed under us: start over */
+            }
+        }
+    }
+}
+
 /* Arguments name the suites to run (all when none): zbtest kenall conf */
 int main(int argc, char **argv)
 {
+    own_environment();
     SRunner *runner = NULL;
     for (size_t i = 0; i < sizeof all_suites / sizeof all_suites[0]; i++) {
         int wanted = argc < 2;

@@ -193,6 +193,63 @@ START_TEST(password_files_are_private)
 }
 END_TEST
 
+/* The first password in a password file: pgpass's 5th field, client.cnf's
+ * "password = ". Empty if none. */
+static void password_in(const char *file, bool pgpass, char *pw, size_t len)
+{
+    pw[0] = 0;
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (!pw[0] && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        const char *p = line;
+        if (pgpass) {
+            for (int i = 0; i < 4 && p; i++)
+                p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL;
+        } else {
+            p = !strncmp(line, "password", 8) ? strchr(line, '=') : NULL;
+            for (p = p ? p + 1 : NULL; p && *p == ' '; p++)
+                ;
+        }
+        if (p && *p)
+            snprintf(pw, len, "%s", p);
+    }
+    fclose(f);
+}
+
+/* No file under build/ that others can read holds a password. The bench's
+ * bulk part once wrote pgloader command files (NAME.load under build/bench) of
+ * mode 0644 with postgresql://zipbench:PASSWORD@ in them: it runs first,
+ * so the check sees what it writes. The passwords are matched from a 0600
+ * pattern file (grep -f), never put on a command line. */
+START_TEST(no_password_in_readable_files)
+{
+    SETUP_OK();
+    char out[16384];
+    int rc = run_cmd(out, sizeof out, "timeout 600 scripts/bench --quick --only bulk");
+    ck_assert_msg(rc == 0, "scripts/bench --quick --only bulk: exit %d: %.3000s", rc, out);
+    char pw[2][512];
+    password_in(pg->password_file, true, pw[0], sizeof pw[0]);
+    password_in(my->password_file, false, pw[1], sizeof pw[1]);
+    ck_assert_msg(pw[0][0] && pw[1][0], "no password in %s or %s", pg->password_file,
+                  my->password_file);
+    char patterns[PATH_MAX];
+    snprintf(patterns, sizeof patterns, "%s/passwords", test_dir("access"));
+    mode_t old = umask(077);
+    FILE *f = fopen(patterns, "w");
+    umask(old);
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n%s\n", pw[0], pw[1]);
+    fclose(f);
+    rc = run_cmd(out, sizeof out, "find build -xdev -type f -perm -o=r -size -64M -print0 | "
+                 "xargs -0 -r grep -lF -f '%s' --", patterns);
+    unlink(patterns);
+    ck_assert_msg(rc != 0 && !out[0], "files others can read hold a database password: %s", out);
+}
+END_TEST
+
 Suite *suite_access(void)
 {
     Suite *s = suite_create("access");
@@ -203,7 +260,8 @@ Suite *suite_access(void)
     tcase_add_test(t, pg_zipbench_is_no_superuser);
     tcase_add_test(t, mariadb_zipbench_has_no_file_or_super);
     tcase_add_test(t, password_files_are_private);
-    tcase_set_timeout(t, 60);
+    tcase_add_test(t, no_password_in_readable_files);
+    tcase_set_timeout(t, 660);
     suite_add_tcase(s, t);
     return s;
 }

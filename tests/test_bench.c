@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -36,14 +38,18 @@ static int numeric_rows(const char *path)
     return rows;
 }
 
-/* Processes running from this checkout (their working directory is ours)
- * whose command line holds `marker`: what a benchmark started and must
- * have stopped. Other checkouts' processes on the machine do not count. */
-static int our_processes(const char *marker)
+/* The environment variable every process a test starts inherits (the
+ * driver, the servers it spawns, their children): the test's own mark. */
+#define MARK_VAR "ZB_TEST_MARK"
+
+/* Live processes that carry this test's mark (MARK_VAR=mark in their
+ * environment) and whose command line holds `marker`: what the benchmark
+ * started and must have stopped. A server the user runs from this very
+ * tree lacks the mark and does not count (a name match once counted it). */
+static int our_processes(const char *marker, const char *mark)
 {
-    char here[PATH_MAX];
-    if (!getcwd(here, sizeof here))
-        return -1;
+    char want[128];
+    snprintf(want, sizeof want, MARK_VAR "=%s", mark);
     DIR *d = opendir("/proc");
     if (!d)
         return -1;
@@ -51,26 +57,28 @@ static int our_processes(const char *marker)
     for (struct dirent *e; (e = readdir(d));) {
         if (!isdigit((unsigned char)e->d_name[0]) || atoi(e->d_name) == getpid())
             continue;
-        char path[300], cwd[PATH_MAX];
-        snprintf(path, sizeof path, "/proc/%s/cwd", e->d_name);
-        ssize_t len = readlink(path, cwd, sizeof cwd - 1);
-        if (len < 0)
-            continue;
-        cwd[len] = 0;
-        if (strcmp(cwd, here))
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        char cmd[4096];
-        size_t got = fread(cmd, 1, sizeof cmd - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < got; i++)
-            if (!cmd[i])
-                cmd[i] = ' ';
-        cmd[got] = 0;
-        n += strstr(cmd, marker) != NULL;
+        static char buf[1 << 16];
+        const char *what[] = { "environ", "cmdline" };
+        bool hit[2] = { false, false };
+        for (int w = 0; w < 2; w++) {
+            char path[300];
+            snprintf(path, sizeof path, "/proc/%s/%s", e->d_name, what[w]);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                break;
+            size_t got = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[got] = 0;
+            /* NUL-separated: look at each string. */
+            for (size_t i = 0; i < got; i += strlen(buf + i) + 1)
+                if (w == 0 ? !strcmp(buf + i, want) : strstr(buf + i, marker) != NULL) {
+                    hit[w] = true;
+                    break;
+                }
+            if (!hit[w])
+                break;
+        }
+        n += hit[0] && hit[1];
     }
     closedir(d);
     return n;
@@ -93,16 +101,29 @@ START_TEST(quick_run_produces_every_table)
         ck_assert_msg(stat(recorded[i], &before[i]) == 0, "%s missing", recorded[i]);
     bool nginx_before = running("scripts/nginx"), apache_before = running("scripts/apache");
     bool fpm_before = running("scripts/php-fpm"), poolers_before = running("scripts/pooler");
+    /* The user's own server of this tree, serving on a port of its own
+     * throughout: not the run's, so neither counted nor stopped by it. */
+    int user_port = free_port(18380);
+    pid_t user_server = spawn_server(conf_path(), user_port, build_path("test/bench-user-server.log"),
+                                     "--backends sqlite");
+    ck_assert_msg(await_server(user_server, user_port), "the user's server did not start");
+    char mark[64];
+    snprintf(mark, sizeof mark, "bench-%d-%ld", (int)getpid(), (long)time(NULL));
+    setenv(MARK_VAR, mark, 1);
     /* timeout: the driver gets SIGTERM (and stops its servers) before
      * Check's own timeout would kill only this process. */
     int rc = run_cmd(out, sizeof out, "timeout 840 scripts/bench --quick");
+    unsetenv(MARK_VAR);
+    bool user_alive = kill(user_server, 0) == 0;
+    term_server(user_server);
     ck_assert_msg(rc == 0, "scripts/bench --quick: exit %d: %s", rc, out);
+    ck_assert_msg(user_alive, "the quick run stopped the user's own server");
     /* Whatever the run started is stopped again. */
     ck_assert_msg(nginx_before || !running("scripts/nginx"), "the quick run left nginx running");
     ck_assert_msg(apache_before || !running("scripts/apache"), "the quick run left Apache running");
     ck_assert_msg(fpm_before || !running("scripts/php-fpm"), "the quick run left PHP-FPM running");
     ck_assert_msg(poolers_before || !running("scripts/pooler"), "the quick run left a pooler running");
-    ck_assert_int_eq(our_processes("bin/server"), 0);
+    ck_assert_int_eq(our_processes("bin/server", mark), 0);
     static const char *const parts[] = { "calibrate", "load", "bulk", "server", "php", "poolsize", "sql",
                                          "as3ap", "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

@@ -83,6 +83,20 @@ START_TEST(encodings)
     /* Shift_JIS, detected. */
     ck_assert_int_eq(read_all("\x93\x8c\x8b\x9e,\"\x91\xe5\x8d\xe3\"\r\n", NULL, out, sizeof out, &err), 1);
     ck_assert_str_eq(out, "1:東京|q:大阪\n");
+    /* Auto-detection does not take Latin-1 for Shift_JIS: "caf\xE9s" would
+     * read as caf駸 (0xE9 0x73 is a CP932 kanji). Neither: refused, with
+     * the line of the first byte that is not UTF-8 and a hint. */
+    ck_assert_int_eq(read_all("name\ntea\ncaf\xE9s\n", NULL, out, sizeof out, &err), -1);
+    ck_assert_msg(strstr(err.msg, "t.csv:3: cannot tell the file's encoding") &&
+                  strstr(err.msg, "encoding ="), "%s", err.msg);
+    /* Accented capitals are lone half-width katakana in CP932: no words. */
+    ck_assert_int_eq(read_all("SAINT-\xC9TIENNE,ORL\xC9" "ANS,N\xCE" "MES,\xC9VREUX\n", NULL, out,
+                              sizeof out, &err), -1);
+    ck_assert_msg(strstr(err.msg, ":1: cannot tell"), "%s", err.msg);
+    /* Half-width katakana in runs, as KEN_ALL has them: Shift_JIS. */
+    ck_assert_int_eq(read_all("\xC4\xB3\xB7\xAE\xB3\xC4,\xC1\xD6\xC0\xDE\n", NULL, out, sizeof out,
+                              &err), 1);
+    ck_assert_str_eq(out, "1:ﾄｳｷｮｳﾄ|ﾁﾖﾀﾞ\n");
     struct csv_opts bogus = { .encoding = "no-such-encoding" };
     ck_assert_ptr_null(csv_open(file_with("e.csv", "a\n"), &bogus, &err));
     ck_assert_msg(strstr(err.msg, "e.csv: cannot read encoding 'no-such-encoding'"), "%s", err.msg);

@@ -217,12 +217,6 @@ static bool commits_rise(const char *host, long long before, long long *now)
     return false;
 }
 
-static void restart_server(void)
-{
-    lab("server stop");
-    ck_assert_msg(lab("server start") == 0, "%s", out);
-}
-
 /* ---- the lab as made ---- */
 
 START_TEST(hosts_as_asked)
@@ -303,7 +297,11 @@ END_TEST
 
 /* --rtt through the relay: a request on a new connection from a client
  * costs at least the setup and one round trip, a pooled pg lookup one more
- * (app to db). Lower bounds only: the box is shared. */
+ * (app to db). Lower bounds only: the box is shared. rtt changes the
+ * addresses the server reaches the databases by: rtt restarts it itself,
+ * so lookups work at once after each change (rtt off once left every pg
+ * lookup waiting 2,004 ms for the relay's address, gone, until a restart
+ * by hand). */
 START_TEST(rtt_puts_a_delay_on_both_links)
 {
     SETUP_OK();
@@ -312,7 +310,6 @@ START_TEST(rtt_puts_a_delay_on_both_links)
     ck_assert_msg(lab("env") == 0 && strstr(out, "ZB_LAB_RTT_MS=20\n"), "%s", out);
     ck_assert_msg(!strstr(out, "ZB_LAB_DELAY=relay") || strstr(out, "ZB_LAB_DB=198.18.1.10\n"),
                   "%s", out);
-    restart_server();
     char path[128];
     snprintf(path, sizeof path, "/zip/pg/%s", code);
     get_from("client1", path);   /* the pool's first use */
@@ -326,8 +323,17 @@ START_TEST(rtt_puts_a_delay_on_both_links)
     ms = (double)(zb_now_ns() - t0) / 1e6;
     ck_assert_msg(ms >= 40, "/health with rtt 20 ms took %.1f ms (want >= 40)", ms);
     ck_assert_msg(lab("rtt off") == 0, "%s", out);
-    restart_server();
-    ck_assert_msg(get_from("client1", path) == 200, "%s", out);
+    /* The best of three (the first also fills the restarted pool): each
+     * took 2,004 ms when the server still dialled the relay's address. */
+    double best = 1e9;
+    for (int i = 0; i < 3; i++) {
+        t0 = zb_now_ns();
+        ck_assert_msg(get_from("client1", path) == 200, "%s", out);
+        ms = (double)(zb_now_ns() - t0) / 1e6;
+        best = ms < best ? ms : best;
+    }
+    ck_assert_msg(best < 1000, "pg lookups right after rtt off took %.1f ms at best (want < 1000: "
+                  "the server must reach the direct addresses)", best);
 }
 END_TEST
 
@@ -381,11 +387,10 @@ START_TEST(no_trust_from_the_lab_subnet)
         "mariadb --no-defaults -h $ZB_LAB_ADDR_DB -P %4$d -u zipbench --password=wrong -e \"SELECT 1\"",
         "mariadb --no-defaults -h $ZB_LAB_ADDR_DB -P %4$d -u root -e \"SELECT 1\"",
     };
-    const char *e;
-    int pg = (e = getenv("ZB_PG_PORT")) ? atoi(e) : 25432;
-    int bouncer = (e = getenv("ZB_PGBOUNCER_PORT")) ? atoi(e) : 16432;
-    int pgpool = (e = getenv("ZB_PGPOOL_PORT")) ? atoi(e) : 19999;
-    int my = (e = getenv("ZB_MY_PORT")) ? atoi(e) : 23306;
+    int pg = env_port("ZB_PG_PORT", 25432);
+    int bouncer = env_port("ZB_PGBOUNCER_PORT", 16432);
+    int pgpool = env_port("ZB_PGPOOL_PORT", 19999);
+    int my = env_port("ZB_MY_PORT", 23306);
     char cmd[1024];
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         snprintf(cmd, sizeof cmd, refused[i], pg, bouncer, pgpool, my);

@@ -58,7 +58,7 @@ START_TEST(ports_are_below_the_ephemeral_range)
     int low = ephemeral_low();
     char out[8192];
     ck_assert_int_eq(run_cmd(out, sizeof out, "grep -d skip -hoE 'PORT(:-| \\|\\| )[0-9]+' scripts/* "
-                                               "conf/zipbench.conf bench/*.mjs bench/*/*.mjs tests/*.mjs; "
+                                               "conf/zipbench.conf bench/*.mjs bench/*/*.mjs; "
                                                "sed -n 's/^port *= *\\([0-9]*\\).*/\\1/p' conf/zipbench.conf"), 0);
     int n = 0;
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
@@ -322,6 +322,36 @@ START_TEST(make_test_twice_then_in_a_second_checkout)
 }
 END_TEST
 
+/* After `eval "$(scripts/db env)"` of another tree, its ZB_DB_DIR once
+ * reached a test's second checkout and restarted the first tree's
+ * database. The tests' environment is their own: scripts/with-servers and
+ * the runner drop ZB_* (but the ports and make's), PG* and MYSQL*; a run
+ * with every one of them pointing elsewhere still passes, and nothing is
+ * started where they point. */
+START_TEST(foreign_environment_is_dropped)
+{
+    static char out[16384];
+    char elsewhere[PATH_MAX];
+    snprintf(elsewhere, sizeof elsewhere, "%s", test_dir("isolation"));
+    char abs_dir[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(elsewhere, abs_dir));
+    int rc = run_cmd(out, sizeof out,
+                     "env ZB_DB_DIR=%s/db ZB_CONF=/nonexistent.conf ZB_LAB_DIR=%s/lab "
+                     "PGHOST=/nonexistent PGPORT=1 PGUSER=nobody PGDATABASE=nowhere "
+                     "PGPASSFILE=/dev/null PGPASSWORD=wrong MYSQL_PWD=wrong MYSQL_TCP_PORT=1 "
+                     "MYSQL_HOST=192.0.2.1 scripts/with-servers sh -c '"
+                     "env | grep -E \"^(ZB_DB_DIR|ZB_CONF|ZB_LAB_DIR|PG|MYSQL)\"; "
+                     "exec \"${ZB_BUILD:-build}/bin/zbtest\" conf sqlbench'",
+                     abs_dir, abs_dir);
+    ck_assert_msg(rc == 0, "a run with another tree's environment: exit %d: %s", rc, out);
+    ck_assert_msg(!strstr(out, "ZB_DB_DIR=") && !strstr(out, "PGHOST=") && !strstr(out, "MYSQL_PWD="),
+                  "foreign variables reached the tests: %s", out);
+    char db[PATH_MAX + 8];
+    snprintf(db, sizeof db, "%s/db", abs_dir);
+    ck_assert_msg(access(db, F_OK) != 0, "a database was made where ZB_DB_DIR pointed: %s", db);
+}
+END_TEST
+
 Suite *suite_lifecycle(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -329,6 +359,7 @@ Suite *suite_lifecycle(void)
     tcase_add_unchecked_fixture(t, setup, NULL);
     tcase_add_test(t, ports_are_below_the_ephemeral_range);
     tcase_add_test(t, databases_restart_right_after_a_load);
+    tcase_add_test(t, foreign_environment_is_dropped);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
     TCase *r = tcase_create("make test");

@@ -696,6 +696,317 @@ START_TEST(cities_dataset_every_backend)
 }
 END_TEST
 
+/* ---- issue 23: two loads at once, long names, --sync put back, encodings, messages ---- */
+
+static long long rows_in(const char *backend, const char *table)
+{
+    struct backend b;
+    open_backend(&b, backend);
+    struct zb_err err = { 0 };
+    char sql[256];
+    long long n = -1;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    if (b.drv->query(b.db, sql, 0, NULL, count_rows, &n, NULL, &err) < 0)
+        n = -1;
+    backend_close(&b);
+    conf_free(&conf);
+    return n;
+}
+
+/* The table the tests load on backend (sqlite keeps the config's). */
+static const char *test_table(const char *backend)
+{
+    static char name[128];
+    struct backend b;
+    open_backend(&b, backend);
+    snprintf(name, sizeof name, "%s", b.conf->table);
+    backend_close(&b);
+    conf_free(&conf);
+    return name;
+}
+
+/* The loader's command line with the test's table names (as loader()). */
+static void loader_cmd(char *cmd, size_t len, const char *backend, const char *args)
+{
+    snprintf(cmd, len, "%s -q --json --conf %s --backend %s --set sqlite.path=%s "
+             "--set pg.table=zt_loader --set innodb.table=zt_loader_innodb "
+             "--set myisam.table=zt_loader_myisam %s", prog("loader"), conf_path(), backend,
+             sqlite_path, args);
+}
+
+/* Two loaders of one table at once, of files of different sizes: they take
+ * turns, so the table holds exactly the rows of the later loader that
+ * exited 0, never fewer than before, and no staging table is left. */
+START_TEST(concurrent_loads_take_turns)
+{
+    make_dataset();
+    const char *dir = test_dir("loader_concurrent");
+    char small[1200], big[1200], order[1200];
+    snprintf(small, sizeof small, "%s/small.csv", dir);
+    snprintf(big, sizeof big, "%s/big.csv", dir);
+    snprintf(order, sizeof order, "%s/order", dir);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 2000 --seed 21 -o %s", prog("gen"), small), 0);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 12000 --seed 22 -o %s", prog("gen"), big), 0);
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        const char *be = backends[bi];
+        char out[8192], args[2400], a[4096], b[4096];
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        for (int round = 0; round < 2; round++) {
+            /* The slow one (one INSERT per row) first, the other 0.2 s later. */
+            snprintf(args, sizeof args, "--mode transaction --dataset %s", round ? big : small);
+            loader_cmd(a, sizeof a, be, args);
+            snprintf(args, sizeof args, "--mode bulk --dataset %s", round ? small : big);
+            loader_cmd(b, sizeof b, be, args);
+            int rc = run_cmd(out, sizeof out, "rm -f %s; { %s > %s.A 2>&1; echo \"A $?\" >> %s; } & "
+                             "sleep 0.2; { %s > %s.B 2>&1; echo \"B $?\" >> %s; } & wait",
+                             order, a, order, order, b, order, order);
+            ck_assert_msg(rc == 0, "%s", out);
+            char got[256] = "";
+            ck_assert_int_eq(run_cmd(got, sizeof got, "cat %s", order), 0);
+            /* The later of the loaders that exited 0. */
+            char last = 0;
+            for (const char *l = got; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+                if (l[0] && !strncmp(l + 1, " 0", 2))
+                    last = l[0];
+            char aout[8192], bout[8192];
+            run_cmd(aout, sizeof aout, "cat %s.A", order);
+            run_cmd(bout, sizeof bout, "cat %s.B", order);
+            ck_assert_msg(last, "%s round %d: no loader exited 0: %s / A: %s / B: %s", be, round,
+                          got, aout, bout);
+            long long want = (last == 'A') == (round == 0) ? 2000 : 12000;
+            long long n = rows_in(be, test_table(be));
+            ck_assert_msg(n == want, "%s round %d: %lld rows, want %lld (exits %s) A: %s B: %s", be,
+                          round, n, want, got, aout, bout);
+            /* One that failed says why: the other's table is bigger. */
+            for (int k = 0; k < 2; k++) {
+                const char *o = k ? bout : aout;
+                if (strchr(got, k ? 'B' : 'A') && !strstr(got, k ? "B 0" : "A 0"))
+                    ck_assert_msg(strstr(o, "fewer than the"), "%s: %s", be, o);
+            }
+            char staging[160];
+            snprintf(staging, sizeof staging, "%s_load", test_table(be));
+            ck_assert_int_eq(rows_in(be, staging), -1);
+        }
+    }
+}
+END_TEST
+
+/* A second load of a table waits while the lock is held, says so, and
+ * goes on when it is released. */
+START_TEST(load_waits_for_the_lock)
+{
+    make_dataset();
+    const char *dir = test_dir("loader_wait");
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+        const char *be = backends[bi];
+        char out[8192], args[2400], cmd[4096], log[1200];
+        snprintf(log, sizeof log, "%s/%s.log", dir, be);
+        char table[128];
+        snprintf(table, sizeof table, "%s", test_table(be));
+        struct backend held;
+        open_backend(&held, be);
+        struct zb_err err = { 0 };
+        ck_assert_msg(held.drv->try_load_lock(held.db, table, &err) == 1, "%s", err.msg);
+        snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+        loader_cmd(cmd, sizeof cmd, be, args);
+        ck_assert_int_eq(run_cmd(NULL, 0, "{ %s; echo \"exit $?\"; } > %s 2>&1 &", cmd, log), 0);
+        ck_assert_int_eq(run_cmd(NULL, 0, "for i in $(seq 100); do grep -q 'waiting for another "
+                                 "load of %s' %s && exit 0; sleep 0.1; done; exit 1",
+                                 table, log), 0);
+        run_cmd(out, sizeof out, "sleep 0.5; cat %s", log);
+        ck_assert_msg(!strstr(out, "exit "), "%s: did not wait: %s", be, out);
+        backend_close(&held);
+        conf_free(&conf);
+        ck_assert_int_eq(run_cmd(out, sizeof out, "for i in $(seq 300); do grep -q '^exit' %s && "
+                                 "break; sleep 0.1; done; cat %s", log, log), 0);
+        ck_assert_msg(strstr(out, "exit 0") && strstr(out, "\"rows\":1500,"), "%s: %s", be, out);
+    }
+}
+END_TEST
+
+/* A table name whose derived names (staging, index) pass the backend's
+ * limit is refused before anything changes: the table of that name stays. */
+START_TEST(long_table_name_changes_nothing)
+{
+    make_dataset();
+    static const struct { const char *backend; int limit; } cases[] = { { "pg", 63 },
+                                                                        { "innodb", 64 } };
+    for (size_t i = 0; i < 2; i++) {
+        char name[80];
+        memset(name, 'x', sizeof name);
+        memcpy(name, "zt_", 3);
+        name[cases[i].limit] = 0;
+        struct backend b;
+        open_backend(&b, cases[i].backend);
+        struct zb_err err = { 0 };
+        char sql[512];
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", name);
+        ck_assert_msg(b.drv->exec(b.db, sql, &err) == 0, "%s", err.msg);
+        snprintf(sql, sizeof sql, "CREATE TABLE %s (a INTEGER)", name);
+        ck_assert_msg(b.drv->exec(b.db, sql, &err) == 0, "%s", err.msg);
+        snprintf(sql, sizeof sql, "INSERT INTO %s VALUES (1), (2), (3)", name);
+        ck_assert_msg(b.drv->exec(b.db, sql, &err) == 0, "%s", err.msg);
+        backend_close(&b);
+        conf_free(&conf);
+        char out[8192], args[2400];
+        snprintf(args, sizeof args, "--mode bulk --set %s.table=%s --dataset %s",
+                 cases[i].backend, name, csv);
+        int rc = loader(out, sizeof out, cases[i].backend, args);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", cases[i].backend, rc, out);
+        ck_assert_msg(strstr(out, "nothing was changed") && strstr(out, "at most"), "%s", out);
+        ck_assert_int_eq(rows_in(cases[i].backend, name), 3);
+        open_backend(&b, cases[i].backend);
+        snprintf(sql, sizeof sql, "DROP TABLE %s", name);
+        b.drv->exec(b.db, sql, NULL);
+        backend_close(&b);
+        conf_free(&conf);
+        /* The longest name it allows loads. */
+        name[cases[i].limit - 14] = 0;
+        snprintf(args, sizeof args, "--mode bulk --set %s.table=%s --dataset %s",
+                 cases[i].backend, name, csv);
+        rc = loader(out, sizeof out, cases[i].backend, args);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", cases[i].backend, rc, out);
+        ck_assert_int_eq(rows_in(cases[i].backend, name), ROWS);
+        open_backend(&b, cases[i].backend);
+        snprintf(sql, sizeof sql, "DROP TABLE %s", name);
+        b.drv->exec(b.db, sql, NULL);
+        backend_close(&b);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
+static void flush_knob(char *value)
+{
+    char out[256];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "scripts/db admin mariadb -N -e "
+                             "'SELECT @@global.innodb_flush_log_at_trx_commit'"), 0);
+    snprintf(value, 8, "%.*s", (int)strcspn(out, "\n"), out);
+}
+
+/* --sync off on InnoDB changes a global setting: SIGTERM puts it back at
+ * once; after SIGKILL the next loader, or scripts/db start, puts it back
+ * and says so. */
+START_TEST(sync_off_is_put_back)
+{
+    make_dataset();
+    char big[1200], out[8192], args[2400], cmd[4096], v[8];
+    snprintf(big, sizeof big, "%s.big", csv);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 200000 --seed 5 -o %s", prog("gen"), big), 0);
+    flush_knob(v);
+    ck_assert_str_eq(v, "1");
+    snprintf(args, sizeof args, "--mode transaction --sync off --allow-shrink --dataset %s", big);
+    loader_cmd(cmd, sizeof cmd, "innodb", args);
+    for (int k = 0; k < 3; k++) {
+        /* Until the knob is 0 (the load under way), then the signal. */
+        int rc = run_cmd(out, sizeof out, "{ %s & p=$!; for i in $(seq 100); do [ \"$(scripts/db "
+                         "admin mariadb -N -e 'SELECT @@global.innodb_flush_log_at_trx_commit')\" = 0 ] "
+                         "&& break; sleep 0.1; done; kill -%s $p; wait $p; echo \"exit $?\"; }", cmd,
+                         k == 0 ? "TERM" : "KILL");
+        ck_assert_msg(rc == 0, "%s", out);
+        flush_knob(v);
+        if (k == 0) {
+            ck_assert_msg(strstr(out, "exit 143") && strstr(out, "interrupted by"), "%s", out);
+            ck_assert_str_eq(v, "1");
+            continue;
+        }
+        ck_assert_msg(strstr(out, "exit 137"), "%s", out);
+        ck_assert_str_eq(v, "0");
+        if (k == 1) {
+            snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", csv);
+            rc = loader(out, sizeof out, "innodb", args);
+            ck_assert_msg(rc == 0, "%s", out);
+            ck_assert_msg(strstr(out, "innodb_flush_log_at_trx_commit was 0, left so by a load "
+                                      "that did not end") && strstr(out, "put back to 1"), "%s", out);
+            ck_assert_msg(strstr(out, "\"sync\":\"innodb_flush_log_at_trx_commit=1\""), "%s", out);
+        } else {
+            ck_assert_int_eq(run_cmd(out, sizeof out, "scripts/db start mariadb"), 0);
+            ck_assert_msg(strstr(out, "put back to 1"), "%s", out);
+        }
+        flush_knob(v);
+        ck_assert_str_eq(v, "1");
+    }
+}
+END_TEST
+
+/* Auto-detection: a Latin-1 file is refused with its line and a hint;
+ * CP932 and UTF-8 KEN_ALL files load, and the report says which and why. */
+START_TEST(encoding_is_detected_or_refused)
+{
+    make_csv_dataset();
+    const char *dir = test_dir("loader_enc");
+    char latin[1200], sjis[1200], out[8192], args[2400];
+    snprintf(latin, sizeof latin, "%s/latin1.csv", dir);
+    snprintf(sjis, sizeof sjis, "%s/sjis.csv", dir);
+    write_file(latin, "id,name\r\n1,tea\r\n2,caf\xe9s\r\n3,milk\r\n");
+    snprintf(args, sizeof args, "--mode bulk --dataset zt_csv --set dataset.zt_csv.file=%s "
+             "--set dataset.zt_csv.columns='id integer, name'", latin);
+    ck_assert_int_eq(load_data(out, sizeof out, "sqlite", args), 1);
+    char want[1300];
+    snprintf(want, sizeof want, "%s:3: cannot tell the file's encoding", latin);
+    ck_assert_msg(strstr(out, want) && strstr(out, "--encoding"), "%s", out);
+    strcat(args, " --encoding latin1");
+    ck_assert_int_eq(load_data(out, sizeof out, "sqlite", args), 0);
+    ck_assert_msg(strstr(out, "\"encoding\":\"latin1 as asked\""), "%s", out);
+    make_dataset();   /* the generated KEN_ALL file again (make_csv_dataset's directory) */
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --sjis -o %s", prog("gen"), ROWS,
+                             sjis), 0);
+    snprintf(args, sizeof args, "--mode bulk --dataset %s", sjis);
+    ck_assert_int_eq(loader(out, sizeof out, "sqlite", args), 0);
+    ck_assert_msg(strstr(out, "\"encoding\":\"Shift_JIS assumed") &&
+                  strstr(out, "\"rows\":1500,"), "%s", out);
+    check_table("sqlite", ROWS);
+    snprintf(args, sizeof args, "--mode bulk --dataset %s", csv);
+    ck_assert_int_eq(loader(out, sizeof out, "sqlite", args), 0);
+    ck_assert_msg(strstr(out, "\"encoding\":\"UTF-8 detected"), "%s", out);
+}
+END_TEST
+
+/* A database error shows its cause whole, not kilobytes of "(?,?,...":
+ * prepared mode names the lines of the statement that failed, bulk the
+ * line the database named. PostgreSQL refuses a key too long for its
+ * index (btree rows are at most 2704 bytes). */
+START_TEST(database_errors_show_the_cause)
+{
+    make_csv_dataset();
+    const char *dir = test_dir("loader_cause");
+    char file[1200], out[8192], args[2400], want[1400];
+    snprintf(file, sizeof file, "%s/keys.csv", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "code,name\n");
+    unsigned seed = 7;
+    for (int i = 1; i <= 12; i++) {
+        if (i == 7) {
+            for (int k = 0; k < 6000; k++) {
+                seed = seed * 1103515245u + 12345u;
+                fputc('a' + (int)((seed >> 16) % 26), f);
+            }
+        } else {
+            fprintf(f, "k%d", i);
+        }
+        fprintf(f, ",row %d\n", i);
+    }
+    fclose(f);
+    const char *modes2[] = { "prepared", "bulk" };
+    for (int m = 0; m < 2; m++) {
+        snprintf(args, sizeof args, "--mode %s --batch 4 --dataset zt_csv --set dataset.zt_csv.file=%s "
+                 "--set dataset.zt_csv.columns='code text, name text' --set dataset.zt_csv.key=code",
+                 modes2[m], file);
+        int rc = load_data(out, sizeof out, "pg", args);
+        ck_assert_msg(rc == 1, "%s: exit %d: %s", modes2[m], rc, out);
+        ck_assert_msg(strstr(out, "index row"), "%s: the cause is cut: %s", modes2[m], out);
+        ck_assert_msg(!strstr(out, "(?,?),(?,?),(?,?)"), "%s: %s", modes2[m], out);
+        if (m == 0)
+            snprintf(want, sizeof want, "%s:6-9 (rows 5-8, one statement", file);
+        else
+            snprintf(want, sizeof want, "%s:8: pg: ", file);
+        ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", modes2[m], want, out);
+    }
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -726,7 +1037,18 @@ Suite *suite_loader(void)
     tcase_add_test(t, csv_dataset_bad_rows_keep_the_old_table);
     tcase_add_test(t, cities_dataset_every_backend);
     tcase_add_test(t, usage_errors_exit_2);
+
     tcase_set_timeout(t, 300);
     suite_add_tcase(s, t);
+    /* What nothing may lose: loads at once, long names, a global setting. */
+    TCase *safety = tcase_create("load_safety");
+    tcase_add_test(safety, concurrent_loads_take_turns);
+    tcase_add_test(safety, load_waits_for_the_lock);
+    tcase_add_test(safety, long_table_name_changes_nothing);
+    tcase_add_test(safety, sync_off_is_put_back);
+    tcase_add_test(safety, encoding_is_detected_or_refused);
+    tcase_add_test(safety, database_errors_show_the_cause);
+    tcase_set_timeout(safety, 300);
+    suite_add_tcase(s, safety);
     return s;
 }

@@ -139,6 +139,11 @@ static int answer(int fd, const char *req, size_t len)
         usleep(2000);
         if (sendf(fd, " world\n"))
             return -1;
+    } else if (!strncmp(path, "/503", 4)) {
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n%s\r\nbusy", conn);
+        if (sendf(fd, head))
+            return -1;
     } else if (!strncmp(path, "/404", 4)) {
         snprintf(head, sizeof head,
                  "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n%s\r\nnot found", conn);
@@ -720,6 +725,51 @@ START_TEST(framing_heads)
 }
 END_TEST
 
+/* Feeds text to a fresh parser in two reads, split at byte k (0: one
+ * read); the verdict. */
+static int feed_split(const char *text, size_t n, size_t k)
+{
+    static struct resp r;
+    resp_reset(&r, false);
+    size_t u = 0;
+    int rc = R_MORE;
+    if (k)
+        rc = resp_feed(&r, text, k, &u);
+    if (rc == R_MORE)
+        rc = resp_feed(&r, text + k, n - k, &u);
+    return rc;
+}
+
+/* A head's size limit is the same whether the head comes in one read or
+ * split anywhere: at every byte boundary, the verdict of the whole. Heads
+ * of HEAD_MAX - 1, HEAD_MAX and HEAD_MAX + 1 bytes, alone and after an
+ * interim 103 (each head has the limit). A head of HEAD_MAX + 1 bytes in
+ * one read was once accepted, and refused when split. */
+START_TEST(head_limit_however_split)
+{
+    static char text[2 * HEAD_MAX + 256];
+    for (int interim = 0; interim <= 1; interim++)
+        for (int extra = -1; extra <= 1; extra++) {
+            const char *pre = interim ? "HTTP/1.1 103 Early Hints\r\n\r\n" : "";
+            const char *tail = "\r\nContent-Length: 2\r\n\r\n";
+            int headlen = HEAD_MAX + extra;
+            int pad = headlen - (int)strlen(H11 "X-Pad: ") - (int)strlen(tail);
+            int n = snprintf(text, sizeof text, "%s" H11 "X-Pad: %*s%shi", pre, pad, "", tail);
+            ck_assert_int_eq(n, (int)strlen(pre) + headlen + 2);
+            int want = extra <= 0 ? R_DONE : R_ERROR;
+            ck_assert_msg(feed_split(text, (size_t)n, 0) == want,
+                          "a %d-byte head (HEAD_MAX %d)%s in one read: %d, want %d", headlen,
+                          HEAD_MAX, interim ? " after a 103" : "", feed_split(text, (size_t)n, 0),
+                          want);
+            for (int k = 1; k < n; k++)
+                ck_assert_msg(feed_split(text, (size_t)n, (size_t)k) == want,
+                              "a %d-byte head (HEAD_MAX %d)%s split at byte %d: %d, want %d",
+                              headlen, HEAD_MAX, interim ? " after a 103" : "", k,
+                              feed_split(text, (size_t)n, (size_t)k), want);
+        }
+}
+END_TEST
+
 /* With several addresses, the first that accepts is used: ::1 first and
  * only 127.0.0.1 listening, or the other way round. */
 START_TEST(every_address_tried)
@@ -1055,7 +1105,10 @@ START_TEST(https_nginx)
         run_cmd(NULL, 0, "rm -rf %s", build_path("nginx/tls"));
     int rc = run_cmd(out, sizeof out, "scripts/nginx start");
     ck_assert_msg(rc == 0, "scripts/nginx start: %s", OUT);
-    const char *url = "https://localhost:8443/400.html";
+    char url[128], url_ip[128];
+    int tls_port = env_port("ZB_NGINX_TLS_PORT", 8443);
+    snprintf(url, sizeof url, "https://localhost:%d/400.html", tls_port);
+    snprintf(url_ip, sizeof url_ip, "https://127.0.0.1:%d/400.html", tls_port);
     /* A full handshake per connection, as ab; the report names protocol
      * and cipher. */
     rc = loadgen("-q --json -n 40 -c 4 %s", url);
@@ -1078,7 +1131,7 @@ START_TEST(https_nginx)
         ok = rc == 0 && jint("completed") == 10;
     }
     if (ok) {
-        rc = loadgen("-q --json -n 10 -c 2 --cacert %s https://127.0.0.1:8443/400.html", cert);
+        rc = loadgen("-q --json -n 10 -c 2 --cacert %s %s", cert, url_ip);
         ok = rc == 0 && jint("completed") == 10;
     }
     /* --verify against the system's store: a self-signed certificate fails
@@ -1187,6 +1240,40 @@ START_TEST(miss_ratio)
 }
 END_TEST
 
+/* A key is sent percent-encoded (every byte but RFC 3986's unreserved),
+ * never raw: a key with a bare CR once put a header line of its own into
+ * the request, and a space cut the request line. */
+START_TEST(keys_percent_encoded)
+{
+    static const char *const raw[] = { "a b", "x\rX-Injected: yes", "caf\xe9", "50%",
+                                       "a/b?c#d", "plain-._~" };
+    static const char *const sent[] = { "/zip/a%20b", "/zip/x%0DX-Injected%3A%20yes",
+                                        "/zip/caf%E9", "/zip/50%25", "/zip/a%2Fb%3Fc%23d",
+                                        "/zip/plain-._~" };
+    const size_t nk = sizeof raw / sizeof raw[0];
+    const char *dir = test_dir("loadgen");
+    snprintf(keyfile, sizeof keyfile, "%s/odd.keys", dir);
+    char text[256] = "";
+    for (size_t i = 0; i < nk; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", raw[i]);
+    write_file(keyfile, text);
+    static char p[LOG_MAX][64];
+    int n = run_keys(p, "-n 300 -c 2 --seed 5");
+    ck_assert_int_eq(n, 300);
+    int seen[8] = { 0 };
+    for (int i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < nk && strcmp(p[i], sent[j]))
+            j++;
+        ck_assert_msg(j < nk, "request %d asked for '%s': not a key percent-encoded", i, p[i]);
+        seen[j]++;
+    }
+    for (size_t j = 0; j < nk; j++)
+        ck_assert_msg(seen[j] > 0, "no request for %s in 300", sent[j]);
+    ck_assert_msg(!strstr(srv.last_head, "\r\nX-Injected"), "%s", srv.last_head);
+}
+END_TEST
+
 /* ---- usage ---- */
 START_TEST(bad_flags_exit_2)
 {
@@ -1256,6 +1343,160 @@ START_TEST(text_report_and_csv)
 }
 END_TEST
 
+/* The number after "key": inside the JSON object "object":{...}. */
+static double jnum_in(const char *object, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":{", object);
+    const char *o = strstr(out, pat);
+    ck_assert_msg(o != NULL, "no %s in: %s", object, OUT);
+    const char *end = strchr(o, '}');
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(o, pat);
+    ck_assert_msg(p != NULL && p < end, "no %s in %s: %s", key, object, OUT);
+    return strtod(p + strlen(pat), NULL);
+}
+
+/* The percentile of the first table in a text report ("  99%    123"). */
+static long table_ms(const char *table, int pct)
+{
+    char pat[16];
+    snprintf(pat, sizeof pat, "  %d%%", pct);
+    const char *p = strstr(table, pat);
+    ck_assert_msg(p != NULL, "no %d%% row in: %s", pct, OUT);
+    return strtol(p + strlen(pat), NULL, 10);
+}
+
+/* Under --rate, a server slower than the rate queues requests behind each
+ * other: the percentile table shows the latency from each request's
+ * intended send time (coordinated omission corrected) and says so, as the
+ * Latency line does; ab's table from the actual send follows, labelled. It
+ * once said "99% 3" beside a Latency line's p99 of 1,082,130 us. */
+START_TEST(rate_percentiles_corrected)
+{
+    server_start(false);
+    /* /slow takes 20 ms: one connection serves 50/s of the 200/s asked. */
+    int rc = loadgen("-q -k -c 1 --rate 200 -t 1 http://127.0.0.1:%d/slow", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    const char *corrected = strstr(out, "Percentage of the requests served within a certain time (ms)\n"
+                                        "  (from the intended send time");
+    const char *actual = strstr(out, "Percentage served within a certain time (ms), from the actual "
+                                     "send time");
+    ck_assert_msg(corrected && actual && corrected < actual, "%s", OUT);
+    const char *lat = strstr(out, "\nTotal:      ");
+    lat = lat ? strstr(lat + 1, "\nTotal:      ") : NULL;   /* the Latency line's */
+    ck_assert_msg(lat != NULL, "%s", OUT);
+    double v[8];
+    ck_assert_int_eq(sscanf(lat + 13, "%lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
+                            &v[5]), 6);
+    long p99_ms = (long)(v[5] / 1000.0 + 0.5), table99 = table_ms(corrected, 99);
+    ck_assert_msg(labs(table99 - p99_ms) <= 1 + p99_ms / 50,
+                  "the table's 99%% is %ld ms, the Latency line's p99 %ld ms: %s", table99, p99_ms,
+                  OUT);
+    ck_assert_msg(table99 >= 200, "queued behind 20 ms answers at 4x their rate, yet 99%% in %ld ms",
+                  table99);
+    ck_assert_msg(table_ms(actual, 99) < table99, "%s", OUT);
+}
+END_TEST
+
+/* An interval shorter than the period (the run's last) has no rate: a
+ * 1 ms stub with 2 requests was once "2000 rps". */
+START_TEST(partial_interval_has_no_rate)
+{
+    server_start(false);
+    int rc = loadgen("-q -k -c 2 --rate 100 -t 1.3 --json http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    const char *iv = strstr(out, "\"intervals\":[");
+    ck_assert_ptr_nonnull(iv);
+    int full = 0, partial = 0;
+    for (const char *p = strstr(iv, "{\"t\":"); p; p = strstr(p + 1, "{\"t\":")) {
+        const char *len = strstr(p, "\"len\":"), *rate = strstr(p, "\"rps\":");
+        ck_assert(len && rate);
+        double l = strtod(len + 6, NULL);
+        if (l < 0.999) {
+            ck_assert_msg(!strncmp(rate + 6, "null", 4), "a %.3f s interval with a rate: %.80s", l, p);
+            partial++;
+        } else {
+            ck_assert_msg(rate[6] >= '0' && rate[6] <= '9', "%.80s", p);
+            full++;
+        }
+    }
+    ck_assert_msg(full == 1 && partial == 1, "%d full, %d partial intervals in 1.3 s: %s", full,
+                  partial, OUT);
+}
+END_TEST
+
+/* --csv -: stdout holds the CSV rows alone (the report goes to stderr),
+ * for the text report and for --json. */
+START_TEST(csv_stdout_only_csv)
+{
+    server_start(false);
+    const char *mode[] = { "", "--json" };
+    for (int m = 0; m < 2; m++) {
+        int rc = run_cmd(out, sizeof out, "{ %s -q -k -n 60 -c 2 %s --csv - http://127.0.0.1:%d/ "
+                         "2>/dev/null; }", prog("loadgen"), mode[m], srv.port);
+        ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+        int rows = 0;
+        for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+            if (*p == '\n')
+                continue;
+            ck_assert_msg(!strncmp(p, "interval,url,", 13) || !strncmp(p, "total,", 6) ||
+                          (*p >= '0' && *p <= '9'), "not a CSV row on stdout (%s): %.100s", mode[m],
+                          p);
+            rows++;
+        }
+        ck_assert_msg(rows >= 3, "%s", OUT);
+    }
+    /* The report is still there, on stderr. */
+    int rc = run_cmd(out, sizeof out, "{ %s -q -k -n 60 -c 2 --csv - http://127.0.0.1:%d/ 2>&1 "
+                     ">/dev/null; }", prog("loadgen"), srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0 && strstr(out, "Complete requests:      60"), "%s", OUT);
+}
+END_TEST
+
+/* --json's goodput beside ab's rate: answered = 2xx (and 404 when --miss
+ * asked for misses); errors by kind. */
+START_TEST(json_goodput_and_errors)
+{
+    server_start(false);
+    int rc = loadgen("-q -k -n 80 -c 2 --json http://127.0.0.1:%d/503", srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint("completed"), 80);        /* ab's count: every answer */
+    ck_assert_msg(jnum("rps") > 0, "%s", OUT);
+    ck_assert_int_eq(jint("answered"), 0);
+    ck_assert_msg(jnum("goodput_rps") == 0, "%s", OUT);
+    ck_assert_int_eq((long)jnum_in("errors", "total"), 80);
+    ck_assert_int_eq((long)jnum_in("errors", "status_503"), 80);
+    ck_assert_int_eq((long)jnum_in("errors", "status_404"), 0);
+    rc = loadgen("-q -k -n 80 -c 2 --json http://127.0.0.1:%d/404", srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint("answered"), 0);
+    ck_assert_int_eq((long)jnum_in("errors", "status_404"), 80);
+    ck_assert_int_eq((long)jnum_in("errors", "status_503"), 0);
+    rc = loadgen("-q -k -n 80 -c 2 --json http://127.0.0.1:%d/", srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint("answered"), 80);
+    ck_assert_msg(fabs(jnum("goodput_rps") - jnum("rps")) < 0.02 * jnum("rps") + 0.01, "%s", OUT);
+    ck_assert_int_eq((long)jnum_in("errors", "total"), 0);
+    /* With --miss the 404s were asked for: answers, not errors. */
+    make_keys();
+    rc = loadgen("-q -k -n 80 -c 2 --json --keys %s --miss 0.5 'http://127.0.0.1:%d/404/{key}'",
+                 keyfile, srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(jint("answered"), 80);
+    ck_assert_int_eq((long)jnum_in("errors", "total"), 0);
+    /* Refused connects are errors of their own kind. */
+    int dead = free_port(20000);
+    rc = loadgen("-q -n 10 -c 1 --json http://127.0.0.1:%d/", dead);
+    ck_assert_int_eq((long)jnum_in("errors", "connect"), 10);
+    ck_assert_int_eq((long)jnum_in("errors", "total"), 10);
+    server_stop();
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     Suite *s = suite_create("loadgen");
@@ -1279,6 +1520,7 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, framing_content_length);
     tcase_add_test(tc, framing_chunked);
     tcase_add_test(tc, framing_heads);
+    tcase_add_test(tc, head_limit_however_split);
     tcase_add_test(tc, every_address_tried);
     tcase_add_test(tc, hdr_log_read_by_reference);
     tcase_add_test(tc, merge_agents);
@@ -1287,8 +1529,13 @@ Suite *suite_loadgen(void)
     tcase_add_test(tc, https_nginx);
     tcase_add_test(tc, seed_repeatable);
     tcase_add_test(tc, miss_ratio);
+    tcase_add_test(tc, keys_percent_encoded);
     tcase_add_test(tc, bad_flags_exit_2);
     tcase_add_test(tc, text_report_and_csv);
+    tcase_add_test(tc, rate_percentiles_corrected);
+    tcase_add_test(tc, partial_interval_has_no_rate);
+    tcase_add_test(tc, csv_stdout_only_csv);
+    tcase_add_test(tc, json_goodput_and_errors);
     suite_add_tcase(s, tc);
     return s;
 }

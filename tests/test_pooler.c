@@ -143,10 +143,9 @@ END_TEST
 START_TEST(only_zipbench_with_its_password)
 {
     SETUP_OK();
-    static const int ports[] = { 16432, 19999 };
-    const char *env_port[] = { getenv("ZB_PGBOUNCER_PORT"), getenv("ZB_PGPOOL_PORT") };
+    const int ports[] = { env_port("ZB_PGBOUNCER_PORT", 16432), env_port("ZB_PGPOOL_PORT", 19999) };
     for (int i = 0; i < 2; i++) {
-        int port = env_port[i] ? atoi(env_port[i]) : ports[i];
+        int port = ports[i];
         /* With the password file: in, over TCP and through the socket. */
         ck_assert_msg(run_cmd(out, sizeof out, "PGPASSFILE=build/db/pgpass psql -X -w -h 127.0.0.1 "
                               "-p %d -U zipbench -tAc 'SELECT 1' zipbench", port) == 0 &&

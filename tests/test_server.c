@@ -608,14 +608,11 @@ START_TEST(strict_http)
         ck_assert_msg(http_status(raw) == cases[i].want && strstr(raw, cases[i].body) &&
                       strstr(raw, "application/json"), "case %zu: %.300s", i, raw);
     }
-    /* libmicrohttpd's own answers (HTML or empty, not JSON): a malformed
-     * or huge Content-Length (0.9.75 sends the status line and headers
-     * twice, then the HTML), a header line without a colon, HTTP/2.0. */
+    /* libmicrohttpd's own answers (HTML or empty, not JSON): a header
+     * line without a colon, HTTP/2.0. (A malformed Content-Length, which
+     * 0.9.75 answered with two status lines, is the server's own JSON 400
+     * now: tests/test_http.c.) */
     static const struct { const char *req; int want; } own[] = {
-        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400 },
-        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400 },
-        { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
-          413 },
         { "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n", 400 },
         { "GET /zip/sqlite/1000001 HTTP/2.0\r\nHost: x\r\n\r\n", 505 },
     };

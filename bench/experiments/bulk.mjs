@@ -141,15 +141,16 @@ function tools(ctx, work, env) {
     try {
       const line = fs.readFileSync(env.PGPASSFILE, 'utf8').split('\n')
         .find(l => l.split(':')[3] === env.PGUSER);
-      return line ? `:${encodeURIComponent(line.split(':').slice(4).join(':'))}` : '';
+      return line ? line.split(':').slice(4).join(':') : '';
     } catch { return ''; }
   })();
   const opts = { env, log: ctx.logFile, timeoutS: 900 };
   // GNU time for the peak RSS; the wall time is run()'s own clock.
-  async function timed(argv, input) {
+  async function timed(argv, input, extraEnv) {
     const rss = path.join(work, 'rss');
     fs.rmSync(rss, { force: true });
-    const r = await run('/usr/bin/time', ['-f', '%M', '-o', rss, ...argv], { ...opts, input });
+    const r = await run('/usr/bin/time', ['-f', '%M', '-o', rss, ...argv],
+                        { ...opts, input, env: extraEnv ? { ...env, ...extraEnv } : env });
     r.kib = fs.existsSync(rss) ? Number(fs.readFileSync(rss, 'utf8').trim().split('\n').pop()) : NaN;
     return r;
   }
@@ -202,13 +203,17 @@ function tools(ctx, work, env) {
       const fields = d.csv
         ? "fields optionally enclosed by '\"', fields escaped by double-quote, fields terminated by ','"
         : "fields not enclosed, fields terminated by '\\t'";
+      // No password in the command file (it stays in build/ after the run):
+      // pgloader takes it from PGPASSWORD, given to its process alone; the
+      // file is 0600 all the same (created anew, so the mode holds).
+      fs.rmSync(cmd, { force: true });
       fs.writeFileSync(cmd, `LOAD CSV FROM '${path.resolve(file)}'
-  INTO postgresql://${env.PGUSER}${pgPassword}@unix:${env.PGHOST}:${env.PGPORT}/${env.PGDATABASE}
+  INTO postgresql://${env.PGUSER}@unix:${env.PGHOST}:${env.PGPORT}/${env.PGDATABASE}
   TARGET TABLE ${t}
   WITH ${fields}
   BEFORE LOAD DO $$ DROP TABLE IF EXISTS ${t}; $$, $$ CREATE TABLE ${t} (LIKE ${model} INCLUDING ALL); $$;
-`);
-      return timed(['pgloader', '--quiet', cmd]);
+`, { mode: 0o600 });
+      return timed(['pgloader', '--quiet', cmd], undefined, pgPassword ? { PGPASSWORD: pgPassword } : null);
     },
   };
   return self;

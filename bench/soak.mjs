@@ -4,8 +4,8 @@
 // zero sanitizer reports, a clean exit and end RSS within 10% of warm.
 import fs from 'node:fs';
 import path from 'node:path';
-import { run, runJSON, background, runMain, sleep } from '../bench/lib/run.mjs';
-import { getJSON, waitFor } from '../bench/lib/http.mjs';
+import { run, runJSON, background, runMain, sleep } from './lib/run.mjs';
+import { getJSON, waitFor } from './lib/http.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 process.chdir(root);
