@@ -161,6 +161,18 @@ static const char *front_env(const struct front *f)
     return e;
 }
 
+/* Only the variable that points front f's script at the test's instance:
+ * enough to stop it. Its port is picked (test_port) right before the
+ * start, not before the loads: another tree's test server, walking up
+ * from its own preferred port, took it in between. */
+static const char *front_dir_env(const struct front *f)
+{
+    static char env[NFRONTS][1200];
+    char *e = env[f - fronts];
+    snprintf(e, sizeof env[0], "%s='%s/%s'", f->dir_var, dir, f->name);
+    return e;
+}
+
 /* Unchecked (runs once, in the runner): dataset, loads, poolers, both
  * fronts. Failures are kept in setup_error for the tests to report. */
 static void setup(void)
@@ -173,7 +185,7 @@ static void setup(void)
     char out[4096];
     /* A test instance left running by an interrupted run. */
     FOR_EACH_FRONT(f)
-        run_cmd(NULL, 0, "%s %s stop", front_env(f), f->script);
+        run_cmd(NULL, 0, "%s %s stop", front_dir_env(f), f->script);
     if (run_cmd(out, sizeof out, "{ rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 5 --truth %s -o %s"
                 " && cut -f3 %s | sort -u > %s; }", dir, dir, prog("gen"), ROWS, truth, csv, truth, keys)) {
         snprintf(setup_error, sizeof setup_error, "dataset: %s", out);
