@@ -17,7 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -35,7 +35,13 @@ Experiments (PART):
              c 1, 10, 100 next to nginx serving a file of the same size, the
              server's CPU per request and per thread, pgbench on the same
              PostgreSQL, isolation of one backend from another
-  php        Apache + mod_php next to the server, same lookups, same run
+  php        PHP next to the server, same lookups, same run: Apache +
+             mod_php and nginx + PHP-FPM (scripts/php-fpm), persistent and
+             per request, and PHP per request through pgbouncer and
+             pgpool-II (scripts/pooler) beside the server's strategies
+  poolsize   the pool-sizing curve: pooled req/s and p99 against the pool
+             size (1-64) at c 100 for pg, InnoDB and MyISAM, and the
+             server's default pool settings against the peak
   sql        sqlbench: the 2001 speed tests, separate vs single transaction,
              concurrent writers and the job queue, next to the file system
   as3ap      an AS3AP-style run over the postal data: single-user queries

@@ -100,6 +100,7 @@ START_TEST(quick_run_produces_every_table)
     for (int i = 0; i < 2; i++)
         ck_assert_msg(stat(recorded[i], &before[i]) == 0, "%s missing", recorded[i]);
     bool nginx_before = running("scripts/nginx"), apache_before = running("scripts/apache");
+    bool fpm_before = running("scripts/php-fpm"), poolers_before = running("scripts/pooler");
     /* The user's own server of this tree, serving on a port of its own
      * throughout: not the run's, so neither counted nor stopped by it. */
     int user_port = free_port(18380);
@@ -120,9 +121,11 @@ START_TEST(quick_run_produces_every_table)
     /* Whatever the run started is stopped again. */
     ck_assert_msg(nginx_before || !running("scripts/nginx"), "the quick run left nginx running");
     ck_assert_msg(apache_before || !running("scripts/apache"), "the quick run left Apache running");
+    ck_assert_msg(fpm_before || !running("scripts/php-fpm"), "the quick run left PHP-FPM running");
+    ck_assert_msg(poolers_before || !running("scripts/pooler"), "the quick run left a pooler running");
     ck_assert_int_eq(our_processes("bin/server", mark), 0);
-    static const char *const parts[] = { "calibrate", "load", "bulk", "server", "php", "sql", "as3ap",
-                                         "loadgen" };
+    static const char *const parts[] = { "calibrate", "load", "bulk", "server", "php", "poolsize", "sql",
+                                         "as3ap", "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];
         snprintf(rest, sizeof rest, "bench/quick/RESULTS-%s.md", parts[i]);
@@ -132,7 +135,9 @@ START_TEST(quick_run_produces_every_table)
     ck_assert_int_gt(numeric_rows(build_path("bench/quick/RESULTS.md")), 20);
     struct stat st;
     ck_assert_msg(stat(build_path("bench/quick/plots/lookups.svg"), &st) == 0 &&
-                  stat(build_path("bench/quick/plots/load.svg"), &st) == 0, "no quick plots");
+                  stat(build_path("bench/quick/plots/load.svg"), &st) == 0 &&
+                  stat(build_path("bench/quick/plots/php.svg"), &st) == 0 &&
+                  stat(build_path("bench/quick/plots/poolsize.svg"), &st) == 0, "no quick plots");
     for (int i = 0; i < 2; i++) {
         ck_assert_msg(stat(recorded[i], &after) == 0, "%s gone", recorded[i]);
         ck_assert_msg(after.st_mtim.tv_sec == before[i].st_mtim.tv_sec &&

@@ -1,7 +1,11 @@
-/* The Apache + mod_php stack of the comparison (scripts/apache, scripts/apache.d/zip.php)
- * end to end: a generated set loaded into the four backends' test tables,
- * an Apache instance of the test's own on another port pointed at them, and
- * zip.php's answers compared byte for byte with the JSON the file implies. */
+/* The PHP fronts of the comparison end to end, both serving the one page
+ * scripts/apache.d/zip.php: Apache + mod_php (scripts/apache) and nginx +
+ * PHP-FPM (scripts/php-fpm). A generated set loaded into the four backends'
+ * test tables, an instance of each front of the test's own on its own port
+ * pointed at them, and zip.php's answers through each compared byte for
+ * byte with the JSON the file implies (the C server's; test_server checks
+ * that one against the same truth); pg also per request through pgbouncer
+ * and pgpool-II (scripts/pooler, started here when it is not running). */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -16,22 +20,34 @@
 #include "helpers.h"
 
 #define ROWS 300
-#define PORT test_port(18091)   /* the test's own Apache */
+/* A PHP front: its lifecycle script, the variables that give the test's
+ * instance its own directory and port, and that port. */
+struct front {
+    const char *name, *script, *dir_var, *port_var;
+    int preferred_port;
+};
+static const struct front fronts[] = {
+    { "apache", "scripts/apache", "ZB_APACHE_DIR", "ZB_APACHE_PORT", 18091 },
+    { "php-fpm", "scripts/php-fpm", "ZB_FPM_DIR", "ZB_FPM_PORT", 18092 },
+};
+#define NFRONTS (sizeof fronts / sizeof fronts[0])
+#define FOR_EACH_FRONT(f) for (const struct front *f = fronts; f < fronts + NFRONTS; f++)
+static bool started_poolers;   /* the fixture started them: it stops them */
 
 static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
-static char dir[1024], csv[1100], truth[1100], keys[1100], sqlite_path[1100], env[6000];
+static char dir[1024], csv[1100], truth[1100], keys[1100], sqlite_path[1100];
 static char setup_error[8192];   /* set by the unchecked setup, asserted by the tests */
 
-/* GET path on the test's Apache; returns the status (-1 on a socket error),
- * the body in body. */
-static int http_get(const char *path, char *body, size_t len)
+/* GET path on front f; returns the status (-1 on a socket error), the body
+ * in body. */
+static int http_get(const struct front *f, const char *path, char *body, size_t len)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
     struct timeval tv = { .tv_sec = 10 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)test_port(f->preferred_port)) };
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
         close(fd);
@@ -131,13 +147,34 @@ static void pick_codes(void)
     }
 }
 
-static const char *apache_env(void)
+/* The variables that point front f's script at the test's instance and tables. */
+static const char *front_env(const struct front *f)
 {
-    return env;
+    static char env[NFRONTS][6000];
+    char *e = env[f - fronts];
+    snprintf(e, sizeof env[0],
+             "ZB_CONF='%s' %s='%s/%s' %s=%d ZB_APACHE_WORKERS=8 ZB_FPM_CHILDREN=4 "
+             "ZB_SQLITE_PATH='%s' ZB_PG_TABLE=zt_php ZB_INNODB_TABLE=zt_php_innodb "
+             "ZB_MYISAM_TABLE=zt_php_myisam ZB_KEYS='%s'",
+             conf_path(), f->dir_var, dir, f->name, f->port_var, test_port(f->preferred_port),
+             sqlite_path, keys);
+    return e;
 }
 
-/* Unchecked (runs once, in the runner): dataset, loads, Apache. Failures
- * are kept in setup_error for the tests to report. */
+/* Only the variable that points front f's script at the test's instance:
+ * enough to stop it. Its port is picked (test_port) right before the
+ * start, not before the loads: another tree's test server, walking up
+ * from its own preferred port, took it in between. */
+static const char *front_dir_env(const struct front *f)
+{
+    static char env[NFRONTS][1200];
+    char *e = env[f - fronts];
+    snprintf(e, sizeof env[0], "%s='%s/%s'", f->dir_var, dir, f->name);
+    return e;
+}
+
+/* Unchecked (runs once, in the runner): dataset, loads, poolers, both
+ * fronts. Failures are kept in setup_error for the tests to report. */
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/php"));
@@ -145,14 +182,10 @@ static void setup(void)
     snprintf(truth, sizeof truth, "%s/g.tsv", dir);
     snprintf(keys, sizeof keys, "%s/g.keys", dir);
     snprintf(sqlite_path, sizeof sqlite_path, "%s/php.sqlite", dir);
-    snprintf(env, sizeof env,
-             "ZB_CONF='%s' ZB_APACHE_DIR='%s/apache' ZB_APACHE_PORT=%d ZB_APACHE_WORKERS=8 "
-             "ZB_SQLITE_PATH='%s' ZB_PG_TABLE=zt_php ZB_INNODB_TABLE=zt_php_innodb "
-             "ZB_MYISAM_TABLE=zt_php_myisam ZB_KEYS='%s'",
-             conf_path(), dir, PORT, sqlite_path, keys);
     char out[4096];
     /* A test instance left running by an interrupted run. */
-    run_cmd(NULL, 0, "%s scripts/apache stop", apache_env());
+    FOR_EACH_FRONT(f)
+        run_cmd(NULL, 0, "%s %s stop", front_dir_env(f), f->script);
     if (run_cmd(out, sizeof out, "{ rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 5 --truth %s -o %s"
                 " && cut -f3 %s | sort -u > %s; }", dir, dir, prog("gen"), ROWS, truth, csv, truth, keys)) {
         snprintf(setup_error, sizeof setup_error, "dataset: %s", out);
@@ -170,35 +203,100 @@ static void setup(void)
         }
     }
     pick_codes();
-    if (run_cmd(out, sizeof out, "%s scripts/apache start", apache_env()))
-        snprintf(setup_error, sizeof setup_error, "scripts/apache start: %s", out);
+    /* pgpool-II serves one client per child: 24 start faster than 128. */
+    if (run_cmd(NULL, 0, "scripts/pooler status > /dev/null 2>&1") != 0) {
+        started_poolers = true;
+        if (run_cmd(out, sizeof out, "ZB_PGPOOL_CHILDREN=24 scripts/pooler start")) {
+            snprintf(setup_error, sizeof setup_error, "scripts/pooler start: %s", out);
+            return;
+        }
+    }
+    FOR_EACH_FRONT(f)
+        if (run_cmd(out, sizeof out, "%s %s start", front_env(f), f->script)) {
+            snprintf(setup_error, sizeof setup_error, "%s start: %s", f->script, out);
+            return;
+        }
 }
 
 static void teardown(void)
 {
-    run_cmd(NULL, 0, "%s scripts/apache stop", apache_env());
+    FOR_EACH_FRONT(f)
+        run_cmd(NULL, 0, "%s %s stop", front_env(f), f->script);
+    if (started_poolers)
+        run_cmd(NULL, 0, "scripts/pooler stop > /dev/null 2>&1");
 }
 
 #define SETUP_OK() ck_assert_msg(!setup_error[0], "%s", setup_error)
+
+/* The body zip.php must give for the k-th checked code on backend b. */
+static void want_body(char *expect, size_t len, const char *b, int k)
+{
+    snprintf(expect, len, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}\n", b, codes[k % NCHECK],
+             want[k % NCHECK]);
+}
 
 START_TEST(known_codes_give_the_rows_of_the_file)
 {
     SETUP_OK();
     ck_assert_msg(codes[NCHECK - 1][0], "too few single-row codes in %s", truth);
+    FOR_EACH_FRONT(f)
     for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
         for (int persistent = 1; persistent >= 0; persistent--) {
-            /* Twice each: a persistent connection is reused the second time. */
+            /* Twice each: a persistent connection is reused the second time
+             * (FPM: 4 children, so some child is asked twice). */
             for (int k = 0; k < NCHECK * 2; k++) {
                 char path[256], body[1 << 16], expect[8192];
                 snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d",
                          backends[bi], codes[k % NCHECK], persistent);
-                int st = http_get(path, body, sizeof body);
-                snprintf(expect, sizeof expect, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}\n",
-                         backends[bi], codes[k % NCHECK], want[k % NCHECK]);
-                ck_assert_msg(st == 200, "%s: status %d: %s", path, st, body);
-                ck_assert_msg(!strcmp(body, expect), "%s:\n got  %s\n want %s", path, body, expect);
+                int st = http_get(f, path, body, sizeof body);
+                want_body(expect, sizeof expect, backends[bi], k);
+                ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
+                ck_assert_msg(!strcmp(body, expect), "%s %s:\n got  %s\n want %s", f->name, path, body, expect);
             }
         }
+    }
+}
+END_TEST
+
+/* pg through either pooler (via=), per request and persistent: the same
+ * bytes as direct. */
+START_TEST(pg_through_either_pooler_gives_the_same_rows)
+{
+    SETUP_OK();
+    static const char *const vias[] = { "pgbouncer", "pgpool" };
+    FOR_EACH_FRONT(f)
+    for (size_t v = 0; v < sizeof vias / sizeof vias[0]; v++) {
+        for (int persistent = 1; persistent >= 0; persistent--) {
+            for (int k = 0; k < NCHECK * 2; k++) {
+                char path[256], body[1 << 16], expect[8192];
+                snprintf(path, sizeof path, "/zip.php?backend=pg&code=%s&persistent=%d&via=%s",
+                         codes[k % NCHECK], persistent, vias[v]);
+                int st = http_get(f, path, body, sizeof body);
+                want_body(expect, sizeof expect, "pg", k);
+                ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
+                ck_assert_msg(!strcmp(body, expect), "%s %s:\n got  %s\n want %s", f->name, path, body, expect);
+            }
+        }
+    }
+}
+END_TEST
+
+/* via names a configured target, nothing else: an unknown one, a host, or
+ * a pooler for another backend than pg is 400, and nothing is connected to. */
+START_TEST(via_takes_only_a_configured_target)
+{
+    SETUP_OK();
+    static const char *const bad[] = { "backend=pg&via=127.0.0.1", "backend=pg&via=pgbouncer%00",
+                                       "backend=pg&via=", "backend=innodb&via=pgbouncer",
+                                       "backend=sqlite&via=pgpool" };
+    FOR_EACH_FRONT(f)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[256], body[1 << 16];
+        snprintf(path, sizeof path, "/zip.php?%s&code=%s", bad[i], codes[0]);
+        int st = http_get(f, path, body, sizeof body);
+        ck_assert_msg(st == 400, "%s %s: status %d: %s", f->name, path, st, body);
+        ck_assert_msg(strstr(body, "\"error\":\"via must be direct, pgbouncer or pgpool (pg only)\""),
+                      "%s %s: %s", f->name, path, body);
     }
 }
 END_TEST
@@ -207,14 +305,15 @@ START_TEST(a_shared_code_gives_every_row)
 {
     SETUP_OK();
     ck_assert_msg(multi_rows > 1, "no shared code in %s", truth);
+    FOR_EACH_FRONT(f)
     for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
         char path[256], body[1 << 16];
         snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s", backends[bi], multi_code);
-        ck_assert_int_eq(http_get(path, body, sizeof body), 200);
+        ck_assert_msg(http_get(f, path, body, sizeof body) == 200, "%s %s: %s", f->name, path, body);
         int n = 0;
         for (const char *p = body; (p = strstr(p, "\"jis_code\":")); p++)
             n++;
-        ck_assert_msg(n == multi_rows, "%s: %d rows, want %d: %s", path, n, multi_rows, body);
+        ck_assert_msg(n == multi_rows, "%s %s: %d rows, want %d: %s", f->name, path, n, multi_rows, body);
     }
 }
 END_TEST
@@ -223,48 +322,51 @@ START_TEST(unknown_code_404_bad_code_400)
 {
     SETUP_OK();
     static const char *const bad[] = { "123456", "12345678", "abcdefg", "", "1234567%0A", "%201234567" };
-    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
-        for (int persistent = 1; persistent >= 0; persistent--) {
-            char path[256], body[1 << 16], want_body[256];
-            snprintf(path, sizeof path, "/zip.php?backend=%s&code=0000001&persistent=%d",
-                     backends[bi], persistent);
-            ck_assert_int_eq(http_get(path, body, sizeof body), 404);
-            snprintf(want_body, sizeof want_body,
-                     "{\"backend\":\"%s\",\"code\":\"0000001\",\"error\":\"no such code\",\"status\":404}\n",
-                     backends[bi]);
-            ck_assert_str_eq(body, want_body);
-            for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d", backends[bi],
-                         bad[i], persistent);
-                int st = http_get(path, body, sizeof body);
-                ck_assert_msg(st == 400, "%s: status %d: %s", path, st, body);
-                ck_assert_msg(strstr(body, "\"error\":\"the code must be exactly 7 digits 0-9 (or 'random')\",\"status\":400}"), "%s: %s", path, body);
+    FOR_EACH_FRONT(f) {
+        for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+            for (int persistent = 1; persistent >= 0; persistent--) {
+                char path[256], body[1 << 16], want_body[256];
+                snprintf(path, sizeof path, "/zip.php?backend=%s&code=0000001&persistent=%d",
+                         backends[bi], persistent);
+                ck_assert_msg(http_get(f, path, body, sizeof body) == 404, "%s %s: %s", f->name, path, body);
+                snprintf(want_body, sizeof want_body,
+                         "{\"backend\":\"%s\",\"code\":\"0000001\",\"error\":\"no such code\",\"status\":404}\n",
+                         backends[bi]);
+                ck_assert_str_eq(body, want_body);
+                for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                    snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d", backends[bi],
+                             bad[i], persistent);
+                    int st = http_get(f, path, body, sizeof body);
+                    ck_assert_msg(st == 400, "%s %s: status %d: %s", f->name, path, st, body);
+                    ck_assert_msg(strstr(body, "\"error\":\"the code must be exactly 7 digits 0-9 (or 'random')\",\"status\":400}"), "%s %s: %s", f->name, path, body);
+                }
             }
         }
+        char body[1 << 16];
+        ck_assert_int_eq(http_get(f, "/zip.php?backend=nosuch&code=1000001", body, sizeof body), 404);
+        ck_assert_msg(strstr(body, "\"error\":"), "%s: %s", f->name, body);
     }
-    char body[1 << 16];
-    ck_assert_int_eq(http_get("/zip.php?backend=nosuch&code=1000001", body, sizeof body), 404);
-    ck_assert_msg(strstr(body, "\"error\":"), "%s", body);
 }
 END_TEST
 
 START_TEST(random_codes_come_from_the_key_file)
 {
     SETUP_OK();
+    FOR_EACH_FRONT(f)
     for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
         char path[256], body[1 << 16];
         snprintf(path, sizeof path, "/zip.php?backend=%s&code=random", backends[bi]);
         for (int i = 0; i < 20; i++) {
-            int st = http_get(path, body, sizeof body);
-            ck_assert_msg(st == 200, "%s: status %d: %s", path, st, body);
+            int st = http_get(f, path, body, sizeof body);
+            ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
             const char *c = strstr(body, "\"code\":\"");
             ck_assert_ptr_nonnull(c);
             char grep[2400];
             snprintf(grep, sizeof grep, "grep -qx '%.7s' %s", c + 8, keys);
-            ck_assert_msg(run_cmd(NULL, 0, "%s", grep) == 0, "%s: %.7s is not in %s", path, c + 8, keys);
+            ck_assert_msg(run_cmd(NULL, 0, "%s", grep) == 0, "%s %s: %.7s is not in %s", f->name, path, c + 8, keys);
         }
         snprintf(path, sizeof path, "/zip.php?backend=%s&code=random&miss=1", backends[bi]);
-        ck_assert_int_eq(http_get(path, body, sizeof body), 404);
+        ck_assert_int_eq(http_get(f, path, body, sizeof body), 404);
     }
 }
 END_TEST
@@ -273,14 +375,37 @@ START_TEST(stop_and_start_again)
 {
     SETUP_OK();
     char out[4096], body[1 << 16];
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s scripts/apache start", apache_env()), 0);
-    ck_assert_msg(strstr(out, "already running"), "%s", out);   /* idempotent */
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s scripts/apache stop", apache_env()), 0);
-    ck_assert_int_eq(http_get("/zip.php?backend=sqlite&code=1", body, sizeof body), -1);
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s scripts/apache status", apache_env()), 1);
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s scripts/apache stop", apache_env()), 0);
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s scripts/apache start", apache_env()), 0);
-    ck_assert_int_eq(http_get("/zip.php?backend=sqlite&code=1", body, sizeof body), 400);
+    FOR_EACH_FRONT(f) {
+        const char *env = front_env(f);
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s start", env, f->script), 0);
+        ck_assert_msg(strstr(out, "already running"), "%s: %s", f->name, out);   /* idempotent */
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s stop", env, f->script), 0);
+        ck_assert_int_eq(http_get(f, "/zip.php?backend=sqlite&code=1", body, sizeof body), -1);
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s status", env, f->script), 1);
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s stop", env, f->script), 0);
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s start", env, f->script), 0);
+        ck_assert_int_eq(http_get(f, "/zip.php?backend=sqlite&code=1", body, sizeof body), 400);
+    }
+}
+END_TEST
+
+/* PHP-FPM: the static children it prints are all there, and its password
+ * file copy and its config (MariaDB's password) are private. */
+START_TEST(fpm_children_are_static_and_secrets_private)
+{
+    SETUP_OK();
+    const struct front *f = &fronts[1];
+    char out[4096];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s %s status", front_env(f), f->script), 0);
+    ck_assert_msg(strstr(out, " 4 static children"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "pgrep -c -P \"$(cat '%s/php-fpm/run/php-fpm.pid')\"", dir), 0);
+    ck_assert_msg(atoi(out) == 4, "FPM children: %s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "stat -c %%a '%s/php-fpm/php-fpm.conf'", dir), 0);
+    ck_assert_str_eq(out, "600\n");
+    if (getuid() == 0) {
+        ck_assert_int_eq(run_cmd(out, sizeof out, "stat -c '%%a %%U' '%s/php-fpm/secrets/pgpass'", dir), 0);
+        ck_assert_str_eq(out, "600 www-data\n");
+    }
 }
 END_TEST
 
@@ -290,11 +415,14 @@ Suite *suite_php(void)
     TCase *t = tcase_create("php");
     tcase_add_unchecked_fixture(t, setup, teardown);
     tcase_add_test(t, known_codes_give_the_rows_of_the_file);
+    tcase_add_test(t, pg_through_either_pooler_gives_the_same_rows);
+    tcase_add_test(t, via_takes_only_a_configured_target);
     tcase_add_test(t, a_shared_code_gives_every_row);
     tcase_add_test(t, unknown_code_404_bad_code_400);
     tcase_add_test(t, random_codes_come_from_the_key_file);
     tcase_add_test(t, stop_and_start_again);
-    tcase_set_timeout(t, 120);
+    tcase_add_test(t, fpm_children_are_static_and_secrets_private);
+    tcase_set_timeout(t, 240);
     suite_add_tcase(s, t);
     return s;
 }

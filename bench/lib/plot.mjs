@@ -40,8 +40,9 @@ export function errorBar(summary) {
 
 // A clustered bar chart with each bar's 95% interval as an error bar:
 // groups [{label, bars: {series: summary|undefined}}], series names in
-// order. Writes DIR/data/NAME.dat and DIR/plots/NAME.{svg,png}.
-export function barPlot(dir, name, { title, ylabel, series, groups, log = false, width = 900, height = 480 }) {
+// order. Writes DIR/data/NAME.dat and DIR/plots/NAME.{svg,png}. bmargin:
+// lines below the plot for long group labels (gnuplot's own, else).
+export function barPlot(dir, name, { title, ylabel, series, groups, log = false, width = 900, height = 480, bmargin = null }) {
   const rows = groups.map(g => [JSON.stringify(g.label.replace(/"/g, "'")), ...series.flatMap(s => {
     const x = g.bars[s];
     return x && Number.isFinite(x.median) ? errorBar(x).map(v => v.toPrecision(6)) : ['NaN', 'NaN', 'NaN'];
@@ -59,5 +60,5 @@ set ylabel '${ylabel}'
 set grid ytics
 set key outside right
 set xtics rotate by -30
-plot ${cols.join(', \\\n     ')}`);
+${bmargin ? `set bmargin ${bmargin}\n` : ''}plot ${cols.join(', \\\n     ')}`);
 }

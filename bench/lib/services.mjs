@@ -74,3 +74,28 @@ export const apache = {
     await script(ctx, 'apache', ['stop']);
   },
 };
+
+// The project's nginx + PHP-FPM (scripts/php-fpm), the same page as
+// Apache's: {port, children}; stopped at cleanup whenever started here.
+export const phpFpm = {
+  async restart(ctx, env) {
+    if (!ctx.fpmCleanup) ctx.fpmCleanup = atCleanup(() => this.stop(ctx, env));
+    const r = await run(path.join(ctx.root, 'scripts/php-fpm'), ['restart'],
+                        { env, log: ctx.logFile, timeoutS: 300 });
+    if (r.code !== 0) throw new Error(`scripts/php-fpm restart failed: ${(r.stderr || r.stdout).trim()}`);
+    const port = r.stdout.match(/127\.0\.0\.1:(\d+)/), kids = r.stdout.match(/(\d+) static children/);
+    return { port: port ? Number(port[1]) : 0, children: kids ? Number(kids[1]) : 0 };
+  },
+  async stop(ctx, env) {
+    await run(path.join(ctx.root, 'scripts/php-fpm'), ['stop'], { env, log: ctx.logFile, timeoutS: 300 });
+  },
+};
+
+// The poolers (scripts/pooler: pgbouncer, pgpool-II) on loopback, started
+// if down (with env, e.g. ZB_PGPOOL_CHILDREN) and then stopped at the end.
+export async function poolers(ctx, env = {}) {
+  if ((await script(ctx, 'pooler', ['status'])).code === 0) return;
+  const r = await run(path.join(ctx.root, 'scripts/pooler'), ['start'], { env, log: ctx.logFile, timeoutS: 300 });
+  if (r.code !== 0) throw new Error(`scripts/pooler start failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+  atCleanup(() => script(ctx, 'pooler', ['stop']));
+}

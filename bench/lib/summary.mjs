@@ -45,19 +45,22 @@ export function answer(dataDir) {
     'random loaded keys, median [95% confidence interval of the median] (n: runs, where too few for an interval; ' +
     '`E`: some runs had errors, not counted). Client, server and database share the machine: read ratios, ' +
     'measured in the same run, before absolute figures.', ''];
+  // Experiment 3's keys: "STACK TOOL BACKEND PERSISTENT C", STACK apache
+  // (mod_php; "php" in data written before PHP-FPM was measured), fpm or
+  // zipbench.
+  const phpTool = Object.keys(php).some(k => / loadgen /.test(k)) ? 'loadgen' : 'ab';
+  const phpAt = (stack, b) => php[`${stack} ${phpTool} ${b} 1 10`] ?? (stack === 'apache' ? php[`php ${phpTool} ${b} 1 10`] : undefined);
   const rows = backends.map(b => {
     const s = best(b);
-    if (!s) return [LABEL[b], NOT, '', '', '', '', ''];
-    const nginx10 = server[`${tool} nginx - 10`];
-    const phpTool = Object.keys(php).some(k => k.startsWith('php loadgen ')) ? 'loadgen' : 'ab';
-    return [LABEL[b], s, ...LEVELS.map(c => fmtFigure(at(b, s, c))), ratio(at(b, s, 10), nginx10),
-            ratio(php[`zipbench ${phpTool} ${b} 1 10`], php[`php ${phpTool} ${b} 1 10`])];
+    const overPhp = [ratio(phpAt('zipbench', b), phpAt('apache', b)), ratio(phpAt('zipbench', b), phpAt('fpm', b))];
+    if (!s) return [LABEL[b], NOT, '', '', '', '', ...overPhp];
+    return [LABEL[b], s, ...LEVELS.map(c => fmtFigure(at(b, s, c))), ratio(at(b, s, 10), server[`${tool} nginx - 10`]), ...overPhp];
   });
-  lines.push('| backend | best strategy | c=1 | c=10 | c=100 | / nginx static, c=10 | / Apache+mod_php, c=10 |',
-             '|---|---|---:|---:|---:|---:|---:|', ...rows.map(r => `| ${r.join(' | ')} |`), '',
+  lines.push('| backend | best strategy | c=1 | c=10 | c=100 | / nginx static, c=10 | / Apache+mod_php, c=10 | / PHP-FPM, c=10 |',
+             '|---|---|---:|---:|---:|---:|---:|---:|', ...rows.map(r => `| ${r.join(' | ')} |`), '',
     '*/ nginx static*: the best strategy over nginx serving a file of the same size (experiment 2, same client, ' +
-    'same run). */ Apache+mod_php*: zipbench pooled over PHP with persistent connections, the same lookups ' +
-    '(experiment 3).', '');
+    'same run). */ Apache+mod_php*, */ PHP-FPM*: zipbench pooled over PHP with persistent connections behind ' +
+    'Apache (mod_php) and behind nginx (PHP-FPM), the same lookups, the ratio of the medians (experiment 3).', '');
   // The cost of a connection: pooled against a connection per request.
   const conn = backends.filter(b => b !== 'sqlite').map(b => {
     const pooled = at(b, 'pooled', 10), per = at(b, 'per-request', 10);

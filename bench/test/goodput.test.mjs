@@ -105,6 +105,22 @@ test('answer: from the data files; a missing line says so', () => {
   assert.match(text, /- SQLite: not measured in this run\./);      // no bulk data
 });
 
+test('answer: zipbench over Apache + mod_php and over PHP-FPM, from the php experiment\'s keys', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-answer-'));
+  const f = median => ({ n: 1, median, lo: null, hi: null, errors: { total: 0 } });
+  fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ 'loadgen pg pooled 10': f(10000) }));
+  fs.writeFileSync(path.join(dir, 'php.json'), JSON.stringify({
+    'zipbench loadgen pg 1 10': f(9000), 'apache loadgen pg 1 10': f(3000), 'fpm loadgen pg 1 10': f(4500),
+    'zipbench ab pg 1 10': f(1), 'apache ab pg 1 10': f(1) }));
+  const text = answer(dir).join('\n');
+  assert.match(text, /\| \/ Apache\+mod_php, c=10 \| \/ PHP-FPM, c=10 \|/);
+  assert.match(text, /\| PostgreSQL \| pooled \| .* \| 3\.00x \| 2\.00x \|$/m);
+  assert.match(text, /\| InnoDB \(MariaDB\) \| not measured in this run \|/);
+  // php measured without the server experiment: its ratios still shown
+  fs.rmSync(path.join(dir, 'server.json'));
+  assert.match(answer(dir).join('\n'), /\| PostgreSQL \| not measured in this run \|  \|  \|  \|  \| 3\.00x \| 2\.00x \|/);
+});
+
 test('relPaths: no machine path in a results file', () => {
   const root = '/home/u/zipbench';
   assert.equal(relPaths('keys `/home/u/zipbench/build/ken_all.keys`', root), 'keys `build/ken_all.keys`');

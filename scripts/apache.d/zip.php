@@ -1,11 +1,14 @@
 <?php
 /*
- * zip.php: the 2008 kind of stack (Apache + mod_php, persistent connections)
+ * zip.php: PHP (Apache + mod_php, the 2008 kind of stack, and nginx +
+ * PHP-FPM, today's: scripts/apache, scripts/php-fpm serve this one page)
  * answering the same lookups as the zipbench C server, with the same JSON.
  *
  *   /zip.php?backend=pg&code=1000001        sqlite, pg, innodb or myisam
  *   /zip.php?backend=pg&code=random&miss=0.1
  *   &persistent=0                           connect per request (default 1)
+ *   &via=pgbouncer|pgpool                   pg only: through that pooler
+ *                                           (scripts/pooler), default direct
  *
  * 200 {"backend":..,"code":..,"rows":[{15 columns}]}; errors as the C server
  * writes them, {"backend":..,"code":..,"error":..,"status":N}: 404 when no row
@@ -13,22 +16,33 @@
  * 503 when the database cannot be reached.
  *
  * Connection parameters come from the environment that scripts/apache sets
- * with SetEnv (ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_PG_PASSFILE,
- * ZB_MYSQL_SOCKET, ZB_MYSQL_PASSWORD, ZB_*_TABLE, ZB_KEYS, ...), so tests
- * can point it at their own tables.
+ * with SetEnv and scripts/php-fpm with env[] (scripts/php-page.bash:
+ * ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_PG_PASSFILE, ZB_PGBOUNCER_HOST,
+ * ZB_PGBOUNCER_PORT, ZB_PGPOOL_HOST, ZB_PGPOOL_PORT, ZB_MYSQL_SOCKET,
+ * ZB_MYSQL_PASSWORD, ZB_*_TABLE, ZB_KEYS, ...), so tests can point it at
+ * their own tables. via= only picks one of the configured targets: no host
+ * or port is ever taken from the request. An unknown via, or via on
+ * another backend than pg, is 400.
  *
  * What each backend does per request, persistent / not:
  *   pg      pg_pconnect + pg_execute of a statement prepared once per
  *           connection (it outlives the request with the connection; the
  *           first execute on a new connection fails, prepares, retries) /
  *           pg_connect + pg_query_params (one round trip: parse, bind and
- *           execute of the unnamed statement in one message).
+ *           execute of the unnamed statement in one message). Through a
+ *           pooler always the latter's unnamed statement (pgbouncer's
+ *           transaction pooling hands each transaction any server
+ *           connection, where a named statement may not exist), with
+ *           scram-sha-256 over TCP, as the poolers ask (scripts/pooler).
  *   sqlite  PDO with ATTR_PERSISTENT true / false, opened read-only; the
  *           statement is prepared per request (in-process, no round trip).
- *   innodb, myisam  PDO mysql with ATTR_PERSISTENT true / false over the
- *           unix socket, native server-side prepares (EMULATE_PREPARES off):
- *           PDO cannot keep a statement across requests, so each request
- *           prepares, executes and closes it: two round trips.
+ *   innodb, myisam  mysqli over the unix socket, persistent with the "p:"
+ *           host prefix / a new connection; utf8mb4 asked for in the
+ *           handshake (no SET NAMES round trip). A statement dies with its
+ *           request, so each request prepares, executes and closes it (two
+ *           round trips); a reused persistent connection is also reset
+ *           first (mysqlnd's change_user on every p: reuse, as Debian
+ *           builds it: one more round trip, and what PHP sites get).
  *
  * code=random: PHP under mod_php keeps nothing of its own between requests
  * (no APCu here; statics die with the request), so a key list loaded into
@@ -103,17 +117,30 @@ function zb_random_key(float $miss): ?string
 }
 
 /* Rows of one code as lists of strings/ints, in column order. */
-function zb_lookup(string $backend, string $code, bool $persistent): array
+/* The pg targets via= may name: [host, port] from the environment. */
+function zb_pg_target(string $via): array
+{
+    switch ($via) {
+    case 'pgbouncer':
+        return [zb_env('ZB_PGBOUNCER_HOST', '127.0.0.1'), zb_env('ZB_PGBOUNCER_PORT', '16432')];
+    case 'pgpool':
+        return [zb_env('ZB_PGPOOL_HOST', '127.0.0.1'), zb_env('ZB_PGPOOL_PORT', '19999')];
+    default:
+        return [zb_env('ZB_PG_SOCKET', '/var/run/postgresql'), zb_env('ZB_PG_PORT', '5432')];
+    }
+}
+
+function zb_lookup(string $backend, string $code, bool $persistent, string $via): array
 {
     $table = zb_table($backend);
     switch ($backend) {
     case 'pg':
         /* The password from libpq's passfile, which scripts/apache copies for us. */
+        [$host, $port] = zb_pg_target($via);
         $conn = sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
-            zb_env('ZB_PG_SOCKET', '/var/run/postgresql'), zb_env('ZB_PG_PORT', '5432'),
-            zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
+            $host, $port, zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
             addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
-        if ($persistent) {
+        if ($persistent && $via === 'direct') {
             $db = @pg_pconnect($conn);
             if ($db === false)
                 throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
@@ -125,7 +152,7 @@ function zb_lookup(string $backend, string $code, bool $persistent): array
                 $res = @pg_execute($db, $name, [$code]);
             }
         } else {
-            $db = @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
+            $db = $persistent ? @pg_pconnect($conn) : @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
             if ($db === false)
                 throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
             $res = @pg_query_params($db, zb_sql($table, '$1'), [$code]);
@@ -145,15 +172,21 @@ function zb_lookup(string $backend, string $code, bool $persistent): array
         break;
     case 'innodb':
     case 'myisam':
-        $pdo = new PDO(sprintf('mysql:unix_socket=%s;dbname=%s;charset=utf8mb4',
-                zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'),
-                zb_env('ZB_MYSQL_DATABASE', 'zipbench')),
-            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''), [
-            PDO::ATTR_PERSISTENT => $persistent,
-            PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
-            PDO::ATTR_EMULATE_PREPARES => false,
-        ]);
-        break;
+        mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+        $my = mysqli_init();
+        $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
+        $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
+        $my->real_connect(($persistent ? 'p:' : '') . 'localhost', zb_env('ZB_MYSQL_USER', 'zipbench'),
+            zb_env('ZB_MYSQL_PASSWORD', ''), zb_env('ZB_MYSQL_DATABASE', 'zipbench'), 0,
+            zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'));
+        $st = $my->prepare(zb_sql($table, '?'));
+        $st->bind_param('s', $code);
+        $st->execute();
+        $rows = $st->get_result()->fetch_all(MYSQLI_NUM);
+        $st->close();
+        if (!$persistent)
+            $my->close();
+        return $rows;
     default:
         throw new DomainException('unknown backend');
     }
@@ -168,9 +201,15 @@ function zb_lookup(string $backend, string $code, bool $persistent): array
 $backend = (string)($_GET['backend'] ?? '');
 $code = (string)($_GET['code'] ?? '');
 $persistent = ($_GET['persistent'] ?? '1') !== '0';
+$via = (string)($_GET['via'] ?? 'direct');
 
 if (!in_array($backend, ['sqlite', 'pg', 'innodb', 'myisam'], true)) {
     zb_reply(404, ['error' => 'no such backend', 'status' => 404]);
+    return;
+}
+if (!in_array($via, ['direct', 'pgbouncer', 'pgpool'], true) || ($via !== 'direct' && $backend !== 'pg')) {
+    zb_reply(400, ['backend' => $backend, 'error' => 'via must be direct, pgbouncer or pgpool (pg only)',
+                   'status' => 400]);
     return;
 }
 if ($code === 'random') {
@@ -187,7 +226,7 @@ if ($code === 'random') {
 }
 
 try {
-    $rows = zb_lookup($backend, $code, $persistent);
+    $rows = zb_lookup($backend, $code, $persistent, $via);
 } catch (Throwable $e) {
     error_log("zip.php: $backend: " . $e->getMessage());
     zb_reply(503, ['backend' => $backend, 'code' => $code, 'error' => 'database unavailable',

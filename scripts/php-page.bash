@@ -1,0 +1,127 @@
+# Sourced by scripts/apache and scripts/php-fpm (not run): what both PHP
+# fronts share about the one page they serve, scripts/apache.d/zip.php.
+#
+#   php_page_prepare ME RUNDIR   ME names the caller in messages; RUNDIR is
+#                                its state directory (secrets go under it)
+#   php_page_env                 the page's environment, one NAME<TAB>VALUE
+#                                a line, for SetEnv or FPM's env[]
+#
+# php_page_prepare sets docroot and the page's paths from the zipbench
+# config ($conf: sqlite path, pg socket/port/user/database, the MariaDB
+# socket, table names, the poolers' host and port); these variables, if
+# set, override it: ZB_SQLITE_PATH ZB_SQLITE_TABLE ZB_PG_SOCKET ZB_PG_PORT
+# ZB_PG_USER ZB_PG_DATABASE ZB_PG_TABLE ZB_MYSQL_SOCKET ZB_MYSQL_USER
+# ZB_MYSQL_DATABASE ZB_INNODB_TABLE ZB_MYISAM_TABLE ZB_KEYS. As root the
+# page runs as www-data: it gets a copy of pgpass of its own (mode 0600,
+# owned by www-data), and when www-data cannot reach the tree, a copy of
+# the page, the SQLite file and the key file in a world-readable directory
+# under /var/tmp. The MariaDB password is read from the config's
+# password_file for the caller to hand over in a file only root reads.
+# Expects $root, $data and $conf; dies through the caller's die().
+
+# ini KEY SECTION: the value of KEY in [SECTION] of the zipbench config,
+# with ${NAME:-DEFAULT} taken from the environment as lib/conf.c does.
+ini() {
+    awk -v want="$2" -v key="$1" '
+        /^[ \t]*\[/ { s = $0; gsub(/^[ \t]*\[|\][ \t]*$/, "", s); gsub(/[ \t]+/, " ", s); next }
+        s == want {
+            line = $0; sub(/[ \t]+;.*$/, "", line)
+            if (match(line, "^[ \t]*" key "[ \t]*=")) {
+                v = substr(line, RLENGTH + 1); gsub(/^[ \t]+|[ \t]+$/, "", v)
+                while (match(v, /\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}/)) {
+                    ref = substr(v, RSTART + 2, RLENGTH - 3); name = ref; def = ""
+                    if (i = index(ref, ":-")) { name = substr(ref, 1, i - 1); def = substr(ref, i + 2) }
+                    val = (name in ENVIRON && ENVIRON[name] != "") ? ENVIRON[name] : def
+                    v = substr(v, 1, RSTART - 1) val substr(v, RSTART + RLENGTH)
+                }
+                print v; exit
+            }
+        }' "$conf"
+}
+# abs PATH: relative paths in the config are relative to the repository.
+abs() { case $1 in /*|'') printf '%s' "$1" ;; *) printf '%s/%s' "$root" "$1" ;; esac; }
+
+php_page_prepare() {
+    local me=$1 rundir=$2 secrets
+    docroot=$root/scripts/apache.d
+    keys=$(abs "${ZB_KEYS:-$data/ken_all.keys}")
+    sqlite=$(abs "${ZB_SQLITE_PATH:-$(ini path 'backend sqlite')}")
+    pgsock=$(abs "${ZB_PG_SOCKET:-$(ini socket 'backend pg')}")
+    mysock=$(abs "${ZB_MYSQL_SOCKET:-$(ini socket 'backend innodb')}")
+    pgpass=$(abs "$(ini password_file 'backend pg')")
+    local mycreds
+    mycreds=$(abs "$(ini password_file 'backend innodb')")
+    mypw=""
+    if [ -n "$mycreds" ] && [ -f "$mycreds" ]; then
+        mypw=$(sed -n 's/^password *= *//p' "$mycreds" | head -1)
+    fi
+    [ "$(id -u)" = 0 ] || return 0
+    secrets=$rundir/secrets
+    # The page runs as www-data: it must reach the page, the SQLite file
+    # and the sockets (scripts/db makes those world-accessible). A clone
+    # under a private directory (say /root) is out of its reach: then it
+    # serves a copy of the page, the SQLite file and the key file from a
+    # world-readable directory, taken at this start (start again after
+    # reloading the data), and reaches the sockets by their real paths
+    # (scripts/db keeps its data under /var/tmp then).
+    if ! runuser -u www-data -- test -r "$docroot/zip.php"; then
+        local stage
+        stage=/var/tmp/zipbench-www-$(printf '%s' "$rundir" | md5sum | cut -c1-8)
+        rm -rf "$stage"
+        mkdir -p "$stage"
+        cp -r "$docroot" "$stage/www"
+        docroot=$stage/www
+        if [ -e "$sqlite" ] && ! runuser -u www-data -- test -r "$sqlite"; then
+            cp "$sqlite" "$stage/zipbench.sqlite"
+            sqlite=$stage/zipbench.sqlite
+        fi
+        if [ -e "$keys" ] && ! runuser -u www-data -- test -r "$keys"; then
+            cp "$keys" "$stage/keys"
+            keys=$stage/keys
+        fi
+        chmod -R a+rX "$stage"
+        pgsock=$(readlink -f "$pgsock")
+        mysock=$(readlink -f "$mysock")
+        secrets=$stage/secrets
+        echo "$me: www-data cannot reach $root: serving a copy from $stage" >&2
+    fi
+    mkdir -p "$secrets"
+    chown www-data: "$secrets"
+    chmod 0700 "$secrets"
+    if [ -f "$pgpass" ]; then
+        install -m 0600 -o www-data -g www-data "$pgpass" "$secrets/pgpass"
+        pgpass=$secrets/pgpass
+    fi
+    local f
+    for f in "$docroot/zip.php" "$sqlite" "$pgsock" "$mysock" "$pgpass"; do
+        if [ -e "$f" ] && ! runuser -u www-data -- test -r "$f"; then
+            die "www-data (the PHP page's user) cannot read $f: every directory above it needs o+x (chmod o+x), the file o+r"
+        fi
+    done
+}
+
+# The poolers (scripts/pooler) are the page's pg targets pgbouncer and
+# pgpool: their host and port from the config's pg_bouncer and pg_pool
+# sections, which follow ZB_PGBOUNCER_PORT and ZB_PGPOOL_PORT.
+php_page_env() {
+    printf '%s\t%s\n' \
+        ZB_SQLITE_PATH "$sqlite" \
+        ZB_SQLITE_TABLE "${ZB_SQLITE_TABLE:-$(ini table 'backend sqlite')}" \
+        ZB_PG_SOCKET "$pgsock" \
+        ZB_PG_PORT "${ZB_PG_PORT:-$(ini port 'backend pg')}" \
+        ZB_PG_USER "${ZB_PG_USER:-$(ini user 'backend pg')}" \
+        ZB_PG_DATABASE "${ZB_PG_DATABASE:-$(ini database 'backend pg')}" \
+        ZB_PG_PASSFILE "$pgpass" \
+        ZB_PG_TABLE "${ZB_PG_TABLE:-$(ini table 'backend pg')}" \
+        ZB_PGBOUNCER_HOST "$(ini host 'backend pg_bouncer')" \
+        ZB_PGBOUNCER_PORT "$(ini port 'backend pg_bouncer')" \
+        ZB_PGPOOL_HOST "$(ini host 'backend pg_pool')" \
+        ZB_PGPOOL_PORT "$(ini port 'backend pg_pool')" \
+        ZB_MYSQL_SOCKET "$mysock" \
+        ZB_MYSQL_USER "${ZB_MYSQL_USER:-$(ini user 'backend innodb')}" \
+        ZB_MYSQL_DATABASE "${ZB_MYSQL_DATABASE:-$(ini database 'backend innodb')}" \
+        ZB_MYSQL_PASSWORD "$mypw" \
+        ZB_INNODB_TABLE "${ZB_INNODB_TABLE:-$(ini table 'backend innodb')}" \
+        ZB_MYISAM_TABLE "${ZB_MYISAM_TABLE:-$(ini table 'backend myisam')}" \
+        ZB_KEYS "$keys"
+}
