@@ -278,3 +278,27 @@ struct ab_report ab_report(const char *text)
                &a.receive, &a.length, &a.exceptions);
     return a;
 }
+
+TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
+                 const TTest *const *tests)
+{
+    TCase *tc = tcase_create(name);
+    if (setup || teardown)
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    if (timeout_s > 0)
+        tcase_set_timeout(tc, timeout_s);
+    return tc;
+}
+
+Suite *suite_of(const char *name, TCase *first, ...)
+{
+    Suite *s = suite_create(name);
+    va_list ap;
+    va_start(ap, first);
+    for (TCase *tc = first; tc; tc = va_arg(ap, TCase *))
+        suite_add_tcase(s, tc);
+    va_end(ap);
+    return s;
+}

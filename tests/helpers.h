@@ -75,4 +75,23 @@ int free_port(int from);
  * tests, and they inherit it). */
 int test_port(int preferred);
 
+/* ---- Check suites: every tests/test_NAME.c builds its suite with these ---- */
+#include <check.h>
+
+/* The tests of one case, in the order they run, as the NULL-terminated
+ * array test_case takes: TESTS(first, second, ...). Each name is what
+ * START_TEST defined (a const TTest *). */
+#define TESTS(...) ((const TTest *const[]){ __VA_ARGS__, NULL })
+/* A Check test case NAME holding tests (NULL-terminated, see TESTS) in
+ * order. setup and teardown (either may be NULL; both NULL: no fixture)
+ * run once around the whole case, in the runner (an unchecked fixture),
+ * so what setup starts is shared by the case's forked tests. timeout_s
+ * is each test's limit in seconds; 0 keeps Check's default
+ * (CK_DEFAULT_TIMEOUT). */
+TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
+                 const TTest *const *tests);
+/* A suite NAME of the cases given, in the order given; the list ends
+ * with NULL. */
+Suite *suite_of(const char *name, TCase *first, ...);
+
 #endif

@@ -385,15 +385,11 @@ END_TEST
 
 Suite *suite_dataset(void)
 {
-    Suite *s = suite_create("dataset");
-    TCase *t = tcase_create("served");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, cities_rows_as_in_the_file);
-    tcase_add_test(t, bad_and_missing_keys);
-    tcase_add_test(t, health_and_stats_list_every_pair);
-    tcase_add_test(t, loadgen_with_the_datasets_keys);
-    tcase_add_test(t, write_keys_refuses_a_key_with_a_newline);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("served", setup, teardown, 300, TESTS(
+        cities_rows_as_in_the_file,
+        bad_and_missing_keys,
+        health_and_stats_list_every_pair,
+        loadgen_with_the_datasets_keys,
+        write_keys_refuses_a_key_with_a_newline));
+    return suite_of("dataset", t, NULL);
 }

@@ -465,16 +465,12 @@ END_TEST
 
 Suite *suite_http(void)
 {
-    Suite *s = suite_create("http");
-    TCase *t = tcase_create("http");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, rfc9112_refusals_one_by_one);
-    tcase_add_test(t, text_keys_mean_the_same_everywhere);
-    tcase_add_test(t, slow_bodies_do_not_hold_slots);
-    tcase_add_test(t, max_connections_fits_the_fd_limit);
-    tcase_add_test(t, emfile_pauses_accepting);
-    tcase_add_test(t, answers_show_no_paths);
-    tcase_set_timeout(t, 120);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("http", setup, teardown, 120, TESTS(
+        rfc9112_refusals_one_by_one,
+        text_keys_mean_the_same_everywhere,
+        slow_bodies_do_not_hold_slots,
+        max_connections_fits_the_fd_limit,
+        emfile_pauses_accepting,
+        answers_show_no_paths));
+    return suite_of("http", t, NULL);
 }

@@ -265,20 +265,17 @@ END_TEST
 
 Suite *suite_kenall(void)
 {
-    Suite *s = suite_create("kenall");
-    TCase *t = tcase_create("reader");
-    tcase_add_test(t, utf8_crlf_and_lf);
-    tcase_add_test(t, quoted_commas_and_quotes);
-    tcase_add_test(t, split_records_merged_and_raw);
-    tcase_add_test(t, shift_jis_file);
-    tcase_add_test(t, errors_name_file_and_line);
-    tcase_add_test(t, auto_detection_names_the_bad_line);
-    tcase_add_test(t, complete_last_line_without_newline);
-    tcase_add_test(t, generated_utf8);
-    tcase_add_test(t, generated_sjis);
-    tcase_add_test(t, generator_is_deterministic);
-    tcase_add_test(t, real_dataset_matches_package);
-    tcase_set_timeout(t, 60);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reader", NULL, NULL, 60, TESTS(
+        utf8_crlf_and_lf,
+        quoted_commas_and_quotes,
+        split_records_merged_and_raw,
+        shift_jis_file,
+        errors_name_file_and_line,
+        auto_detection_names_the_bad_line,
+        complete_last_line_without_newline,
+        generated_utf8,
+        generated_sjis,
+        generator_is_deterministic,
+        real_dataset_matches_package));
+    return suite_of("kenall", t, NULL);
 }

@@ -851,22 +851,18 @@ END_TEST
 
 Suite *suite_reliability(void)
 {
-    Suite *s = suite_create("reliability");
-    TCase *t = tcase_create("reliability");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, percent_encoding);
-    tcase_add_test(t, nul_bytes_in_the_raw_request);
-    tcase_add_test(t, config_errors);
-    tcase_add_test(t, bad_dsn_starts_with_the_backend_down);
-    tcase_add_test(t, slow_clients);
-    tcase_add_test(t, slow_headers_are_cut);
-    tcase_add_test(t, ten_thousand_idle_connections);
-    tcase_add_test(t, mariadb_outage_under_load);
-    tcase_add_test(t, postgres_outage_under_load);
-    tcase_add_test(t, postgres_frozen_under_load);
-    tcase_add_test(t, mariadb_frozen_under_load);
-    tcase_add_test(t, loader_connection_cut_keeps_the_old_table);
-    tcase_set_timeout(t, 180);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reliability", setup, teardown, 180, TESTS(
+        percent_encoding,
+        nul_bytes_in_the_raw_request,
+        config_errors,
+        bad_dsn_starts_with_the_backend_down,
+        slow_clients,
+        slow_headers_are_cut,
+        ten_thousand_idle_connections,
+        mariadb_outage_under_load,
+        postgres_outage_under_load,
+        postgres_frozen_under_load,
+        mariadb_frozen_under_load,
+        loader_connection_cut_keeps_the_old_table));
+    return suite_of("reliability", t, NULL);
 }

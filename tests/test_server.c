@@ -1209,28 +1209,24 @@ END_TEST
 
 Suite *suite_server(void)
 {
-    Suite *s = suite_create("server");
-    TCase *t = tcase_create("server");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, known_codes_give_the_rows_of_the_file);
-    tcase_add_test(t, split_and_shared_codes);
-    tcase_add_test(t, unknown_404_bad_400);
-    tcase_add_test(t, methods_and_http);
-    tcase_add_test(t, strict_http);
-    tcase_add_test(t, health_and_stats);
-    tcase_add_test(t, random_keys_and_misses);
-    tcase_add_test(t, per_request_connections);
-    tcase_add_test(t, every_strategy_gives_the_same_rows);
-    tcase_add_test(t, connections_spread_over_the_loops);
-    tcase_add_test(t, pool_churn_under_load);
-    tcase_add_test(t, cli_exit_codes_and_clean_stop);
-    tcase_add_test(t, https);
-    tcase_add_test(t, pool_exhausted_503_after_acquire_timeout);
-    tcase_add_test(t, suspended_request_whose_client_leaves);
-    tcase_add_test(t, stop_with_requests_in_flight);
-    tcase_add_test(t, database_dies_with_lookups_in_its_pipeline);
-    tcase_add_test(t, postgres_outage_and_recovery);   /* last: it stops pg */
-    tcase_set_timeout(t, 180);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("server", setup, teardown, 180, TESTS(
+        known_codes_give_the_rows_of_the_file,
+        split_and_shared_codes,
+        unknown_404_bad_400,
+        methods_and_http,
+        strict_http,
+        health_and_stats,
+        random_keys_and_misses,
+        per_request_connections,
+        every_strategy_gives_the_same_rows,
+        connections_spread_over_the_loops,
+        pool_churn_under_load,
+        cli_exit_codes_and_clean_stop,
+        https,
+        pool_exhausted_503_after_acquire_timeout,
+        suspended_request_whose_client_leaves,
+        stop_with_requests_in_flight,
+        database_dies_with_lookups_in_its_pipeline,
+        postgres_outage_and_recovery)); /* last: it stops pg */
+    return suite_of("server", t, NULL);
 }

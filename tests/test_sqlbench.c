@@ -191,16 +191,13 @@ END_TEST
 
 Suite *suite_sqlbench(void)
 {
-    Suite *s = suite_create("sqlbench");
-    TCase *t = tcase_create("sqlbench");
-    tcase_add_test(t, usage_errors_exit_2);
-    tcase_add_test(t, tables_and_markdown);
-    tcase_add_test(t, time_cap_extrapolates);
-    tcase_add_test(t, all_quick_on_every_backend);
-    tcase_add_test(t, writers_on_the_file_system);
-    tcase_add_test(t, as3ap_single_and_multi_user);
-    tcase_add_test(t, calibrate_the_machine);
-    tcase_set_timeout(t, 300);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("sqlbench", NULL, NULL, 300, TESTS(
+        usage_errors_exit_2,
+        tables_and_markdown,
+        time_cap_extrapolates,
+        all_quick_on_every_backend,
+        writers_on_the_file_system,
+        as3ap_single_and_multi_user,
+        calibrate_the_machine));
+    return suite_of("sqlbench", t, NULL);
 }
