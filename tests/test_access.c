@@ -253,11 +253,8 @@ END_TEST
 Suite *suite_access(void)
 {
     TCase *t = test_case("access", setup, teardown, 660, TESTS(
-        another_os_user_cannot_log_in,
-        mariadb_root_has_no_tcp_login,
-        pg_zipbench_is_no_superuser,
-        mariadb_zipbench_has_no_file_or_super,
-        password_files_are_private,
-        no_password_in_readable_files));
+        another_os_user_cannot_log_in, mariadb_root_has_no_tcp_login,
+        pg_zipbench_is_no_superuser, mariadb_zipbench_has_no_file_or_super,
+        password_files_are_private, no_password_in_readable_files));
     return suite_of("access", t, NULL);
 }

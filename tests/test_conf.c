@@ -145,9 +145,7 @@ END_TEST
 Suite *suite_conf(void)
 {
     TCase *t = test_case("conf", NULL, NULL, 0, TESTS(
-        shipped_config_loads,
-        errors_name_file_line_and_key,
-        environment_variables_in_values,
+        shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
         long_lines_are_an_error));
     return suite_of("conf", t, NULL);
 }

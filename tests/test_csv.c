@@ -149,9 +149,7 @@ END_TEST
 Suite *suite_csv(void)
 {
     TCase *t = test_case("reader", NULL, NULL, 0, TESTS(
-        rfc4180_records,
-        delimiters_and_quotes_as_text,
-        encodings,
+        rfc4180_records, delimiters_and_quotes_as_text, encodings,
         errors_name_file_line_and_column));
     return suite_of("csv", t, NULL);
 }

@@ -386,10 +386,7 @@ END_TEST
 Suite *suite_dataset(void)
 {
     TCase *t = test_case("served", setup, teardown, 300, TESTS(
-        cities_rows_as_in_the_file,
-        bad_and_missing_keys,
-        health_and_stats_list_every_pair,
-        loadgen_with_the_datasets_keys,
-        write_keys_refuses_a_key_with_a_newline));
+        cities_rows_as_in_the_file, bad_and_missing_keys, health_and_stats_list_every_pair,
+        loadgen_with_the_datasets_keys, write_keys_refuses_a_key_with_a_newline));
     return suite_of("dataset", t, NULL);
 }

@@ -54,10 +54,6 @@ END_TEST
 Suite *suite_fuzz(void)
 {
     TCase *t = test_case("corpus", NULL, NULL, 60, TESTS(
-        kenall_corpus,
-        csv_corpus,
-        http_corpus,
-        resp_corpus,
-        hdrlog_corpus));
+        kenall_corpus, csv_corpus, http_corpus, resp_corpus, hdrlog_corpus));
     return suite_of("fuzz", t, NULL);
 }

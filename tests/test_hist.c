@@ -161,12 +161,7 @@ END_TEST
 Suite *suite_hist(void)
 {
     TCase *tc = test_case("core", NULL, NULL, 60, TESTS(
-        empty,
-        small_values_exact,
-        uniform_percentiles,
-        exponential_vs_sorted,
-        huge_values_clamped,
-        merge,
-        atomic_threads));
+        empty, small_values_exact, uniform_percentiles, exponential_vs_sorted,
+        huge_values_clamped, merge, atomic_threads));
     return suite_of("hist", tc, NULL);
 }

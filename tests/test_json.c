@@ -60,7 +60,6 @@ END_TEST
 Suite *suite_json(void)
 {
     TCase *tc = test_case("core", NULL, NULL, 0, TESTS(
-        escapes,
-        to_a_stream));
+        escapes, to_a_stream));
     return suite_of("json", tc, NULL);
 }

@@ -1024,25 +1024,15 @@ END_TEST
 Suite *suite_loader(void)
 {
     TCase *t = test_case("loader", NULL, NULL, 300, TESTS(
-        every_backend_every_mode,
-        index_after_and_sync_are_reported,
-        bad_row_fails_and_keeps_the_old_table,
-        killed_load_leaves_the_old_table,
-        empty_or_smaller_file_keeps_the_old_table,
-        raw_mode_loads_every_line,
-        mariadb_bulk_without_local_infile,
-        mariadb_never_truncates,
-        csv_dataset_every_backend_every_mode,
-        csv_dataset_bad_rows_keep_the_old_table,
-        cities_dataset_every_backend,
-        usage_errors_exit_2));
+        every_backend_every_mode, index_after_and_sync_are_reported,
+        bad_row_fails_and_keeps_the_old_table, killed_load_leaves_the_old_table,
+        empty_or_smaller_file_keeps_the_old_table, raw_mode_loads_every_line,
+        mariadb_bulk_without_local_infile, mariadb_never_truncates,
+        csv_dataset_every_backend_every_mode, csv_dataset_bad_rows_keep_the_old_table,
+        cities_dataset_every_backend, usage_errors_exit_2));
     /* What nothing may lose: loads at once, long names, a global setting. */
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
-        concurrent_loads_take_turns,
-        load_waits_for_the_lock,
-        long_table_name_changes_nothing,
-        sync_off_is_put_back,
-        encoding_is_detected_or_refused,
-        database_errors_show_the_cause));
+        concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
+        sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause));
     return suite_of("loader", t, safety, NULL);
 }

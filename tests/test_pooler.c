@@ -266,10 +266,7 @@ END_TEST
 Suite *suite_pooler(void)
 {
     TCase *t = test_case("pooler", setup, teardown, 120, TESTS(
-        lookups_through_both_poolers,
-        only_zipbench_with_its_password,
-        a_pooler_that_stops,
-        named_statements_do_not_pass_pgbouncer,
-        a_host_that_refuses_is_skipped));
+        lookups_through_both_poolers, only_zipbench_with_its_password, a_pooler_that_stops,
+        named_statements_do_not_pass_pgbouncer, a_host_that_refuses_is_skipped));
     return suite_of("pooler", t, NULL);
 }

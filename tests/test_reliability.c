@@ -852,17 +852,10 @@ END_TEST
 Suite *suite_reliability(void)
 {
     TCase *t = test_case("reliability", setup, teardown, 180, TESTS(
-        percent_encoding,
-        nul_bytes_in_the_raw_request,
-        config_errors,
-        bad_dsn_starts_with_the_backend_down,
-        slow_clients,
-        slow_headers_are_cut,
-        ten_thousand_idle_connections,
-        mariadb_outage_under_load,
-        postgres_outage_under_load,
-        postgres_frozen_under_load,
-        mariadb_frozen_under_load,
+        percent_encoding, nul_bytes_in_the_raw_request, config_errors,
+        bad_dsn_starts_with_the_backend_down, slow_clients, slow_headers_are_cut,
+        ten_thousand_idle_connections, mariadb_outage_under_load, postgres_outage_under_load,
+        postgres_frozen_under_load, mariadb_frozen_under_load,
         loader_connection_cut_keeps_the_old_table));
     return suite_of("reliability", t, NULL);
 }

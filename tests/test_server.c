@@ -1210,23 +1210,12 @@ END_TEST
 Suite *suite_server(void)
 {
     TCase *t = test_case("server", setup, teardown, 180, TESTS(
-        known_codes_give_the_rows_of_the_file,
-        split_and_shared_codes,
-        unknown_404_bad_400,
-        methods_and_http,
-        strict_http,
-        health_and_stats,
-        random_keys_and_misses,
-        per_request_connections,
-        every_strategy_gives_the_same_rows,
-        connections_spread_over_the_loops,
-        pool_churn_under_load,
-        cli_exit_codes_and_clean_stop,
-        https,
-        pool_exhausted_503_after_acquire_timeout,
-        suspended_request_whose_client_leaves,
-        stop_with_requests_in_flight,
-        database_dies_with_lookups_in_its_pipeline,
+        known_codes_give_the_rows_of_the_file, split_and_shared_codes, unknown_404_bad_400,
+        methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
+        per_request_connections, every_strategy_gives_the_same_rows,
+        connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
+        https, pool_exhausted_503_after_acquire_timeout, suspended_request_whose_client_leaves,
+        stop_with_requests_in_flight, database_dies_with_lookups_in_its_pipeline,
         postgres_outage_and_recovery)); /* last: it stops pg */
     return suite_of("server", t, NULL);
 }

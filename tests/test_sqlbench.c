@@ -192,12 +192,8 @@ END_TEST
 Suite *suite_sqlbench(void)
 {
     TCase *t = test_case("sqlbench", NULL, NULL, 300, TESTS(
-        usage_errors_exit_2,
-        tables_and_markdown,
-        time_cap_extrapolates,
-        all_quick_on_every_backend,
-        writers_on_the_file_system,
-        as3ap_single_and_multi_user,
+        usage_errors_exit_2, tables_and_markdown, time_cap_extrapolates,
+        all_quick_on_every_backend, writers_on_the_file_system, as3ap_single_and_multi_user,
         calibrate_the_machine));
     return suite_of("sqlbench", t, NULL);
 }
