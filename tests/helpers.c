@@ -62,10 +62,7 @@ const char *test_dir(const char *name)
 int run_cmd(char *out, size_t outlen, const char *fmt, ...)
 {
     char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(cmd, fmt);
     strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -190,6 +187,30 @@ int term_server(pid_t pid)
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     return -1;
+}
+
+pid_t fixture_server(const char *conf, int port, const char *log, const char *args, char *why,
+                     size_t whylen)
+{
+    pid_t pid = spawn_server(conf, port, log, args);
+    if (pid <= 0 || !await_server(pid, port)) {
+        char out[4096];
+        run_cmd(out, sizeof out, "cat '%s'", log);
+        snprintf(why, whylen, "server did not start: %s", out);
+    }
+    return pid;
+}
+
+int fresh_generated_set(const char *dir, const char *csv, int rows, int seed, char *why,
+                        size_t whylen)
+{
+    char out[4096];
+    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed %d -o %s",
+                dir, dir, prog("gen"), rows, seed, csv)) {
+        snprintf(why, whylen, "gen: %s", out);
+        return -1;
+    }
+    return 0;
 }
 
 int env_port(const char *var, int fallback)

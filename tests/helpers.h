@@ -3,8 +3,21 @@
 #ifndef ZB_TEST_HELPERS_H
 #define ZB_TEST_HELPERS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+/* In a function whose last named parameter is fmt (printf-style, the
+ * arguments follow as ...): the text it asks for, into the char array
+ * buf, cut to fit. */
+#define FORMAT_INTO(buf, fmt)                                                                      \
+    do {                                                                                           \
+        va_list format_ap_;                                                                        \
+        va_start(format_ap_, fmt);                                                                 \
+        vsnprintf(buf, sizeof buf, fmt, format_ap_);                                               \
+        va_end(format_ap_);                                                                        \
+    } while (0)
 
 /* "$ZB_BUILD/rest" (ZB_BUILD defaults to "build"), in a static buffer
  * per call site's slot: copy it if you need it long. */
@@ -59,6 +72,17 @@ pid_t spawn_server(const char *conf, int port, const char *log, const char *args
 bool await_server(pid_t pid, int port);
 /* SIGTERM and the exit status (-1 if it had to be SIGKILLed). */
 int term_server(pid_t pid);
+/* A suite's fixture server: spawn_server, then await_server. Returns its
+ * pid (term_server it in the teardown, whether or not it came up); when
+ * it did not come up, why gets "server did not start: " and its log. */
+pid_t fixture_server(const char *conf, int port, const char *log, const char *args, char *why,
+                     size_t whylen);
+/* The first step of a fixture that serves generated rows: dir made afresh
+ * (what an earlier run left is removed) and ROWS rows of the KEN_ALL
+ * layout from SEED written to csv by build/bin/gen. 0, or -1 with
+ * "gen: " and gen's output in why. */
+int fresh_generated_set(const char *dir, const char *csv, int rows, int seed, char *why,
+                        size_t whylen);
 
 /* ---- ports: tests pick free ones, so two trees' runs do not collide ---- */
 /* The port of a service the scripts start (scripts/nginx, db, pooler...):

@@ -108,11 +108,7 @@ static void setup(void)
         fclose(f);
     char args[4200];
     snprintf(args, sizeof args, "--datasets postal,cities,words %s", sets);
-    server_pid = spawn_server(conf, PORT, logfile, args);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, args, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)

@@ -75,11 +75,7 @@ static void setup(void)
     snprintf(args, sizeof args, "--datasets words --backends sqlite,pg,innodb --threads 2 %s "
              "--set server.header_timeout_s=%d --set server.max_connections=%d", sets,
              HEADER_TIMEOUT_S, MAX_CONNECTIONS);
-    server_pid = spawn_server(conf, PORT, logfile, args);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, args, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)

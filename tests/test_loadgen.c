@@ -290,10 +290,7 @@ static int loadgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int loadgen(const char *fmt, ...)
 {
     char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(args, fmt);
     return run_cmd(out, sizeof out, "%s %s", prog("loadgen"), args);
 }
 

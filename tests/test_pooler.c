@@ -75,11 +75,8 @@ static void setup(void)
         snprintf(setup_error, sizeof setup_error, "loader: %.3000s", out);
         return;
     }
-    server_pid = spawn_server(conf_path(), PORT, logfile, "--backends pg,pg_bouncer,pg_pool " TABLE);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %.3000s", out);
-    }
+    server_pid = fixture_server(conf_path(), PORT, logfile, "--backends pg,pg_bouncer,pg_pool " TABLE,
+                                setup_error, sizeof setup_error);
 }
 
 static void teardown(void)

@@ -55,10 +55,7 @@ static void figure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void figure(const char *fmt, ...)
 {
     char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(line, fmt);
     printf("reliability: %s\n", line);
     fflush(stdout);
     FILE *f = fopen(figures, "a");
@@ -96,10 +93,7 @@ static int get(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int get(const char *fmt, ...)
 {
     char path[3000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(path, fmt);
     return get_on(PORT, path, NULL);
 }
 
@@ -185,16 +179,12 @@ static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/reliability"));
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 11, setup_error, sizeof setup_error) < 0)
+        return;
     snprintf(conf, sizeof conf, "%s/rel.conf", dir);
     snprintf(keys, sizeof keys, "%s/g.keys", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(figures, sizeof figures, "%s/figures.txt", dir);
-    char out[4096];
-    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 11 -o %s",
-                dir, dir, prog("gen"), ROWS, csv)) {
-        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
-        return;
-    }
     /* The key file for loadgen, and one code. */
     struct zb_err err = { 0 };
     struct kenall_opts o = { 0 };
@@ -215,6 +205,7 @@ static void setup(void)
     if (write_conf() < 0)
         return;
     run_cmd(NULL, 0, "%s start", db_script());
+    char out[4096];
     static const char *const bs[] = { "sqlite", "pg", "innodb" };
     for (int i = 0; i < 3; i++) {
         int rc = load(bs[i], csv, NULL, out, sizeof out);
@@ -223,11 +214,7 @@ static void setup(void)
             return;
         }
     }
-    server_pid = spawn_server(conf, PORT, logfile, NULL);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, NULL, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)

@@ -92,10 +92,7 @@ static struct resp *get(const char *fmt, ...) __attribute__((format(printf, 1, 2
 static struct resp *get(const char *fmt, ...)
 {
     char path[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(path, fmt);
     http(&R, "GET", path);
     return &R;
 }
@@ -392,15 +389,12 @@ static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/server"));
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 7, setup_error, sizeof setup_error) < 0)
+        return;
     snprintf(conf, sizeof conf, "%s/server.conf", dir);
     snprintf(sqlite_path, sizeof sqlite_path, "%s/server.sqlite", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     char out[4096];
-    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 7 -o %s",
-                dir, dir, prog("gen"), ROWS, csv)) {
-        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
-        return;
-    }
     if (read_rows(out, sizeof out) < 0) {
         snprintf(setup_error, sizeof setup_error, "reading %s: %s", csv, out);
         return;
@@ -417,15 +411,11 @@ static void setup(void)
             return;
         }
     }
-    server_pid = start_server(PORT, logfile, NULL, NULL);
-    if (server_pid < 0) {
+    if (port_answers(PORT)) {   /* await_server would take its answers for ours */
         snprintf(setup_error, sizeof setup_error, "port %d is taken by another process", PORT);
         return;
     }
-    if (!wait_ready(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, NULL, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
