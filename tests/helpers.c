@@ -280,6 +280,59 @@ int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen
     return rc;
 }
 
+static bool section_matches(const char *pattern, const char *section)
+{
+    size_t n = strlen(pattern);
+    return n && pattern[n - 1] == '*' ? !strncmp(pattern, section, n - 1) : !strcmp(pattern, section);
+}
+
+/* The change of changes that names section and key (key NULL: the whole
+ * section), or NULL. */
+static const struct conf_change *change_for(const struct conf_change *changes,
+                                            const char *section, const char *key)
+{
+    for (const struct conf_change *c = changes; c->section; c++)
+        if (section_matches(c->section, section) &&
+            (c->key ? key && !strcmp(c->key, key) : !key))
+            return c;
+    return NULL;
+}
+
+int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
+                    char *why, size_t whylen)
+{
+    FILE *in = fopen(conf_path(), "r"), *out = fopen(path, "w");
+    if (!in || !out) {
+        snprintf(why, whylen, "cannot copy %s to %s", conf_path(), path);
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return -1;
+    }
+    char line[1024], section[128] = "";
+    while (fgets(line, sizeof line, in)) {
+        const char *p = line + strspn(line, " \t");
+        if (*p == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+            if (change_for(changes, section, NULL))
+                continue;
+            fputs(line, out);
+            for (const struct conf_change *c = changes; c->section; c++)
+                if (c->key && c->value && section_matches(c->section, section))
+                    fprintf(out, "%s = %s\n", c->key, c->value);
+            continue;
+        }
+        char key[64] = "";
+        sscanf(p, "%63[a-z_]", key);
+        if (!change_for(changes, section, NULL) && !(key[0] && change_for(changes, section, key)))
+            fputs(line, out);
+    }
+    if (extra)
+        fputs(extra, out);
+    fclose(in);
+    fclose(out);
+    return 0;
+}
+
 struct ab_report ab_report(const char *text)
 {
     struct ab_report a = { 0 };

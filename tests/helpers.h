@@ -35,6 +35,19 @@ int run_cmd(char *out, size_t outlen, const char *fmt, ...) __attribute__((forma
 void write_file(const char *path, const char *text);
 /* The config the tests use: $ZB_CONF, or conf/zipbench.conf. */
 const char *conf_path(void);
+/* One change to the shipped config in a copy (write_conf_copy). section
+ * is a name as it stands between the brackets, or a prefix ending in '*'
+ * ("backend *": every backend, "*": every section). key NULL: the whole
+ * section is left out. Otherwise the key's line goes, and value (if not
+ * NULL) takes its place as "key = value" right after the section's header. */
+struct conf_change {
+    const char *section, *key, *value;
+};
+/* conf_path() copied to path with changes (ended by an entry whose section
+ * is NULL; new lines in the order of the list), then extra (NULL: nothing)
+ * added at the end. 0, or -1 with why. */
+int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
+                    char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated
  * set) into code: 0, or -1 with why filled. */
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);

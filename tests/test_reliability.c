@@ -126,47 +126,27 @@ static double stat_of(const char *b, const char *key)
 
 static int write_conf(void)
 {
-    FILE *in = fopen(conf_path(), "r"), *out = fopen(conf, "w");
-    if (!in || !out) {
-        snprintf(setup_error, sizeof setup_error, "cannot copy %s to %s", conf_path(), conf);
-        if (in) fclose(in);
-        if (out) fclose(out);
-        return -1;
-    }
-    char line[1024], section[128] = "";
-    while (fgets(line, sizeof line, in)) {
-        const char *p = line + strspn(line, " \t");
-        if (*p == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
-            if (!strcmp(section, "backend myisam"))
-                continue;
-            fputs(line, out);
-            if (!strcmp(section, "server"))
-                fprintf(out, "port = %d\nconnection_timeout_s = %d\nmax_connections = 16000\n",
-                        PORT, TIMEOUT_S);
-            else if (!strcmp(section, "backend sqlite"))
-                fprintf(out, "path = %s/rel.sqlite\ntable = zt_rel\n", dir);
-            else if (!strcmp(section, "backend pg"))
-                fprintf(out, "table = zt_rel\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
-            else if (!strcmp(section, "backend innodb"))
-                fprintf(out, "table = zt_rel_innodb\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
-            continue;
-        }
-        if (!strcmp(section, "backend myisam"))
-            continue;
-        char key[64] = "";
-        sscanf(p, "%63[a-z_]", key);
-        bool drop = !strcmp(key, "table") || !strcmp(key, "query_timeout_ms") ||
-                    (!strcmp(section, "server") &&
-                     (!strcmp(key, "port") || !strcmp(key, "connection_timeout_s") ||
-                      !strcmp(key, "max_connections"))) ||
-                    (!strcmp(section, "backend sqlite") && !strcmp(key, "path"));
-        if (!drop)
-            fputs(line, out);
-    }
-    fclose(in);
-    fclose(out);
-    return 0;
+    char port[16], timeout_s[16], query_ms[16], sqlite[1200];
+    snprintf(port, sizeof port, "%d", PORT);
+    snprintf(timeout_s, sizeof timeout_s, "%d", TIMEOUT_S);
+    snprintf(query_ms, sizeof query_ms, "%d", QUERY_TIMEOUT_MS);
+    snprintf(sqlite, sizeof sqlite, "%s/rel.sqlite", dir);
+    const struct conf_change changes[] = {
+        { "backend myisam", NULL, NULL },
+        { "server", "port", port },
+        { "server", "connection_timeout_s", timeout_s },
+        { "server", "max_connections", "16000" },
+        { "backend sqlite", "path", sqlite },
+        { "backend sqlite", "table", "zt_rel" },
+        { "backend pg", "table", "zt_rel" },
+        { "backend pg", "query_timeout_ms", query_ms },
+        { "backend innodb", "table", "zt_rel_innodb" },
+        { "backend innodb", "query_timeout_ms", query_ms },
+        { "*", "table", NULL },              /* the other backends' tables are not ours */
+        { "*", "query_timeout_ms", NULL },
+        { NULL, NULL, NULL },
+    };
+    return write_conf_copy(conf, changes, NULL, setup_error, sizeof setup_error);
 }
 
 static int load(const char *backend, const char *file, const char *extra, char *out, size_t len)
