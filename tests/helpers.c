@@ -301,6 +301,9 @@ static const struct conf_change *change_for(const struct conf_change *changes,
 int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
                     char *why, size_t whylen)
 {
+    static const struct conf_change no_changes[] = { { NULL, NULL, NULL } };
+    if (!changes)
+        changes = no_changes;
     FILE *in = fopen(conf_path(), "r"), *out = fopen(path, "w");
     if (!in || !out) {
         snprintf(why, whylen, "cannot copy %s to %s", conf_path(), path);

@@ -43,9 +43,9 @@ const char *conf_path(void);
 struct conf_change {
     const char *section, *key, *value;
 };
-/* conf_path() copied to path with changes (ended by an entry whose section
- * is NULL; new lines in the order of the list), then extra (NULL: nothing)
- * added at the end. 0, or -1 with why. */
+/* conf_path() copied to path with changes (NULL: none; else ended by an
+ * entry whose section is NULL; new lines in the order of the list), then
+ * extra (NULL: nothing) added at the end. 0, or -1 with why. */
 int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
                     char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated

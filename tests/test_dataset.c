@@ -56,12 +56,11 @@ static void setup(void)
         snprintf(files[i].path, 1100, "%s/%s", dir, files[i].name);
     write_file(words, words_csv);
     /* The tests' config, with a text-keyed dataset of its own. */
-    if (run_cmd(out, sizeof out, "cp '%s' '%s' && printf '\\n[dataset words]\\nfile = %s\\n"
-                "format = csv\\nkey = word\\ncolumns = word text, meaning text\\n' >> '%s'",
-                conf_path(), conf, words, conf)) {
-        snprintf(setup_error, sizeof setup_error, "config: %s", out);
+    char dataset[1400];
+    snprintf(dataset, sizeof dataset, "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\n"
+             "columns = word text, meaning text\n", words);
+    if (write_conf_copy(conf, NULL, dataset, setup_error, sizeof setup_error) < 0)
         return;
-    }
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/ds.sqlite --set sqlite.table=zt_ds "
              "--set pg.table=zt_ds --set innodb.table=zt_ds_innodb --set myisam.table=zt_ds_myisam "
              "--set dataset.cities.file=%s --set dataset.cities.table=zt_dscities "

@@ -53,12 +53,11 @@ static void setup(void)
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(words, sizeof words, "%s/words.csv", dir);
     write_file(words, words_csv);
-    if (run_cmd(out, sizeof out, "cp '%s' '%s' && printf '\\n[dataset words]\\nfile = %s\\n"
-                "format = csv\\nkey = word\\ncolumns = word text, n integer\\n' >> '%s'",
-                conf_path(), conf, words, conf)) {
-        snprintf(setup_error, sizeof setup_error, "config: %s", out);
+    char dataset[1400];
+    snprintf(dataset, sizeof dataset, "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\n"
+             "columns = word text, n integer\n", words);
+    if (write_conf_copy(conf, NULL, dataset, setup_error, sizeof setup_error) < 0)
         return;
-    }
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/http.sqlite --set dataset.words.table=zt_httpwords",
              dir);
     const char *db = getenv("ZB_DB");
