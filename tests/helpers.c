@@ -336,6 +336,17 @@ int write_conf_copy(const char *path, const struct conf_change *changes, const c
     return 0;
 }
 
+int write_conf_with_words(const char *path, const char *words, const char *text,
+                          const char *columns, char *why, size_t whylen)
+{
+    write_file(words, text);
+    char dataset[1400];
+    snprintf(dataset, sizeof dataset,
+             "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\ncolumns = %s\n", words,
+             columns);
+    return write_conf_copy(path, NULL, dataset, why, whylen);
+}
+
 struct ab_report ab_report(const char *text)
 {
     struct ab_report a = { 0 };

@@ -48,6 +48,12 @@ struct conf_change {
  * extra (NULL: nothing) added at the end. 0, or -1 with why. */
 int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
                     char *why, size_t whylen);
+/* The tests' config at path, with a text-keyed dataset of their own:
+ * text written to the CSV file words, served as [dataset words] keyed by
+ * its column word, with columns ("word text, meaning text"). 0, or -1
+ * with why. */
+int write_conf_with_words(const char *path, const char *words, const char *text,
+                          const char *columns, char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated
  * set) into code: 0, or -1 with why filled. */
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);

@@ -54,12 +54,8 @@ static void setup(void)
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         snprintf(files[i].path, 1100, "%s/%s", dir, files[i].name);
-    write_file(words, words_csv);
-    /* The tests' config, with a text-keyed dataset of its own. */
-    char dataset[1400];
-    snprintf(dataset, sizeof dataset, "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\n"
-             "columns = word text, meaning text\n", words);
-    if (write_conf_copy(conf, NULL, dataset, setup_error, sizeof setup_error) < 0)
+    if (write_conf_with_words(conf, words, words_csv, "word text, meaning text", setup_error,
+                              sizeof setup_error) < 0)
         return;
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/ds.sqlite --set sqlite.table=zt_ds "
              "--set pg.table=zt_ds --set innodb.table=zt_ds_innodb --set myisam.table=zt_ds_myisam "

@@ -52,11 +52,8 @@ static void setup(void)
     snprintf(conf, sizeof conf, "%s/http.conf", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(words, sizeof words, "%s/words.csv", dir);
-    write_file(words, words_csv);
-    char dataset[1400];
-    snprintf(dataset, sizeof dataset, "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\n"
-             "columns = word text, n integer\n", words);
-    if (write_conf_copy(conf, NULL, dataset, setup_error, sizeof setup_error) < 0)
+    if (write_conf_with_words(conf, words, words_csv, "word text, n integer", setup_error,
+                              sizeof setup_error) < 0)
         return;
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/http.sqlite --set dataset.words.table=zt_httpwords",
              dir);

@@ -938,7 +938,6 @@ START_TEST(encoding_is_detected_or_refused)
     const char *dir = test_dir("loader_enc");
     char latin[1200], sjis[1200], out[8192], args[2400];
     snprintf(latin, sizeof latin, "%s/latin1.csv", dir);
-    snprintf(sjis, sizeof sjis, "%s/sjis.csv", dir);
     write_file(latin, "id,name\r\n1,tea\r\n2,caf\xe9s\r\n3,milk\r\n");
     snprintf(args, sizeof args, "--mode bulk --dataset zt_csv --set dataset.zt_csv.file=%s "
              "--set dataset.zt_csv.columns='id integer, name'", latin);
@@ -949,6 +948,7 @@ START_TEST(encoding_is_detected_or_refused)
     strcat(args, " --encoding latin1");
     ck_assert_int_eq(load_data(out, sizeof out, "sqlite", args), 0);
     ck_assert_msg(strstr(out, "\"encoding\":\"latin1 as asked\""), "%s", out);
+    snprintf(sjis, sizeof sjis, "%s/sjis.csv", dir);   /* dir: make_dataset reuses test_dir's buffer */
     make_dataset();   /* the generated KEN_ALL file again (make_csv_dataset's directory) */
     ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --sjis -o %s", prog("gen"), ROWS,
                              sjis), 0);
