@@ -970,9 +970,8 @@ END_TEST
 START_TEST(database_errors_show_the_cause)
 {
     make_csv_dataset();
-    const char *dir = test_dir("loader_cause");
     char file[1200], out[8192], args[2400], want[1400];
-    snprintf(file, sizeof file, "%s/keys.csv", dir);
+    snprintf(file, sizeof file, "%s/keys.csv", test_dir("loader_cause"));
     FILE *f = fopen(file, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "code,name\n");
