@@ -62,10 +62,7 @@ const char *test_dir(const char *name)
 int run_cmd(char *out, size_t outlen, const char *fmt, ...)
 {
     char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(cmd, fmt);
     strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
     FILE *p = popen(cmd, "r");
     if (!p)
@@ -192,6 +189,30 @@ int term_server(pid_t pid)
     return -1;
 }
 
+pid_t fixture_server(const char *conf, int port, const char *log, const char *args, char *why,
+                     size_t whylen)
+{
+    pid_t pid = spawn_server(conf, port, log, args);
+    if (pid <= 0 || !await_server(pid, port)) {
+        char out[4096];
+        run_cmd(out, sizeof out, "cat '%s'", log);
+        snprintf(why, whylen, "server did not start: %s", out);
+    }
+    return pid;
+}
+
+int fresh_generated_set(const char *dir, const char *csv, int rows, int seed, char *why,
+                        size_t whylen)
+{
+    char out[4096];
+    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed %d -o %s",
+                dir, dir, prog("gen"), rows, seed, csv)) {
+        snprintf(why, whylen, "gen: %s", out);
+        return -1;
+    }
+    return 0;
+}
+
 int env_port(const char *var, int fallback)
 {
     const char *v = getenv(var);
@@ -259,6 +280,73 @@ int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen
     return rc;
 }
 
+static bool section_matches(const char *pattern, const char *section)
+{
+    size_t n = strlen(pattern);
+    return n && pattern[n - 1] == '*' ? !strncmp(pattern, section, n - 1) : !strcmp(pattern, section);
+}
+
+/* The change of changes that names section and key (key NULL: the whole
+ * section), or NULL. */
+static const struct conf_change *change_for(const struct conf_change *changes,
+                                            const char *section, const char *key)
+{
+    for (const struct conf_change *c = changes; c->section; c++)
+        if (section_matches(c->section, section) &&
+            (c->key ? key && !strcmp(c->key, key) : !key))
+            return c;
+    return NULL;
+}
+
+int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
+                    char *why, size_t whylen)
+{
+    static const struct conf_change no_changes[] = { { NULL, NULL, NULL } };
+    if (!changes)
+        changes = no_changes;
+    FILE *in = fopen(conf_path(), "r"), *out = fopen(path, "w");
+    if (!in || !out) {
+        snprintf(why, whylen, "cannot copy %s to %s", conf_path(), path);
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return -1;
+    }
+    char line[1024], section[128] = "";
+    while (fgets(line, sizeof line, in)) {
+        const char *p = line + strspn(line, " \t");
+        if (*p == '[') {
+            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+            if (change_for(changes, section, NULL))
+                continue;
+            fputs(line, out);
+            for (const struct conf_change *c = changes; c->section; c++)
+                if (c->key && c->value && section_matches(c->section, section))
+                    fprintf(out, "%s = %s\n", c->key, c->value);
+            continue;
+        }
+        char key[64] = "";
+        sscanf(p, "%63[a-z_]", key);
+        if (!change_for(changes, section, NULL) && !(key[0] && change_for(changes, section, key)))
+            fputs(line, out);
+    }
+    if (extra)
+        fputs(extra, out);
+    fclose(in);
+    fclose(out);
+    return 0;
+}
+
+int write_conf_with_words(const char *path, const char *words, const char *text,
+                          const char *columns, char *why, size_t whylen)
+{
+    write_file(words, text);
+    char dataset[1400];
+    snprintf(dataset, sizeof dataset,
+             "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\ncolumns = %s\n", words,
+             columns);
+    return write_conf_copy(path, NULL, dataset, why, whylen);
+}
+
 struct ab_report ab_report(const char *text)
 {
     struct ab_report a = { 0 };
@@ -277,4 +365,28 @@ struct ab_report ab_report(const char *text)
         sscanf(p, "(Connect: %d, Receive: %d, Length: %d, Exceptions: %d)", &a.connect,
                &a.receive, &a.length, &a.exceptions);
     return a;
+}
+
+TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
+                 const TTest *const *tests)
+{
+    TCase *tc = tcase_create(name);
+    if (setup || teardown)
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    if (timeout_s > 0)
+        tcase_set_timeout(tc, timeout_s);
+    return tc;
+}
+
+Suite *suite_of(const char *name, TCase *first, ...)
+{
+    Suite *s = suite_create(name);
+    va_list ap;
+    va_start(ap, first);
+    for (TCase *tc = first; tc; tc = va_arg(ap, TCase *))
+        suite_add_tcase(s, tc);
+    va_end(ap);
+    return s;
 }

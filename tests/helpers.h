@@ -3,8 +3,21 @@
 #ifndef ZB_TEST_HELPERS_H
 #define ZB_TEST_HELPERS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+/* In a function whose last named parameter is fmt (printf-style, the
+ * arguments follow as ...): the text it asks for, into the char array
+ * buf, cut to fit. */
+#define FORMAT_INTO(buf, fmt)                                                                      \
+    do {                                                                                           \
+        va_list format_ap_;                                                                        \
+        va_start(format_ap_, fmt);                                                                 \
+        vsnprintf(buf, sizeof buf, fmt, format_ap_);                                               \
+        va_end(format_ap_);                                                                        \
+    } while (0)
 
 /* "$ZB_BUILD/rest" (ZB_BUILD defaults to "build"), in a static buffer
  * per call site's slot: copy it if you need it long. */
@@ -22,6 +35,25 @@ int run_cmd(char *out, size_t outlen, const char *fmt, ...) __attribute__((forma
 void write_file(const char *path, const char *text);
 /* The config the tests use: $ZB_CONF, or conf/zipbench.conf. */
 const char *conf_path(void);
+/* One change to the shipped config in a copy (write_conf_copy). section
+ * is a name as it stands between the brackets, or a prefix ending in '*'
+ * ("backend *": every backend, "*": every section). key NULL: the whole
+ * section is left out. Otherwise the key's line goes, and value (if not
+ * NULL) takes its place as "key = value" right after the section's header. */
+struct conf_change {
+    const char *section, *key, *value;
+};
+/* conf_path() copied to path with changes (NULL: none; else ended by an
+ * entry whose section is NULL; new lines in the order of the list), then
+ * extra (NULL: nothing) added at the end. 0, or -1 with why. */
+int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
+                    char *why, size_t whylen);
+/* The tests' config at path, with a text-keyed dataset of their own:
+ * text written to the CSV file words, served as [dataset words] keyed by
+ * its column word, with columns ("word text, meaning text"). 0, or -1
+ * with why. */
+int write_conf_with_words(const char *path, const char *words, const char *text,
+                          const char *columns, char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated
  * set) into code: 0, or -1 with why filled. */
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);
@@ -59,6 +91,17 @@ pid_t spawn_server(const char *conf, int port, const char *log, const char *args
 bool await_server(pid_t pid, int port);
 /* SIGTERM and the exit status (-1 if it had to be SIGKILLed). */
 int term_server(pid_t pid);
+/* A suite's fixture server: spawn_server, then await_server. Returns its
+ * pid (term_server it in the teardown, whether or not it came up); when
+ * it did not come up, why gets "server did not start: " and its log. */
+pid_t fixture_server(const char *conf, int port, const char *log, const char *args, char *why,
+                     size_t whylen);
+/* The first step of a fixture that serves generated rows: dir made afresh
+ * (what an earlier run left is removed) and ROWS rows of the KEN_ALL
+ * layout from SEED written to csv by build/bin/gen. 0, or -1 with
+ * "gen: " and gen's output in why. */
+int fresh_generated_set(const char *dir, const char *csv, int rows, int seed, char *why,
+                        size_t whylen);
 
 /* ---- ports: tests pick free ones, so two trees' runs do not collide ---- */
 /* The port of a service the scripts start (scripts/nginx, db, pooler...):
@@ -74,5 +117,24 @@ int free_port(int from);
  * rest of the process (ask first in the fixture, before Check forks the
  * tests, and they inherit it). */
 int test_port(int preferred);
+
+/* ---- Check suites: every tests/test_NAME.c builds its suite with these ---- */
+#include <check.h>
+
+/* The tests of one case, in the order they run, as the NULL-terminated
+ * array test_case takes: TESTS(first, second, ...). Each name is what
+ * START_TEST defined (a const TTest *). */
+#define TESTS(...) ((const TTest *const[]){ __VA_ARGS__, NULL })
+/* A Check test case NAME holding tests (NULL-terminated, see TESTS) in
+ * order. setup and teardown (either may be NULL; both NULL: no fixture)
+ * run once around the whole case, in the runner (an unchecked fixture),
+ * so what setup starts is shared by the case's forked tests. timeout_s
+ * is each test's limit in seconds; 0 keeps Check's default
+ * (CK_DEFAULT_TIMEOUT). */
+TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
+                 const TTest *const *tests);
+/* A suite NAME of the cases given, in the order given; the list ends
+ * with NULL. */
+Suite *suite_of(const char *name, TCase *first, ...);
 
 #endif

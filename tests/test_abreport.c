@@ -92,9 +92,7 @@ END_TEST
 
 Suite *suite_abreport(void)
 {
-    Suite *s = suite_create("abreport");
-    TCase *t = tcase_create("abreport");
-    tcase_add_test(t, helpers_parser_reads_every_recorded_report);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("abreport", NULL, NULL, 0, TESTS(
+        helpers_parser_reads_every_recorded_report));
+    return suite_of("abreport", t, NULL);
 }

@@ -252,16 +252,9 @@ END_TEST
 
 Suite *suite_access(void)
 {
-    Suite *s = suite_create("access");
-    TCase *t = tcase_create("access");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, another_os_user_cannot_log_in);
-    tcase_add_test(t, mariadb_root_has_no_tcp_login);
-    tcase_add_test(t, pg_zipbench_is_no_superuser);
-    tcase_add_test(t, mariadb_zipbench_has_no_file_or_super);
-    tcase_add_test(t, password_files_are_private);
-    tcase_add_test(t, no_password_in_readable_files);
-    tcase_set_timeout(t, 660);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("access", setup, teardown, 660, TESTS(
+        another_os_user_cannot_log_in, mariadb_root_has_no_tcp_login,
+        pg_zipbench_is_no_superuser, mariadb_zipbench_has_no_file_or_super,
+        password_files_are_private, no_password_in_readable_files));
+    return suite_of("access", t, NULL);
 }

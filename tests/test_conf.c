@@ -144,12 +144,8 @@ END_TEST
 
 Suite *suite_conf(void)
 {
-    Suite *s = suite_create("conf");
-    TCase *t = tcase_create("conf");
-    tcase_add_test(t, shipped_config_loads);
-    tcase_add_test(t, errors_name_file_line_and_key);
-    tcase_add_test(t, environment_variables_in_values);
-    tcase_add_test(t, long_lines_are_an_error);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("conf", NULL, NULL, 0, TESTS(
+        shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
+        long_lines_are_an_error));
+    return suite_of("conf", t, NULL);
 }

@@ -148,12 +148,8 @@ END_TEST
 
 Suite *suite_csv(void)
 {
-    Suite *s = suite_create("csv");
-    TCase *t = tcase_create("reader");
-    tcase_add_test(t, rfc4180_records);
-    tcase_add_test(t, delimiters_and_quotes_as_text);
-    tcase_add_test(t, encodings);
-    tcase_add_test(t, errors_name_file_line_and_column);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reader", NULL, NULL, 0, TESTS(
+        rfc4180_records, delimiters_and_quotes_as_text, encodings,
+        errors_name_file_line_and_column));
+    return suite_of("csv", t, NULL);
 }

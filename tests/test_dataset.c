@@ -54,14 +54,9 @@ static void setup(void)
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         snprintf(files[i].path, 1100, "%s/%s", dir, files[i].name);
-    write_file(words, words_csv);
-    /* The tests' config, with a text-keyed dataset of its own. */
-    if (run_cmd(out, sizeof out, "cp '%s' '%s' && printf '\\n[dataset words]\\nfile = %s\\n"
-                "format = csv\\nkey = word\\ncolumns = word text, meaning text\\n' >> '%s'",
-                conf_path(), conf, words, conf)) {
-        snprintf(setup_error, sizeof setup_error, "config: %s", out);
+    if (write_conf_with_words(conf, words, words_csv, "word text, meaning text", setup_error,
+                              sizeof setup_error) < 0)
         return;
-    }
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/ds.sqlite --set sqlite.table=zt_ds "
              "--set pg.table=zt_ds --set innodb.table=zt_ds_innodb --set myisam.table=zt_ds_myisam "
              "--set dataset.cities.file=%s --set dataset.cities.table=zt_dscities "
@@ -108,11 +103,7 @@ static void setup(void)
         fclose(f);
     char args[4200];
     snprintf(args, sizeof args, "--datasets postal,cities,words %s", sets);
-    server_pid = spawn_server(conf, PORT, logfile, args);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, args, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
@@ -385,15 +376,8 @@ END_TEST
 
 Suite *suite_dataset(void)
 {
-    Suite *s = suite_create("dataset");
-    TCase *t = tcase_create("served");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, cities_rows_as_in_the_file);
-    tcase_add_test(t, bad_and_missing_keys);
-    tcase_add_test(t, health_and_stats_list_every_pair);
-    tcase_add_test(t, loadgen_with_the_datasets_keys);
-    tcase_add_test(t, write_keys_refuses_a_key_with_a_newline);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("served", setup, teardown, 300, TESTS(
+        cities_rows_as_in_the_file, bad_and_missing_keys, health_and_stats_list_every_pair,
+        loadgen_with_the_datasets_keys, write_keys_refuses_a_key_with_a_newline));
+    return suite_of("dataset", t, NULL);
 }

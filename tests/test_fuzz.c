@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fuzz/fuzz.h"
+#include "helpers.h"
 
 static int replay(const char *dir, int (*target)(const uint8_t *, size_t))
 {
@@ -52,14 +53,7 @@ END_TEST
 
 Suite *suite_fuzz(void)
 {
-    Suite *s = suite_create("fuzz");
-    TCase *t = tcase_create("corpus");
-    tcase_add_test(t, kenall_corpus);
-    tcase_add_test(t, csv_corpus);
-    tcase_add_test(t, http_corpus);
-    tcase_add_test(t, resp_corpus);
-    tcase_add_test(t, hdrlog_corpus);
-    tcase_set_timeout(t, 60);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("corpus", NULL, NULL, 60, TESTS(
+        kenall_corpus, csv_corpus, http_corpus, resp_corpus, hdrlog_corpus));
+    return suite_of("fuzz", t, NULL);
 }

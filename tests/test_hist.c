@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "helpers.h"
 #include "hist.h"
 #include "util.h"
 
@@ -159,16 +160,8 @@ END_TEST
 
 Suite *suite_hist(void)
 {
-    Suite *s = suite_create("hist");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, empty);
-    tcase_add_test(tc, small_values_exact);
-    tcase_add_test(tc, uniform_percentiles);
-    tcase_add_test(tc, exponential_vs_sorted);
-    tcase_add_test(tc, huge_values_clamped);
-    tcase_add_test(tc, merge);
-    tcase_add_test(tc, atomic_threads);
-    suite_add_tcase(s, tc);
-    return s;
+    TCase *tc = test_case("core", NULL, NULL, 60, TESTS(
+        empty, small_values_exact, uniform_percentiles, exponential_vs_sorted,
+        huge_values_clamped, merge, atomic_threads));
+    return suite_of("hist", tc, NULL);
 }

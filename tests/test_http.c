@@ -52,13 +52,9 @@ static void setup(void)
     snprintf(conf, sizeof conf, "%s/http.conf", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(words, sizeof words, "%s/words.csv", dir);
-    write_file(words, words_csv);
-    if (run_cmd(out, sizeof out, "cp '%s' '%s' && printf '\\n[dataset words]\\nfile = %s\\n"
-                "format = csv\\nkey = word\\ncolumns = word text, n integer\\n' >> '%s'",
-                conf_path(), conf, words, conf)) {
-        snprintf(setup_error, sizeof setup_error, "config: %s", out);
+    if (write_conf_with_words(conf, words, words_csv, "word text, n integer", setup_error,
+                              sizeof setup_error) < 0)
         return;
-    }
     snprintf(sets, sizeof sets, "--set sqlite.path=%s/http.sqlite --set dataset.words.table=zt_httpwords",
              dir);
     const char *db = getenv("ZB_DB");
@@ -75,11 +71,7 @@ static void setup(void)
     snprintf(args, sizeof args, "--datasets words --backends sqlite,pg,innodb --threads 2 %s "
              "--set server.header_timeout_s=%d --set server.max_connections=%d", sets,
              HEADER_TIMEOUT_S, MAX_CONNECTIONS);
-    server_pid = spawn_server(conf, PORT, logfile, args);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, args, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
@@ -465,16 +457,9 @@ END_TEST
 
 Suite *suite_http(void)
 {
-    Suite *s = suite_create("http");
-    TCase *t = tcase_create("http");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, rfc9112_refusals_one_by_one);
-    tcase_add_test(t, text_keys_mean_the_same_everywhere);
-    tcase_add_test(t, slow_bodies_do_not_hold_slots);
-    tcase_add_test(t, max_connections_fits_the_fd_limit);
-    tcase_add_test(t, emfile_pauses_accepting);
-    tcase_add_test(t, answers_show_no_paths);
-    tcase_set_timeout(t, 120);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("http", setup, teardown, 120, TESTS(
+        rfc9112_refusals_one_by_one, text_keys_mean_the_same_everywhere,
+        slow_bodies_do_not_hold_slots, max_connections_fits_the_fd_limit,
+        emfile_pauses_accepting, answers_show_no_paths));
+    return suite_of("http", t, NULL);
 }

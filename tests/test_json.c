@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "util.h"
 
 static char *quoted(const char *s, size_t len)
@@ -58,10 +59,7 @@ END_TEST
 
 Suite *suite_json(void)
 {
-    Suite *s = suite_create("json");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, escapes);
-    tcase_add_test(tc, to_a_stream);
-    suite_add_tcase(s, tc);
-    return s;
+    TCase *tc = test_case("core", NULL, NULL, 0, TESTS(
+        escapes, to_a_stream));
+    return suite_of("json", tc, NULL);
 }

@@ -39,27 +39,31 @@ static long read_all(const char *p, bool raw, struct zb_err *err, char towns[][2
     return rc < 0 ? -1 : n;
 }
 
-START_TEST(utf8_crlf_and_lf)
+/* The file NAME holding text reads (merged) as exactly two rows, "zip|kana|town"
+ * first and second. */
+static void reads_as_two(const char *name, const char *text, const char *first, const char *second)
 {
     struct zb_err err = { 0 };
-    char towns[4][256];
-    const char *p = file_with("crlf.csv", LINE("1000001", "ﾁﾖﾀﾞ", "千代田") "\r\n"
-                                          LINE("1000002", "ｺｳｷｮｶﾞｲｴﾝ", "皇居外苑") "\n");
-    ck_assert_int_eq(read_all(p, false, &err, towns, 4), 2);
-    ck_assert_str_eq(towns[0], "1000001|ﾁﾖﾀﾞ|千代田");
-    ck_assert_str_eq(towns[1], "1000002|ｺｳｷｮｶﾞｲｴﾝ|皇居外苑");
+    char towns[2][256];
+    ck_assert_int_eq(read_all(file_with(name, text), false, &err, towns, 2), 2);
+    ck_assert_str_eq(towns[0], first);
+    ck_assert_str_eq(towns[1], second);
+}
+
+START_TEST(utf8_crlf_and_lf)
+{
+    reads_as_two("crlf.csv",
+                 LINE("1000001", "ﾁﾖﾀﾞ", "千代田") "\r\n" LINE("1000002", "ｺｳｷｮｶﾞｲｴﾝ", "皇居外苑") "\n",
+                 "1000001|ﾁﾖﾀﾞ|千代田", "1000002|ｺｳｷｮｶﾞｲｴﾝ|皇居外苑");
 }
 END_TEST
 
 START_TEST(quoted_commas_and_quotes)
 {
-    struct zb_err err = { 0 };
-    char towns[2][256];
-    const char *p = file_with("quotes.csv", LINE("1000003", "ﾋﾄﾂﾊﾞｼ(1,2)", "一ツ橋（1,2丁目）") "\r\n"
-                                            LINE("1000004", "\"\"A\"\"", "大\"\"手\"\"町") "\r\n");
-    ck_assert_int_eq(read_all(p, false, &err, towns, 2), 2);
-    ck_assert_str_eq(towns[0], "1000003|ﾋﾄﾂﾊﾞｼ(1,2)|一ツ橋（1,2丁目）");
-    ck_assert_str_eq(towns[1], "1000004|\"A\"|大\"手\"町");
+    reads_as_two("quotes.csv",
+                 LINE("1000003", "ﾋﾄﾂﾊﾞｼ(1,2)", "一ツ橋（1,2丁目）") "\r\n"
+                 LINE("1000004", "\"\"A\"\"", "大\"\"手\"\"町") "\r\n",
+                 "1000003|ﾋﾄﾂﾊﾞｼ(1,2)|一ツ橋（1,2丁目）", "1000004|\"A\"|大\"手\"町");
 }
 END_TEST
 
@@ -265,20 +269,10 @@ END_TEST
 
 Suite *suite_kenall(void)
 {
-    Suite *s = suite_create("kenall");
-    TCase *t = tcase_create("reader");
-    tcase_add_test(t, utf8_crlf_and_lf);
-    tcase_add_test(t, quoted_commas_and_quotes);
-    tcase_add_test(t, split_records_merged_and_raw);
-    tcase_add_test(t, shift_jis_file);
-    tcase_add_test(t, errors_name_file_and_line);
-    tcase_add_test(t, auto_detection_names_the_bad_line);
-    tcase_add_test(t, complete_last_line_without_newline);
-    tcase_add_test(t, generated_utf8);
-    tcase_add_test(t, generated_sjis);
-    tcase_add_test(t, generator_is_deterministic);
-    tcase_add_test(t, real_dataset_matches_package);
-    tcase_set_timeout(t, 60);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reader", NULL, NULL, 60, TESTS(
+        utf8_crlf_and_lf, quoted_commas_and_quotes, split_records_merged_and_raw,
+        shift_jis_file, errors_name_file_and_line, auto_detection_names_the_bad_line,
+        complete_last_line_without_newline, generated_utf8, generated_sjis,
+        generator_is_deterministic, real_dataset_matches_package));
+    return suite_of("kenall", t, NULL);
 }

@@ -551,20 +551,11 @@ END_TEST
 
 Suite *suite_lab(void)
 {
-    Suite *s = suite_create("lab");
-    TCase *t = tcase_create("lab");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, hosts_as_asked);
-    tcase_add_test(t, lookups_every_backend_and_strategy);
-    tcase_add_test(t, rtt_puts_a_delay_on_both_links);
-    tcase_add_test(t, reads_reach_primary_and_replica);
-    tcase_add_test(t, replica_stops_under_load_and_comes_back);
-    tcase_add_test(t, no_trust_from_the_lab_subnet);
-    tcase_add_test(t, loadgen_agents_on_two_clients);
-    tcase_add_test(t, down_leaves_nothing);      /* last two: the lab goes */
-    tcase_add_test(t, failed_up_leaves_nothing);
-    tcase_add_test(t, fresh_clone_up_then_down_leaves_nothing);
-    tcase_set_timeout(t, 240);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("lab", setup, teardown, 240, TESTS(
+        hosts_as_asked, lookups_every_backend_and_strategy, rtt_puts_a_delay_on_both_links,
+        reads_reach_primary_and_replica, replica_stops_under_load_and_comes_back,
+        no_trust_from_the_lab_subnet, loadgen_agents_on_two_clients,
+        down_leaves_nothing, /* last two: the lab goes */
+        failed_up_leaves_nothing, fresh_clone_up_then_down_leaves_nothing));
+    return suite_of("lab", t, NULL);
 }

@@ -354,18 +354,10 @@ END_TEST
 
 Suite *suite_lifecycle(void)
 {
-    Suite *s = suite_create("lifecycle");
-    TCase *t = tcase_create("ports");
-    tcase_add_unchecked_fixture(t, setup, NULL);
-    tcase_add_test(t, ports_are_below_the_ephemeral_range);
-    tcase_add_test(t, databases_restart_right_after_a_load);
-    tcase_add_test(t, foreign_environment_is_dropped);
-    tcase_set_timeout(t, 180);
-    suite_add_tcase(s, t);
-    TCase *r = tcase_create("make test");
-    tcase_add_unchecked_fixture(r, setup, NULL);
-    tcase_add_test(r, make_test_twice_then_in_a_second_checkout);
-    tcase_set_timeout(r, 1200);
-    suite_add_tcase(s, r);
-    return s;
+    TCase *t = test_case("ports", setup, NULL, 180, TESTS(
+        ports_are_below_the_ephemeral_range, databases_restart_right_after_a_load,
+        foreign_environment_is_dropped));
+    TCase *r = test_case("make test", setup, NULL, 1200, TESTS(
+        make_test_twice_then_in_a_second_checkout));
+    return suite_of("lifecycle", t, r, NULL);
 }

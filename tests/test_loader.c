@@ -938,7 +938,6 @@ START_TEST(encoding_is_detected_or_refused)
     const char *dir = test_dir("loader_enc");
     char latin[1200], sjis[1200], out[8192], args[2400];
     snprintf(latin, sizeof latin, "%s/latin1.csv", dir);
-    snprintf(sjis, sizeof sjis, "%s/sjis.csv", dir);
     write_file(latin, "id,name\r\n1,tea\r\n2,caf\xe9s\r\n3,milk\r\n");
     snprintf(args, sizeof args, "--mode bulk --dataset zt_csv --set dataset.zt_csv.file=%s "
              "--set dataset.zt_csv.columns='id integer, name'", latin);
@@ -949,6 +948,7 @@ START_TEST(encoding_is_detected_or_refused)
     strcat(args, " --encoding latin1");
     ck_assert_int_eq(load_data(out, sizeof out, "sqlite", args), 0);
     ck_assert_msg(strstr(out, "\"encoding\":\"latin1 as asked\""), "%s", out);
+    snprintf(sjis, sizeof sjis, "%s/sjis.csv", dir);   /* dir: make_dataset reuses test_dir's buffer */
     make_dataset();   /* the generated KEN_ALL file again (make_csv_dataset's directory) */
     ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows %d --seed 11 --sjis -o %s", prog("gen"), ROWS,
                              sjis), 0);
@@ -970,9 +970,8 @@ END_TEST
 START_TEST(database_errors_show_the_cause)
 {
     make_csv_dataset();
-    const char *dir = test_dir("loader_cause");
     char file[1200], out[8192], args[2400], want[1400];
-    snprintf(file, sizeof file, "%s/keys.csv", dir);
+    snprintf(file, sizeof file, "%s/keys.csv", test_dir("loader_cause"));
     FILE *f = fopen(file, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "code,name\n");
@@ -1023,32 +1022,16 @@ END_TEST
 
 Suite *suite_loader(void)
 {
-    Suite *s = suite_create("loader");
-    TCase *t = tcase_create("loader");
-    tcase_add_test(t, every_backend_every_mode);
-    tcase_add_test(t, index_after_and_sync_are_reported);
-    tcase_add_test(t, bad_row_fails_and_keeps_the_old_table);
-    tcase_add_test(t, killed_load_leaves_the_old_table);
-    tcase_add_test(t, empty_or_smaller_file_keeps_the_old_table);
-    tcase_add_test(t, raw_mode_loads_every_line);
-    tcase_add_test(t, mariadb_bulk_without_local_infile);
-    tcase_add_test(t, mariadb_never_truncates);
-    tcase_add_test(t, csv_dataset_every_backend_every_mode);
-    tcase_add_test(t, csv_dataset_bad_rows_keep_the_old_table);
-    tcase_add_test(t, cities_dataset_every_backend);
-    tcase_add_test(t, usage_errors_exit_2);
-
-    tcase_set_timeout(t, 300);
-    suite_add_tcase(s, t);
+    TCase *t = test_case("loader", NULL, NULL, 300, TESTS(
+        every_backend_every_mode, index_after_and_sync_are_reported,
+        bad_row_fails_and_keeps_the_old_table, killed_load_leaves_the_old_table,
+        empty_or_smaller_file_keeps_the_old_table, raw_mode_loads_every_line,
+        mariadb_bulk_without_local_infile, mariadb_never_truncates,
+        csv_dataset_every_backend_every_mode, csv_dataset_bad_rows_keep_the_old_table,
+        cities_dataset_every_backend, usage_errors_exit_2));
     /* What nothing may lose: loads at once, long names, a global setting. */
-    TCase *safety = tcase_create("load_safety");
-    tcase_add_test(safety, concurrent_loads_take_turns);
-    tcase_add_test(safety, load_waits_for_the_lock);
-    tcase_add_test(safety, long_table_name_changes_nothing);
-    tcase_add_test(safety, sync_off_is_put_back);
-    tcase_add_test(safety, encoding_is_detected_or_refused);
-    tcase_add_test(safety, database_errors_show_the_cause);
-    tcase_set_timeout(safety, 300);
-    suite_add_tcase(s, safety);
-    return s;
+    TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
+        concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
+        sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause));
+    return suite_of("loader", t, safety, NULL);
 }

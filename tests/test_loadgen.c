@@ -290,10 +290,7 @@ static int loadgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int loadgen(const char *fmt, ...)
 {
     char args[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(args, fmt);
     return run_cmd(out, sizeof out, "%s %s", prog("loadgen"), args);
 }
 
@@ -1499,43 +1496,16 @@ END_TEST
 
 Suite *suite_loadgen(void)
 {
-    Suite *s = suite_create("loadgen");
-    TCase *tc = tcase_create("engine");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, keepalive_counts);
-    tcase_add_test(tc, no_keepalive_one_connection_per_request);
-    tcase_add_test(tc, non2xx_counted_apart);
-    tcase_add_test(tc, chunked_bodies);
-    tcase_add_test(tc, split_head_across_reads);
-    tcase_add_test(tc, server_closes_every_connection);
-    tcase_add_test(tc, timelimit_stops_by_itself);
-    tcase_add_test(tc, rate_is_held);
-    tcase_add_test(tc, rate_below_one);
-    tcase_add_test(tc, timeout_fails_requests);
-    tcase_add_test(tc, refused_connects_fail);
-    tcase_add_test(tc, close_with_the_data);
-    tcase_add_test(tc, many_connections_interleaved);
-    tcase_add_test(tc, concurrency_beyond_fd_limit);
-    tcase_add_test(tc, exit_status_and_two_lengths);
-    tcase_add_test(tc, framing_content_length);
-    tcase_add_test(tc, framing_chunked);
-    tcase_add_test(tc, framing_heads);
-    tcase_add_test(tc, head_limit_however_split);
-    tcase_add_test(tc, every_address_tried);
-    tcase_add_test(tc, hdr_log_read_by_reference);
-    tcase_add_test(tc, merge_agents);
-    tcase_add_test(tc, ab_report_lines);
-    tcase_add_test(tc, request_flags);
-    tcase_add_test(tc, https_nginx);
-    tcase_add_test(tc, seed_repeatable);
-    tcase_add_test(tc, miss_ratio);
-    tcase_add_test(tc, keys_percent_encoded);
-    tcase_add_test(tc, bad_flags_exit_2);
-    tcase_add_test(tc, text_report_and_csv);
-    tcase_add_test(tc, rate_percentiles_corrected);
-    tcase_add_test(tc, partial_interval_has_no_rate);
-    tcase_add_test(tc, csv_stdout_only_csv);
-    tcase_add_test(tc, json_goodput_and_errors);
-    suite_add_tcase(s, tc);
-    return s;
+    TCase *tc = test_case("engine", NULL, NULL, 60, TESTS(
+        keepalive_counts, no_keepalive_one_connection_per_request, non2xx_counted_apart,
+        chunked_bodies, split_head_across_reads, server_closes_every_connection,
+        timelimit_stops_by_itself, rate_is_held, rate_below_one, timeout_fails_requests,
+        refused_connects_fail, close_with_the_data, many_connections_interleaved,
+        concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
+        framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
+        hdr_log_read_by_reference, merge_agents, ab_report_lines, request_flags, https_nginx,
+        seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
+        text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
+        csv_stdout_only_csv, json_goodput_and_errors));
+    return suite_of("loadgen", tc, NULL);
 }

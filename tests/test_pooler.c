@@ -75,11 +75,8 @@ static void setup(void)
         snprintf(setup_error, sizeof setup_error, "loader: %.3000s", out);
         return;
     }
-    server_pid = spawn_server(conf_path(), PORT, logfile, "--backends pg,pg_bouncer,pg_pool " TABLE);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %.3000s", out);
-    }
+    server_pid = fixture_server(conf_path(), PORT, logfile, "--backends pg,pg_bouncer,pg_pool " TABLE,
+                                setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
@@ -265,15 +262,8 @@ END_TEST
 
 Suite *suite_pooler(void)
 {
-    Suite *s = suite_create("pooler");
-    TCase *t = tcase_create("pooler");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, lookups_through_both_poolers);
-    tcase_add_test(t, only_zipbench_with_its_password);
-    tcase_add_test(t, a_pooler_that_stops);
-    tcase_add_test(t, named_statements_do_not_pass_pgbouncer);
-    tcase_add_test(t, a_host_that_refuses_is_skipped);
-    tcase_set_timeout(t, 120);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("pooler", setup, teardown, 120, TESTS(
+        lookups_through_both_poolers, only_zipbench_with_its_password, a_pooler_that_stops,
+        named_statements_do_not_pass_pgbouncer, a_host_that_refuses_is_skipped));
+    return suite_of("pooler", t, NULL);
 }

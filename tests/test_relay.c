@@ -225,13 +225,8 @@ END_TEST
 
 Suite *suite_relay(void)
 {
-    Suite *s = suite_create("relay");
-    TCase *t = tcase_create("relay");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, data_whole_and_late_by_the_rtt);
-    tcase_add_test(t, target_refused_closes_the_client);
-    tcase_add_test(t, usage_and_port_in_use);
-    tcase_set_timeout(t, 60);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("relay", setup, teardown, 60, TESTS(
+        data_whole_and_late_by_the_rtt, target_refused_closes_the_client,
+        usage_and_port_in_use));
+    return suite_of("relay", t, NULL);
 }

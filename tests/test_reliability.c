@@ -55,10 +55,7 @@ static void figure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void figure(const char *fmt, ...)
 {
     char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(line, fmt);
     printf("reliability: %s\n", line);
     fflush(stdout);
     FILE *f = fopen(figures, "a");
@@ -96,10 +93,7 @@ static int get(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int get(const char *fmt, ...)
 {
     char path[3000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(path, fmt);
     return get_on(PORT, path, NULL);
 }
 
@@ -132,47 +126,27 @@ static double stat_of(const char *b, const char *key)
 
 static int write_conf(void)
 {
-    FILE *in = fopen(conf_path(), "r"), *out = fopen(conf, "w");
-    if (!in || !out) {
-        snprintf(setup_error, sizeof setup_error, "cannot copy %s to %s", conf_path(), conf);
-        if (in) fclose(in);
-        if (out) fclose(out);
-        return -1;
-    }
-    char line[1024], section[128] = "";
-    while (fgets(line, sizeof line, in)) {
-        const char *p = line + strspn(line, " \t");
-        if (*p == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
-            if (!strcmp(section, "backend myisam"))
-                continue;
-            fputs(line, out);
-            if (!strcmp(section, "server"))
-                fprintf(out, "port = %d\nconnection_timeout_s = %d\nmax_connections = 16000\n",
-                        PORT, TIMEOUT_S);
-            else if (!strcmp(section, "backend sqlite"))
-                fprintf(out, "path = %s/rel.sqlite\ntable = zt_rel\n", dir);
-            else if (!strcmp(section, "backend pg"))
-                fprintf(out, "table = zt_rel\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
-            else if (!strcmp(section, "backend innodb"))
-                fprintf(out, "table = zt_rel_innodb\nquery_timeout_ms = %d\n", QUERY_TIMEOUT_MS);
-            continue;
-        }
-        if (!strcmp(section, "backend myisam"))
-            continue;
-        char key[64] = "";
-        sscanf(p, "%63[a-z_]", key);
-        bool drop = !strcmp(key, "table") || !strcmp(key, "query_timeout_ms") ||
-                    (!strcmp(section, "server") &&
-                     (!strcmp(key, "port") || !strcmp(key, "connection_timeout_s") ||
-                      !strcmp(key, "max_connections"))) ||
-                    (!strcmp(section, "backend sqlite") && !strcmp(key, "path"));
-        if (!drop)
-            fputs(line, out);
-    }
-    fclose(in);
-    fclose(out);
-    return 0;
+    char port[16], timeout_s[16], query_ms[16], sqlite[1200];
+    snprintf(port, sizeof port, "%d", PORT);
+    snprintf(timeout_s, sizeof timeout_s, "%d", TIMEOUT_S);
+    snprintf(query_ms, sizeof query_ms, "%d", QUERY_TIMEOUT_MS);
+    snprintf(sqlite, sizeof sqlite, "%s/rel.sqlite", dir);
+    const struct conf_change changes[] = {
+        { "backend myisam", NULL, NULL },
+        { "server", "port", port },
+        { "server", "connection_timeout_s", timeout_s },
+        { "server", "max_connections", "16000" },
+        { "backend sqlite", "path", sqlite },
+        { "backend sqlite", "table", "zt_rel" },
+        { "backend pg", "table", "zt_rel" },
+        { "backend pg", "query_timeout_ms", query_ms },
+        { "backend innodb", "table", "zt_rel_innodb" },
+        { "backend innodb", "query_timeout_ms", query_ms },
+        { "*", "table", NULL },              /* the other backends' tables are not ours */
+        { "*", "query_timeout_ms", NULL },
+        { NULL, NULL, NULL },
+    };
+    return write_conf_copy(conf, changes, NULL, setup_error, sizeof setup_error);
 }
 
 static int load(const char *backend, const char *file, const char *extra, char *out, size_t len)
@@ -185,16 +159,12 @@ static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/reliability"));
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 11, setup_error, sizeof setup_error) < 0)
+        return;
     snprintf(conf, sizeof conf, "%s/rel.conf", dir);
     snprintf(keys, sizeof keys, "%s/g.keys", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(figures, sizeof figures, "%s/figures.txt", dir);
-    char out[4096];
-    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 11 -o %s",
-                dir, dir, prog("gen"), ROWS, csv)) {
-        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
-        return;
-    }
     /* The key file for loadgen, and one code. */
     struct zb_err err = { 0 };
     struct kenall_opts o = { 0 };
@@ -215,6 +185,7 @@ static void setup(void)
     if (write_conf() < 0)
         return;
     run_cmd(NULL, 0, "%s start", db_script());
+    char out[4096];
     static const char *const bs[] = { "sqlite", "pg", "innodb" };
     for (int i = 0; i < 3; i++) {
         int rc = load(bs[i], csv, NULL, out, sizeof out);
@@ -223,11 +194,7 @@ static void setup(void)
             return;
         }
     }
-    server_pid = spawn_server(conf, PORT, logfile, NULL);
-    if (!await_server(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, NULL, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
@@ -851,22 +818,11 @@ END_TEST
 
 Suite *suite_reliability(void)
 {
-    Suite *s = suite_create("reliability");
-    TCase *t = tcase_create("reliability");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, percent_encoding);
-    tcase_add_test(t, nul_bytes_in_the_raw_request);
-    tcase_add_test(t, config_errors);
-    tcase_add_test(t, bad_dsn_starts_with_the_backend_down);
-    tcase_add_test(t, slow_clients);
-    tcase_add_test(t, slow_headers_are_cut);
-    tcase_add_test(t, ten_thousand_idle_connections);
-    tcase_add_test(t, mariadb_outage_under_load);
-    tcase_add_test(t, postgres_outage_under_load);
-    tcase_add_test(t, postgres_frozen_under_load);
-    tcase_add_test(t, mariadb_frozen_under_load);
-    tcase_add_test(t, loader_connection_cut_keeps_the_old_table);
-    tcase_set_timeout(t, 180);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reliability", setup, teardown, 180, TESTS(
+        percent_encoding, nul_bytes_in_the_raw_request, config_errors,
+        bad_dsn_starts_with_the_backend_down, slow_clients, slow_headers_are_cut,
+        ten_thousand_idle_connections, mariadb_outage_under_load, postgres_outage_under_load,
+        postgres_frozen_under_load, mariadb_frozen_under_load,
+        loader_connection_cut_keeps_the_old_table));
+    return suite_of("reliability", t, NULL);
 }

@@ -92,10 +92,7 @@ static struct resp *get(const char *fmt, ...) __attribute__((format(printf, 1, 2
 static struct resp *get(const char *fmt, ...)
 {
     char path[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(path, fmt);
     http(&R, "GET", path);
     return &R;
 }
@@ -314,52 +311,38 @@ static int read_rows(char *msg, size_t len)
  * plus a backend sqlite_np: the same file with persistent = no. */
 static int write_conf(char *msg, size_t len)
 {
-    FILE *in = fopen(conf_path(), "r"), *out = fopen(conf, "w");
-    if (!in || !out) {
-        snprintf(msg, len, "cannot copy %s to %s", conf_path(), conf);
-        if (in) fclose(in);
-        if (out) fclose(out);
+    char port[16], extra[1400];
+    snprintf(port, sizeof port, "%d", PORT);
+    snprintf(extra, sizeof extra, "\n[backend sqlite_np]\ndriver = sqlite\npath = %s\ntable = zt_server\n"
+             "persistent = no\n", sqlite_path);
+    /* 24 new PostgreSQL connections at once can take more than the shipped
+     * 2 s on a loaded 2-core machine (a connection costs 30-50 ms of fork
+     * and auth there): the tests check answers, not connect speed. */
+    const struct conf_change changes[] = {
+        { "server", "port", port },
+        { "backend sqlite", "path", sqlite_path },
+        { "backend sqlite", "table", "zt_server" },
+        { "backend pg", "table", "zt_server" },
+        { "backend innodb", "table", "zt_server_innodb" },
+        { "backend myisam", "table", "zt_server_myisam" },
+        { "backend *", "connect_timeout_s", "10" },
+        { "*", "table", NULL },
+        { NULL, NULL, NULL },
+    };
+    if (write_conf_copy(conf, changes, extra, msg, len) < 0)
+        return -1;
+    /* pg's acquire_timeout_ms as shipped: the outage test's 503s come within it. */
+    struct zb_conf shipped;
+    struct zb_err err = { 0 };
+    if (conf_load(&shipped, conf_path(), &err) < 0) {
+        snprintf(msg, len, "%s", err.msg);
+        conf_free(&shipped);
         return -1;
     }
-    char line[1024], section[128] = "";
-    while (fgets(line, sizeof line, in)) {
-        const char *p = line + strspn(line, " \t");
-        if (*p == '[') {
-            snprintf(section, sizeof section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
-            fputs(line, out);
-            if (!strcmp(section, "server"))
-                fprintf(out, "port = %d\n", PORT);
-            else if (!strcmp(section, "backend sqlite"))
-                fprintf(out, "path = %s\ntable = zt_server\n", sqlite_path);
-            else if (!strcmp(section, "backend pg"))
-                fprintf(out, "table = zt_server\n");
-            else if (!strcmp(section, "backend innodb"))
-                fprintf(out, "table = zt_server_innodb\n");
-            else if (!strcmp(section, "backend myisam"))
-                fprintf(out, "table = zt_server_myisam\n");
-            /* 24 new PostgreSQL connections at once can take more than the
-             * shipped 2 s on a loaded 2-core machine (a connection costs
-             * 30-50 ms of fork and auth there): the tests check answers,
-             * not connect speed. */
-            if (!strncmp(section, "backend ", 8))
-                fprintf(out, "connect_timeout_s = 10\n");
-            continue;
-        }
-        char key[64] = "";
-        sscanf(p, "%63[a-z_]", key);
-        bool drop = !strcmp(key, "table") ||
-                    (!strcmp(section, "server") && !strcmp(key, "port")) ||
-                    (!strcmp(section, "backend sqlite") && !strcmp(key, "path")) ||
-                    (!strncmp(section, "backend ", 8) && !strcmp(key, "connect_timeout_s"));
-        if (!strcmp(section, "backend pg") && !strcmp(key, "acquire_timeout_ms"))
-            acquire_timeout_ms = atoi(strchr(p, '=') + 1);
-        if (!drop)
-            fputs(line, out);
-    }
-    fprintf(out, "\n[backend sqlite_np]\ndriver = sqlite\npath = %s\ntable = zt_server\n"
-            "persistent = no\n", sqlite_path);
-    fclose(in);
-    fclose(out);
+    const struct backend_conf *pg = conf_backend(&shipped, "pg");
+    if (pg)
+        acquire_timeout_ms = pg->acquire_timeout_ms;
+    conf_free(&shipped);
     return 0;
 }
 
@@ -392,15 +375,12 @@ static void setup(void)
 {
     snprintf(dir, sizeof dir, "%s", build_path("test/server"));
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 7, setup_error, sizeof setup_error) < 0)
+        return;
     snprintf(conf, sizeof conf, "%s/server.conf", dir);
     snprintf(sqlite_path, sizeof sqlite_path, "%s/server.sqlite", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     char out[4096];
-    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 7 -o %s",
-                dir, dir, prog("gen"), ROWS, csv)) {
-        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
-        return;
-    }
     if (read_rows(out, sizeof out) < 0) {
         snprintf(setup_error, sizeof setup_error, "reading %s: %s", csv, out);
         return;
@@ -417,15 +397,11 @@ static void setup(void)
             return;
         }
     }
-    server_pid = start_server(PORT, logfile, NULL, NULL);
-    if (server_pid < 0) {
+    if (port_answers(PORT)) {   /* await_server would take its answers for ours */
         snprintf(setup_error, sizeof setup_error, "port %d is taken by another process", PORT);
         return;
     }
-    if (!wait_ready(server_pid, PORT)) {
-        run_cmd(out, sizeof out, "cat '%s'", logfile);
-        snprintf(setup_error, sizeof setup_error, "server did not start: %s", out);
-    }
+    server_pid = fixture_server(conf, PORT, logfile, NULL, setup_error, sizeof setup_error);
 }
 
 static void teardown(void)
@@ -1209,28 +1185,13 @@ END_TEST
 
 Suite *suite_server(void)
 {
-    Suite *s = suite_create("server");
-    TCase *t = tcase_create("server");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, known_codes_give_the_rows_of_the_file);
-    tcase_add_test(t, split_and_shared_codes);
-    tcase_add_test(t, unknown_404_bad_400);
-    tcase_add_test(t, methods_and_http);
-    tcase_add_test(t, strict_http);
-    tcase_add_test(t, health_and_stats);
-    tcase_add_test(t, random_keys_and_misses);
-    tcase_add_test(t, per_request_connections);
-    tcase_add_test(t, every_strategy_gives_the_same_rows);
-    tcase_add_test(t, connections_spread_over_the_loops);
-    tcase_add_test(t, pool_churn_under_load);
-    tcase_add_test(t, cli_exit_codes_and_clean_stop);
-    tcase_add_test(t, https);
-    tcase_add_test(t, pool_exhausted_503_after_acquire_timeout);
-    tcase_add_test(t, suspended_request_whose_client_leaves);
-    tcase_add_test(t, stop_with_requests_in_flight);
-    tcase_add_test(t, database_dies_with_lookups_in_its_pipeline);
-    tcase_add_test(t, postgres_outage_and_recovery);   /* last: it stops pg */
-    tcase_set_timeout(t, 180);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("server", setup, teardown, 180, TESTS(
+        known_codes_give_the_rows_of_the_file, split_and_shared_codes, unknown_404_bad_400,
+        methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
+        per_request_connections, every_strategy_gives_the_same_rows,
+        connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
+        https, pool_exhausted_503_after_acquire_timeout, suspended_request_whose_client_leaves,
+        stop_with_requests_in_flight, database_dies_with_lookups_in_its_pipeline,
+        postgres_outage_and_recovery)); /* last: it stops pg */
+    return suite_of("server", t, NULL);
 }

@@ -23,6 +23,13 @@ static int sqlbench(const char *args)
                    conf_path(), dir, args);
 }
 
+/* Each of texts (NULL-terminated) stands somewhere in out. */
+static void expect_in_out(const char *const *texts)
+{
+    for (; *texts; texts++)
+        ck_assert_msg(strstr(out, *texts), "no \"%s\" in: %.4000s", *texts, out);
+}
+
 /* JSON lines of experiment e on backend b that carry a numeric median. */
 static int figures(const char *e, const char *b)
 {
@@ -66,8 +73,7 @@ START_TEST(all_quick_on_every_backend)
         ck_assert_msg(figures("writers", b) == 3, "%s: %d writers figures: %.4000s", b,
                       figures("writers", b), out);
     }
-    ck_assert_ptr_nonnull(strstr(out, "\"busy_retries\":"));
-    ck_assert_ptr_nonnull(strstr(out, "\"per_s\":"));
+    expect_in_out((const char *const[]){ "\"busy_retries\":", "\"per_s\":", NULL });
 }
 END_TEST
 
@@ -75,14 +81,11 @@ START_TEST(tables_and_markdown)
 {
     int rc = sqlbench("speed writers --backends sqlite --scale 0.01 --repeat 2");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    ck_assert_ptr_nonnull(strstr(out, "machine: "));
-    ck_assert_ptr_nonnull(strstr(out, "sqlite: SQLite 3"));
-    ck_assert_ptr_nonnull(strstr(out, "10 DELETE"));
-    ck_assert_ptr_nonnull(strstr(out, "job queue 1 workers x 1 tasks"));
+    expect_in_out((const char *const[]){ "machine: ", "sqlite: SQLite 3", "10 DELETE",
+                                         "job queue 1 workers x 1 tasks", NULL });
     rc = sqlbench("speed --backends sqlite --scale 0.01 --markdown");
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
-    ck_assert_ptr_nonnull(strstr(out, "| test | sqlite |"));
-    ck_assert_ptr_nonnull(strstr(out, "|---|---:|"));
+    expect_in_out((const char *const[]){ "| test | sqlite |", "|---|---:|", NULL });
 }
 END_TEST
 
@@ -191,16 +194,9 @@ END_TEST
 
 Suite *suite_sqlbench(void)
 {
-    Suite *s = suite_create("sqlbench");
-    TCase *t = tcase_create("sqlbench");
-    tcase_add_test(t, usage_errors_exit_2);
-    tcase_add_test(t, tables_and_markdown);
-    tcase_add_test(t, time_cap_extrapolates);
-    tcase_add_test(t, all_quick_on_every_backend);
-    tcase_add_test(t, writers_on_the_file_system);
-    tcase_add_test(t, as3ap_single_and_multi_user);
-    tcase_add_test(t, calibrate_the_machine);
-    tcase_set_timeout(t, 300);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("sqlbench", NULL, NULL, 300, TESTS(
+        usage_errors_exit_2, tables_and_markdown, time_cap_extrapolates,
+        all_quick_on_every_backend, writers_on_the_file_system, as3ap_single_and_multi_user,
+        calibrate_the_machine));
+    return suite_of("sqlbench", t, NULL);
 }
