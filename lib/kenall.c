@@ -31,10 +31,7 @@ static int fail_at(struct kenall_reader *r, long line, struct zb_err *err, const
 static int fail_at(struct kenall_reader *r, long line, struct zb_err *err, const char *fmt, ...)
 {
     char what[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(what, fmt);
     return zb_fail(err, ZB_ERR_INPUT, "%s:%ld: %s", csv_path(r->csv), line, what);
 }
 

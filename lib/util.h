@@ -8,6 +8,17 @@
 #include <stdint.h>
 #include <time.h>
 
+/* In a function whose last named parameter is fmt (printf-style, the
+ * arguments follow as ...): the text it asks for, into the char array
+ * buf, cut to fit. */
+#define FORMAT_INTO(buf, fmt)                                                                      \
+    do {                                                                                           \
+        va_list format_ap_;                                                                        \
+        va_start(format_ap_, fmt);                                                                 \
+        vsnprintf(buf, sizeof buf, fmt, format_ap_);                                               \
+        va_end(format_ap_);                                                                        \
+    } while (0)
+
 /* What went wrong, and of which kind: the server maps ZB_ERR_CONN to 503
  * and drops the connection; ZB_ERR_TIMEOUT (no answer within the backend's
  * query_timeout_ms, connection given up) too, but does not retry it;

@@ -120,10 +120,7 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
 static void set_error(struct req *rq, unsigned status, const char *key, const char *fmt, ...)
 {
     char msg[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    FORMAT_INTO(msg, fmt);
     struct jbuf *b = &rq->body;
     b->n = 0;
     JB_LIT(b, "{");

@@ -264,20 +264,39 @@ int test_port(int preferred)
     return chosen > 0 ? chosen : preferred;
 }
 
-int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen)
+int write_codes(const char *csv, const char *keys, char *code, size_t len, char *why, size_t whylen)
 {
     struct zb_err err = { 0 };
     struct kenall_opts o = { 0 };
     struct kenall_reader *r = kenall_open(csv, &o, &err);
+    FILE *kf = r && keys ? fopen(keys, "w") : NULL;
+    int rc = -1;
     const char *const *f;
-    int rc = r && kenall_next(r, &f, &err) == 1 ? 0 : -1;
-    if (rc == 0)
-        snprintf(code, len, "%s", f[KENALL_ZIP]);
-    else
-        snprintf(why, whylen, "%s: %s", csv, err.msg[0] ? err.msg : "no row");
+    if (r && (kf || !keys)) {
+        while (kenall_next(r, &f, &err) == 1) {
+            if (rc < 0 && code)
+                snprintf(code, len, "%s", f[KENALL_ZIP]);
+            rc = 0;
+            if (!kf)
+                break;
+            fprintf(kf, "%s\n", f[KENALL_ZIP]);
+        }
+    }
+    if (rc < 0)
+        snprintf(why, whylen, "%s: %s", r && keys && !kf ? keys : csv,
+                 err.msg[0] ? err.msg : r && keys && !kf ? "cannot write" : "no row");
+    if (kf && fclose(kf) != 0 && rc == 0) {
+        snprintf(why, whylen, "%s: cannot write", keys);
+        rc = -1;
+    }
     if (r)
         kenall_close(r);
     return rc;
+}
+
+int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen)
+{
+    return write_codes(csv, NULL, code, len, why, whylen);
 }
 
 static bool section_matches(const char *pattern, const char *section)
@@ -345,6 +364,14 @@ int write_conf_with_words(const char *path, const char *words, const char *text,
              "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\ncolumns = %s\n", words,
              columns);
     return write_conf_copy(path, NULL, dataset, why, whylen);
+}
+
+double json_num(const char *s, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = s ? strstr(s, pat) : NULL;
+    return k ? atof(k + strlen(pat)) : -1;
 }
 
 struct ab_report ab_report(const char *text)

@@ -8,16 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* In a function whose last named parameter is fmt (printf-style, the
- * arguments follow as ...): the text it asks for, into the char array
- * buf, cut to fit. */
-#define FORMAT_INTO(buf, fmt)                                                                      \
-    do {                                                                                           \
-        va_list format_ap_;                                                                        \
-        va_start(format_ap_, fmt);                                                                 \
-        vsnprintf(buf, sizeof buf, fmt, format_ap_);                                               \
-        va_end(format_ap_);                                                                        \
-    } while (0)
+#include "util.h"   /* FORMAT_INTO */
 
 /* "$ZB_BUILD/rest" (ZB_BUILD defaults to "build"), in a static buffer
  * per call site's slot: copy it if you need it long. */
@@ -56,6 +47,10 @@ int write_conf_with_words(const char *path, const char *words, const char *text,
                           const char *columns, char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated
  * set) into code: 0, or -1 with why filled. */
+/* Every postal code of a KEN_ALL-layout file into keys, one a line (a
+ * file for loadgen --keys; NULL: none), and its first into code (NULL:
+ * not wanted): 0, or -1 with why filled. */
+int write_codes(const char *csv, const char *keys, char *code, size_t len, char *why, size_t whylen);
 int first_code(const char *csv, char *code, size_t len, char *why, size_t whylen);
 
 /* The counts of an ab report in text (loadgen's is the same); a line
@@ -69,6 +64,10 @@ struct ab_report {
     double rps;
 };
 struct ab_report ab_report(const char *text);
+
+/* The number after the first "key": in s (JSON text such as /stats or a
+ * --json report), or -1 when s is NULL or has no such key. */
+double json_num(const char *s, const char *key);
 
 
 /* ---- a server under test: spawned as a child, spoken to over loopback ---- */

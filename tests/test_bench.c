@@ -159,14 +159,7 @@ END_TEST
 
 Suite *suite_bench(void)
 {
-    Suite *s = suite_create("bench");
-    TCase *u = tcase_create("driver");
-    tcase_add_test(u, driver_unit_tests);
-    tcase_set_timeout(u, 120);
-    suite_add_tcase(s, u);
-    TCase *t = tcase_create("smoke");
-    tcase_add_test(t, quick_run_produces_every_table);
-    tcase_set_timeout(t, 900);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *driver = test_case("driver", NULL, NULL, 120, TESTS(driver_unit_tests));
+    TCase *smoke = test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table));
+    return suite_of("bench", driver, smoke, NULL);
 }

@@ -32,27 +32,10 @@ static void setup(void)
     snprintf(csv, sizeof csv, "%s/g.csv", dir);
     snprintf(keys, sizeof keys, "%s/g.keys", dir);
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 12, setup_error, sizeof setup_error) < 0 ||
+        write_codes(csv, keys, NULL, 0, setup_error, sizeof setup_error) < 0)
+        return;
     char out[4096];
-    if (run_cmd(out, sizeof out, "rm -rf '%s' && mkdir -p '%s' && %s --rows %d --seed 12 -o %s",
-                dir, dir, prog("gen"), ROWS, csv)) {
-        snprintf(setup_error, sizeof setup_error, "gen: %s", out);
-        return;
-    }
-    struct zb_err err = { 0 };
-    struct kenall_opts o = { 0 };
-    struct kenall_reader *r = kenall_open(csv, &o, &err);
-    FILE *kf = fopen(keys, "w");
-    if (!r || !kf) {
-        snprintf(setup_error, sizeof setup_error, "%s: %s", csv, err.msg);
-        if (kf)
-            fclose(kf);
-        return;
-    }
-    const char *const *f;
-    while (kenall_next(r, &f, &err) == 1)
-        fprintf(kf, "%s\n", f[KENALL_ZIP]);
-    kenall_close(r);
-    fclose(kf);
     int rc = run_cmd(out, sizeof out, "%s -q --conf %s --backend pg --mode bulk --dataset %s "
                      "--set pg.table=" TABLE, prog("loader"), conf_path(), csv);
     if (rc)
@@ -60,15 +43,6 @@ static void setup(void)
 }
 
 #define SETUP_OK() ck_assert_msg(!setup_error[0], "setup: %s", setup_error)
-
-/* A number after "key": in s, or -1. */
-static double num(const char *s, const char *key)
-{
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *k = s ? strstr(s, pat) : NULL;
-    return k ? atof(k + strlen(pat)) : -1;
-}
 
 /* A fresh server, pg only, its pool at pool_min (2 open). */
 static pid_t fresh_server(void)
@@ -79,7 +53,7 @@ static pid_t fresh_server(void)
     static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     for (int i = 0; i < 100; i++) {
         if (http_exchange(PORT, req, sizeof req - 1, raw, sizeof raw, 5000) > 0 &&
-            num(strstr(raw, "\"pool\":"), "size") >= 2)
+            json_num(strstr(raw, "\"pool\":"), "size") >= 2)
             break;
         usleep(50 * 1000);
     }
@@ -93,8 +67,8 @@ static void counts(double *overload, double *down)
     static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     *overload = *down = -1;
     if (http_exchange(PORT, req, sizeof req - 1, raw, sizeof raw, 5000) > 0) {
-        *overload = num(raw, "overload");
-        *down = num(raw, "down");
+        *overload = json_num(raw, "overload");
+        *down = json_num(raw, "down");
     }
 }
 
@@ -112,7 +86,7 @@ static struct lg drive(const char *strategy, int c, int n, int secs, const char 
                      c, n, secs, keys, PORT, strategy);
     ck_assert_msg(rc == 0, "loadgen: exit %d: %s", rc, out);
     const char *j = strchr(out, '{');
-    return (struct lg){ num(j, "completed"), num(j, "failed"), num(j, "non2xx"), num(j, "rps") };
+    return (struct lg){ json_num(j, "completed"), json_num(j, "failed"), json_num(j, "non2xx"), json_num(j, "rps") };
 }
 
 /* The server's log holds no "down" line; it is stopped cleanly. */
@@ -179,7 +153,7 @@ START_TEST(slow_connects_while_live_connections_serve)
     static char raw[1 << 16];
     static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     ck_assert(http_exchange(PORT, req, sizeof req - 1, raw, sizeof raw, 5000) > 0);
-    double failures = num(raw, "connect_failures");
+    double failures = json_num(raw, "connect_failures");
     stop_clean(pid, "postmaster stopped");
     printf("overload: postmaster stopped 3.5 s under pooled c=100: %.0f answered, %.0f req/s, "
            "%.0f non-2xx, %.0f failed; %.0f connects timed out; /stats overload %.0f down %.0f\n",
@@ -196,14 +170,8 @@ END_TEST
 
 Suite *suite_overload(void)
 {
-    Suite *s = suite_create("overload");
-    TCase *t = tcase_create("overload");
-    tcase_add_unchecked_fixture(t, setup, NULL);
-    tcase_add_test(t, slow_connects_while_live_connections_serve);
-    tcase_add_test(t, pooled_burst_on_a_fresh_server);
-    tcase_add_test(t, pipelined_burst_on_a_fresh_server);
-    tcase_add_test(t, per_request_on_a_fresh_server);
-    tcase_set_timeout(t, 240);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("overload", setup, NULL, 240, TESTS(
+        slow_connects_while_live_connections_serve, pooled_burst_on_a_fresh_server,
+        pipelined_burst_on_a_fresh_server, per_request_on_a_fresh_server));
+    return suite_of("overload", t, NULL);
 }

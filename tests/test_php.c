@@ -411,18 +411,10 @@ END_TEST
 
 Suite *suite_php(void)
 {
-    Suite *s = suite_create("php");
-    TCase *t = tcase_create("php");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, known_codes_give_the_rows_of_the_file);
-    tcase_add_test(t, pg_through_either_pooler_gives_the_same_rows);
-    tcase_add_test(t, via_takes_only_a_configured_target);
-    tcase_add_test(t, a_shared_code_gives_every_row);
-    tcase_add_test(t, unknown_code_404_bad_code_400);
-    tcase_add_test(t, random_codes_come_from_the_key_file);
-    tcase_add_test(t, stop_and_start_again);
-    tcase_add_test(t, fpm_children_are_static_and_secrets_private);
-    tcase_set_timeout(t, 240);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("php", setup, teardown, 240, TESTS(
+        known_codes_give_the_rows_of_the_file, pg_through_either_pooler_gives_the_same_rows,
+        via_takes_only_a_configured_target, a_shared_code_gives_every_row,
+        unknown_code_404_bad_code_400, random_codes_come_from_the_key_file,
+        stop_and_start_again, fpm_children_are_static_and_secrets_private));
+    return suite_of("php", t, NULL);
 }

@@ -103,15 +103,6 @@ static const char *body(void)
     return b ? b + 4 : "";
 }
 
-/* A number after "key": in s (first occurrence), or -1. */
-static double num(const char *s, const char *key)
-{
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *k = s ? strstr(s, pat) : NULL;
-    return k ? atof(k + strlen(pat)) : -1;
-}
-
 /* A number of backend b's block in /stats. */
 static double stat_of(const char *b, const char *key)
 {
@@ -119,7 +110,7 @@ static double stat_of(const char *b, const char *key)
         return -1;
     char pat[128];
     snprintf(pat, sizeof pat, "{\"name\":\"%s\"", b);
-    return num(strstr(body(), pat), key);
+    return json_num(strstr(body(), pat), key);
 }
 
 /* ---- setup ---- */
@@ -166,22 +157,8 @@ static void setup(void)
     snprintf(logfile, sizeof logfile, "%s/server.log", dir);
     snprintf(figures, sizeof figures, "%s/figures.txt", dir);
     /* The key file for loadgen, and one code. */
-    struct zb_err err = { 0 };
-    struct kenall_opts o = { 0 };
-    struct kenall_reader *r = kenall_open(csv, &o, &err);
-    FILE *kf = fopen(keys, "w");
-    if (!r || !kf) {
-        snprintf(setup_error, sizeof setup_error, "%s: %s", csv, err.msg);
+    if (write_codes(csv, keys, code, sizeof code, setup_error, sizeof setup_error) < 0)
         return;
-    }
-    const char *const *f;
-    while (kenall_next(r, &f, &err) == 1) {
-        fprintf(kf, "%s\n", f[KENALL_ZIP]);
-        if (!code[0])
-            snprintf(code, sizeof code, "%s", f[KENALL_ZIP]);
-    }
-    kenall_close(r);
-    fclose(kf);
     if (write_conf() < 0)
         return;
     run_cmd(NULL, 0, "%s start", db_script());
@@ -489,7 +466,7 @@ START_TEST(slow_headers_are_cut)
     if (patient >= 0)
         close(patient);
     int st = get_on(PORT2, "/stats", NULL);
-    double header_timeouts = num(strstr(body(), "\"server\":"), "header_timeouts");
+    double header_timeouts = json_num(strstr(body(), "\"server\":"), "header_timeouts");
     ck_assert_int_eq(term_server(pid), 0);
     figure("slowloris: %d clients sending a header byte per 200 ms, header_timeout_s 1, "
            "max_connections 20: %d cut (the last %.1f s after they began), %d answered; a client "
@@ -584,14 +561,14 @@ static void parse_lg(const char *file, struct lg *l)
 {
     char s[8192] = "";
     run_cmd(s, sizeof s, "cat '%s'", file);
-    l->rps = num(s, "rps");
-    l->completed = num(s, "completed");
-    l->failed = num(s, "failed");
-    l->non2xx = num(s, "non2xx");
+    l->rps = json_num(s, "rps");
+    l->completed = json_num(s, "completed");
+    l->failed = json_num(s, "failed");
+    l->non2xx = json_num(s, "non2xx");
     const char *lat = strstr(s, "\"latency_us\":");
-    l->mean_us = num(lat, "mean");
-    l->p99_us = num(lat, "p99");
-    l->max_us = num(lat, "max");
+    l->mean_us = json_num(lat, "mean");
+    l->p99_us = json_num(lat, "p99");
+    l->max_us = json_num(lat, "max");
 }
 
 /* loadgen on sqlite (as fast as it goes, c 8) and on the failing backend

@@ -83,14 +83,6 @@ static void teardown(void)
 
 #define SETUP_OK() ck_assert_msg(!setup_error[0], "setup: %s", setup_error)
 
-static double num(const char *s, const char *key)
-{
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *k = s ? strstr(s, pat) : NULL;
-    return k ? atof(k + strlen(pat)) : -1;
-}
-
 START_TEST(reload_with_changed_types_under_load)
 {
     SETUP_OK();
@@ -121,7 +113,7 @@ START_TEST(reload_with_changed_types_under_load)
     for (int i = 0; i < NRUNS; i++) {
         char s[8192] = "";
         run_cmd(s, sizeof s, "cat '%s'", files[i]);
-        double done = num(s, "completed"), non2xx = num(s, "non2xx"), failed = num(s, "failed");
+        double done = json_num(s, "completed"), non2xx = json_num(s, "non2xx"), failed = json_num(s, "failed");
         printf("reload: %s %s under two swaps: %.0f answered, %.0f non-2xx, %.0f failed\n",
                runs[i].backend, runs[i].strategy, done, non2xx, failed);
         fflush(stdout);
@@ -139,11 +131,6 @@ END_TEST
 
 Suite *suite_reload(void)
 {
-    Suite *s = suite_create("reload");
-    TCase *t = tcase_create("reload");
-    tcase_add_unchecked_fixture(t, setup, teardown);
-    tcase_add_test(t, reload_with_changed_types_under_load);
-    tcase_set_timeout(t, 120);
-    suite_add_tcase(s, t);
-    return s;
+    TCase *t = test_case("reload", setup, teardown, 120, TESTS(reload_with_changed_types_under_load));
+    return suite_of("reload", t, NULL);
 }
