@@ -228,11 +228,20 @@ static void teardown(void)
 
 #define SETUP_OK() ck_assert_msg(!setup_error[0], "%s", setup_error)
 
-/* The body zip.php must give for the k-th checked code on backend b. */
-static void want_body(char *expect, size_t len, const char *b, int k)
+/* Front f answers the k-th checked code on backend b (persistent or not,
+ * extra: more of the query, "" or "&via=..."): 200 with the very body the
+ * C server gives, the rows of the file. */
+static void answers_the_rows(const struct front *f, const char *b, int k, int persistent,
+                             const char *extra)
 {
-    snprintf(expect, len, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}\n", b, codes[k % NCHECK],
-             want[k % NCHECK]);
+    char path[256], body[1 << 16], expect[8192];
+    snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d%s", b, codes[k % NCHECK],
+             persistent, extra);
+    int st = http_get(f, path, body, sizeof body);
+    snprintf(expect, sizeof expect, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[%s]}\n", b,
+             codes[k % NCHECK], want[k % NCHECK]);
+    ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
+    ck_assert_msg(!strcmp(body, expect), "%s %s:\n got  %s\n want %s", f->name, path, body, expect);
 }
 
 START_TEST(known_codes_give_the_rows_of_the_file)
@@ -244,15 +253,8 @@ START_TEST(known_codes_give_the_rows_of_the_file)
         for (int persistent = 1; persistent >= 0; persistent--) {
             /* Twice each: a persistent connection is reused the second time
              * (FPM: 4 children, so some child is asked twice). */
-            for (int k = 0; k < NCHECK * 2; k++) {
-                char path[256], body[1 << 16], expect[8192];
-                snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&persistent=%d",
-                         backends[bi], codes[k % NCHECK], persistent);
-                int st = http_get(f, path, body, sizeof body);
-                want_body(expect, sizeof expect, backends[bi], k);
-                ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
-                ck_assert_msg(!strcmp(body, expect), "%s %s:\n got  %s\n want %s", f->name, path, body, expect);
-            }
+            for (int k = 0; k < NCHECK * 2; k++)
+                answers_the_rows(f, backends[bi], k, persistent, "");
         }
     }
 }
@@ -268,13 +270,9 @@ START_TEST(pg_through_either_pooler_gives_the_same_rows)
     for (size_t v = 0; v < sizeof vias / sizeof vias[0]; v++) {
         for (int persistent = 1; persistent >= 0; persistent--) {
             for (int k = 0; k < NCHECK * 2; k++) {
-                char path[256], body[1 << 16], expect[8192];
-                snprintf(path, sizeof path, "/zip.php?backend=pg&code=%s&persistent=%d&via=%s",
-                         codes[k % NCHECK], persistent, vias[v]);
-                int st = http_get(f, path, body, sizeof body);
-                want_body(expect, sizeof expect, "pg", k);
-                ck_assert_msg(st == 200, "%s %s: status %d: %s", f->name, path, st, body);
-                ck_assert_msg(!strcmp(body, expect), "%s %s:\n got  %s\n want %s", f->name, path, body, expect);
+                char via[32];
+                snprintf(via, sizeof via, "&via=%s", vias[v]);
+                answers_the_rows(f, "pg", k, persistent, via);
             }
         }
     }
