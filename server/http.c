@@ -286,25 +286,6 @@ static const char *client_safe(const struct srv_backend *sb, const char *msg, ch
     return out;
 }
 
-/* A lookup failed inside the database (500): the client gets the
- * message without paths; the log the whole of it, at most once a second
- * per loop (with how many were left out), so a failing table cannot
- * flood it. */
-static void log_lookup_error(const struct srv_backend *sb, const char *msg)
-{
-    static _Thread_local uint64_t last_ns;
-    static _Thread_local unsigned left_out;
-    uint64_t now = zb_now_ns();
-    if (last_ns && now - last_ns < 1000000000u) {
-        left_out++;
-        return;
-    }
-    fprintf(stderr, "server: backend %s: lookup failed: %s (%u more not logged)\n", sb->label,
-            msg, left_out);
-    last_ns = now;
-    left_out = 0;
-}
-
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
     struct req *rq = lk->arg;
@@ -316,7 +297,7 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
     if (rc == LOOKUP_UNAVAILABLE) {
         set_error(rq, 503, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
     } else if (rc != LOOKUP_OK) {
-        log_lookup_error(rq->lb->sb, err->msg);
+        served_log_error(rq->lb->sb, "lookup failed", err->msg);
         set_error(rq, 500, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
     } else if (lk->rows == 0) {
         set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");

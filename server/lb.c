@@ -26,7 +26,13 @@ bool lb_connect_failed(struct lb *lb, const struct zb_err *err, bool live)
     }
     lb->grow_after_ns = lb->loop->now + LB_RETRY_NS;
     loop_deadline(lb->loop, lb->grow_after_ns);
-    return false;
+    if (err->kind == ZB_ERR_CONN || err->kind == ZB_ERR_TIMEOUT || err->kind == ZB_ERR_BUSY)
+        return false;   /* load: the lookups wait for the live connections */
+    /* A fault, not load (the database refused the PREPARE: a pooler in
+     * transaction mode with named statements): said, and the waiting
+     * lookups fail with it. */
+    served_log_error(lb->sb, "connect failed", err->msg);
+    return true;
 }
 
 int lookup_rc_of(const struct zb_err *err)

@@ -92,9 +92,10 @@ void lb_down(struct lb *lb, const struct zb_err *err);
 /* How long after a connect that failed under load the next one comes. */
 #define LB_RETRY_NS (100ull * 1000 * 1000)
 /* A connect failed. Refused (ZB_ERR_REFUSED), or with no live connection
- * to wait for: the backend is down, true. Else (slow, or turned away for
- * load: overload is not an outage) false, and lb opens no new connection
- * for LB_RETRY_NS (grow_after_ns). */
+ * to wait for: the backend is down, true. Else lb opens no new connection
+ * for LB_RETRY_NS (grow_after_ns), and: slow, or turned away for load
+ * (overload is not an outage), false; a fault of the database's (an SQL
+ * error in the PREPARE), logged, true: the waiting lookups fail with it. */
 bool lb_connect_failed(struct lb *lb, const struct zb_err *err, bool live);
 /* The end of lk: counts, probe bookkeeping, then done(). */
 void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err);

@@ -98,6 +98,25 @@ void served_mark_up(struct srv_backend *sb)
         fprintf(stderr, "server: backend %s: up again\n", sb->label);
 }
 
+/* A lookup or a connect failed inside the database: the client gets
+ * the message without paths, the log the whole of it, at most once a
+ * second per loop (with how many were left out), so a failing table
+ * cannot flood it. */
+void served_log_error(const struct srv_backend *sb, const char *what, const char *msg)
+{
+    static _Thread_local uint64_t last_ns;
+    static _Thread_local unsigned left_out;
+    uint64_t now = zb_now_ns();
+    if (last_ns && now - last_ns < 1000000000u) {
+        left_out++;
+        return;
+    }
+    fprintf(stderr, "server: backend %s: %s: %s (%u more not logged)\n", sb->label, what, msg,
+            left_out);
+    last_ns = now;
+    left_out = 0;
+}
+
 void served_bump_gen(struct srv_backend *sb, unsigned seen)
 {
     atomic_compare_exchange_strong(&sb->gen, &seen, seen + 1);

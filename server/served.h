@@ -99,6 +99,8 @@ bool served_may_try(struct srv_backend *sb, bool *probe);
 void served_end_probe(struct srv_backend *sb);
 void served_mark_down(struct srv_backend *sb, const struct zb_err *err);
 void served_mark_up(struct srv_backend *sb);
+/* Logs an error of the database's (500), at most once a second per loop. */
+void served_log_error(const struct srv_backend *sb, const char *what, const char *msg);
 /* Everything opened before the connection that failed is suspect. */
 void served_bump_gen(struct srv_backend *sb, unsigned seen);
 void served_down_error(struct srv_backend *sb, struct zb_err *err);
