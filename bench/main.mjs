@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { run, runCleanups, isStopping } from './lib/run.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { machineLine, versions } from './lib/machine.mjs';
+import { netnsPids } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
 
@@ -145,13 +146,29 @@ const ctx = {
   },
 };
 // The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
-// the driver and what it runs, the databases, the project's nginx and Apache.
+// the driver and what it runs, the databases, the project's nginx, Apache,
+// nginx + PHP-FPM and the poolers (daemons: not below the driver).
 ctx.ownRoots = () => {
-  const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim()) || 0; } catch { return 0; } };
+  const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim().split('\n')[0]) || 0; } catch { return 0; } };
   const b = path.resolve(build);
+  const fpm = process.env.ZB_FPM_DIR || path.join(b, 'php-fpm');
+  const pooler = path.join(path.resolve(ctx.root, process.env.ZB_DB_DIR || 'build/db'), 'pooler');
   return [process.pid, ...(ctx.dbPidList || []), pidOf(path.join(b, 'nginx/nginx.pid')),
-          pidOf(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid'))].filter(Boolean);
+          pidOf(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid')),
+          pidOf(path.join(fpm, 'run/php-fpm.pid')), pidOf(path.join(fpm, 'run/nginx.pid')),
+          pidOf(path.join(pooler, 'pgbouncer.pid')), pidOf(path.join(pooler, 'pgpool.pid')),
+          ...labPids()].filter(Boolean);
 };
+// The lab's hosts (ctx.labDir, set by the network experiment): every
+// process in their namespaces.
+function labPids() {
+  if (!ctx.labDir) return [];
+  const hosts = path.join(ctx.labDir, 'hosts');
+  let files = [];
+  try { files = fs.readdirSync(hosts).filter(f => f.endsWith('.pid')); } catch { return []; }
+  const holders = files.map(f => { try { return Number(fs.readFileSync(path.join(hosts, f), 'utf8').trim()) || 0; } catch { return 0; } });
+  return netnsPids(holders.filter(Boolean));
+}
 ctx.dataset = path.join(ctx.data, 'ken_all.csv');
 ctx.keys = path.join(ctx.data, 'ken_all.keys');
 

@@ -108,6 +108,7 @@ export default {
     // build/lab is left alone).
     const children = pgpoolChildren(ctx);
     const env = { ZB_LAB_DIR: path.join(work, 'lab'), ZB_PGPOOL_CHILDREN: String(children) };
+    ctx.labDir = env.ZB_LAB_DIR;   // its processes are the benchmark's own (main.mjs ownRoots)
     const head = ['## Connection strategies across a network', ''];
 
     if (process.getuid() !== 0 || (await run('unshare', ['--net', 'true'])).code !== 0) {

@@ -133,6 +133,16 @@ export function ownTicks(roots) {
   return total;
 }
 
+// Every process in the network namespaces that these pids are in: the
+// lab's hosts (scripts/lab), whose daemons are nobody's children here.
+export function netnsPids(holders) {
+  const netOf = pid => { try { return fs.readlinkSync(`/proc/${pid}/ns/net`); } catch { return null; } };
+  const self = netOf('self');
+  const nets = new Set(holders.map(netOf).filter(n => n && n !== self));
+  if (!nets.size) return [];
+  return fs.readdirSync('/proc').filter(d => /^\d+$/.test(d) && nets.has(netOf(d))).map(Number);
+}
+
 // A sample of the machine's state, and the difference of two: what a
 // cell records around each of its runs. roots: the benchmark's own
 // processes (ownTicks), so the CPU that other work took can be told apart.
