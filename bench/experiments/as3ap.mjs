@@ -86,7 +86,7 @@ export default {
       lines.push(`${b}: ${defSync} against ${name}:`, '', table(['test', `${b} default (s)`, `${name} (s)`, 'ratio'], rows));
     }
     const all = [base, ...alt].flatMap(x => [...x.cells.cells.values()]);
-    lines.push(machineNote(all, ctx.repeat.target), explain(ctx, 'as3ap'), '',
+    lines.push(machineNote(all, ctx.repeat.target, true), explain(ctx, 'as3ap'), '',
       'The 2002 figures for the same kinds of query (seconds, PostgreSQL 7.2.1 / CVS 7.3 snapshot):',
       'sel_1_cl 0.08 / 0.09, sel_1_ncl 0.07 / 0.14, sel_100_cl 2.54 / 2.59, sel_100_ncl 2.53 / 2.60,',
       'sel_10pct_ncl 133.47 / 51.50, table_scan 37.74 / 36.72, agg_simple_report 13,132.75 / 8,734.76,',

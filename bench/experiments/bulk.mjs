@@ -33,7 +33,7 @@ export default {
     const datasets = prepare(ctx, work);
     t.citiesColumns = await columnsOf(ctx, 'cities');
 
-    const cells = new Cells(ctx, 'bulk');
+    const cells = new Cells(ctx, 'bulk', { ownIo: true });
     const rows = {};   // cell key -> rows the table held after its last run
     for (const d of datasets) for (const b of BACKENDS) {
       const model = `bench_bulk_${d.name}_${b}`;

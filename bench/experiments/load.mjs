@@ -24,7 +24,7 @@ export default {
       ? (fs.readFileSync(ctx.dataset.replace(/\.csv$/, '.meta'), 'utf8').match(/^rows=(\d+)/m) || [])[1] : null;
     const total = Number(meta) || 126431;
     const info = {};
-    const cells = new Cells(ctx, 'load');
+    const cells = new Cells(ctx, 'load', { ownIo: true });
     for (const b of BACKENDS) for (const m of modes) {
       cells.add(`${b} ${m}`, async () => {
         // The bench's own tables (bench_load*): samples never replace a served table.

@@ -77,7 +77,7 @@ export default {
       'and renames it over NAME (the directory is not fsync\'ed, as the test did not).', '',
       REF_2022);
     const all = [...speed.cells.cells.values(), ...txn.cells.cells.values(), ...wr.cells.cells.values()];
-    lines.push(machineNote(all, ctx.repeat.target), explain(ctx, 'sql'));
+    lines.push(machineNote(all, ctx.repeat.target, true), explain(ctx, 'sql'));
     writeCells(ctx.out, 'sql', all);
     // The plots: seconds of each 2001 test, and of each writers' workload,
     // per backend, with the 95% interval of each median.

@@ -12,7 +12,7 @@ export const SQL_BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 // object of each figure (version, sync, n, CPU).
 export async function sqlbenchCells(ctx, experiment, backends, { budgetS, repeat = 3, args = [], name } = {}) {
   const info = new Map();
-  const cells = new Cells(ctx, name || `sqlbench ${experiment}`, { budgetS });
+  const cells = new Cells(ctx, name || `sqlbench ${experiment}`, { budgetS, ownIo: true });
   const keyOf = j => [j.experiment, j.backend, j.test, j.sync, j.n].join('|');
   const runOnce = async pendingBackends => {
     const r = await runJSON(ctx.bin('sqlbench'), [experiment, '--json', '--conf', ctx.conf,
