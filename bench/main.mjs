@@ -145,11 +145,12 @@ const ctx = {
     return `scripts/bench${quick ? ' --quick' : ''} --only ${part}`;
   },
 };
+// The pid a pid file names (its first line), 0 if none.
+const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim().split('\n')[0]) || 0; } catch { return 0; } };
 // The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
 // the driver and what it runs, the databases, the project's nginx, Apache,
 // nginx + PHP-FPM and the poolers (daemons: not below the driver).
 ctx.ownRoots = () => {
-  const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim().split('\n')[0]) || 0; } catch { return 0; } };
   const b = path.resolve(build);
   const fpm = process.env.ZB_FPM_DIR || path.join(b, 'php-fpm');
   const pooler = path.join(path.resolve(ctx.root, process.env.ZB_DB_DIR || 'build/db'), 'pooler');
@@ -166,8 +167,7 @@ function labPids() {
   const hosts = path.join(ctx.labDir, 'hosts');
   let files = [];
   try { files = fs.readdirSync(hosts).filter(f => f.endsWith('.pid')); } catch { return []; }
-  const holders = files.map(f => { try { return Number(fs.readFileSync(path.join(hosts, f), 'utf8').trim()) || 0; } catch { return 0; } });
-  return netnsPids(holders.filter(Boolean));
+  return netnsPids(files.map(f => pidOf(path.join(hosts, f))).filter(Boolean));
 }
 ctx.dataset = path.join(ctx.data, 'ken_all.csv');
 ctx.keys = path.join(ctx.data, 'ken_all.keys');
