@@ -9,9 +9,13 @@
 # php_page_prepare sets docroot and the page's paths from the zipbench
 # config ($conf: sqlite path, pg socket/port/user/database, the MariaDB
 # socket, table names, the poolers' host and port); these variables, if
-# set, override it: ZB_SQLITE_PATH ZB_SQLITE_TABLE ZB_PG_SOCKET ZB_PG_PORT
-# ZB_PG_USER ZB_PG_DATABASE ZB_PG_TABLE ZB_MYSQL_SOCKET ZB_MYSQL_USER
-# ZB_MYSQL_DATABASE ZB_INNODB_TABLE ZB_MYISAM_TABLE ZB_KEYS. As root the
+# set, override it: ZB_SQLITE_PATH ZB_SQLITE_TABLE ZB_PG_SOCKET ZB_PG_HOST
+# ZB_PG_PORT ZB_PG_USER ZB_PG_DATABASE ZB_PG_TABLE ZB_MYSQL_SOCKET
+# ZB_MYSQL_HOST ZB_MYSQL_PORT ZB_MYSQL_USER ZB_MYSQL_DATABASE
+# ZB_INNODB_TABLE ZB_MYISAM_TABLE ZB_KEYS. A database is reached by its
+# unix socket when the config names one, else by TCP at its host and port
+# (as the C server does: the lab's config, whose databases are on
+# another host, names no sockets). As root the
 # page runs as www-data: it gets a copy of pgpass of its own (mode 0600,
 # owned by www-data), and when www-data cannot reach the tree, a copy of
 # the page, the SQLite file and the key file in a world-readable directory
@@ -46,8 +50,11 @@ php_page_prepare() {
     docroot=$root/scripts/apache.d
     keys=$(abs "${ZB_KEYS:-$data/ken_all.keys}")
     sqlite=$(abs "${ZB_SQLITE_PATH:-$(ini path 'backend sqlite')}")
-    pgsock=$(abs "${ZB_PG_SOCKET:-$(ini socket 'backend pg')}")
-    mysock=$(abs "${ZB_MYSQL_SOCKET:-$(ini socket 'backend innodb')}")
+    pgsock=$(abs "${ZB_PG_SOCKET-$(ini socket 'backend pg')}")
+    pghost=${ZB_PG_HOST:-$(ini host 'backend pg')}
+    mysock=$(abs "${ZB_MYSQL_SOCKET-$(ini socket 'backend innodb')}")
+    myhost=${ZB_MYSQL_HOST:-$(ini host 'backend innodb')}
+    myport=${ZB_MYSQL_PORT:-$(ini port 'backend innodb')}
     pgpass=$(abs "$(ini password_file 'backend pg')")
     local mycreds
     mycreds=$(abs "$(ini password_file 'backend innodb')")
@@ -80,8 +87,8 @@ php_page_prepare() {
             keys=$stage/keys
         fi
         chmod -R a+rX "$stage"
-        pgsock=$(readlink -f "$pgsock")
-        mysock=$(readlink -f "$mysock")
+        [ -z "$pgsock" ] || pgsock=$(readlink -f "$pgsock")
+        [ -z "$mysock" ] || mysock=$(readlink -f "$mysock")
         secrets=$stage/secrets
         echo "$me: www-data cannot reach $root: serving a copy from $stage" >&2
     fi
@@ -108,6 +115,7 @@ php_page_env() {
         ZB_SQLITE_PATH "$sqlite" \
         ZB_SQLITE_TABLE "${ZB_SQLITE_TABLE:-$(ini table 'backend sqlite')}" \
         ZB_PG_SOCKET "$pgsock" \
+        ZB_PG_HOST "$pghost" \
         ZB_PG_PORT "${ZB_PG_PORT:-$(ini port 'backend pg')}" \
         ZB_PG_USER "${ZB_PG_USER:-$(ini user 'backend pg')}" \
         ZB_PG_DATABASE "${ZB_PG_DATABASE:-$(ini database 'backend pg')}" \
@@ -118,6 +126,8 @@ php_page_env() {
         ZB_PGPOOL_HOST "$(ini host 'backend pg_pool')" \
         ZB_PGPOOL_PORT "$(ini port 'backend pg_pool')" \
         ZB_MYSQL_SOCKET "$mysock" \
+        ZB_MYSQL_HOST "$myhost" \
+        ZB_MYSQL_PORT "$myport" \
         ZB_MYSQL_USER "${ZB_MYSQL_USER:-$(ini user 'backend innodb')}" \
         ZB_MYSQL_DATABASE "${ZB_MYSQL_DATABASE:-$(ini database 'backend innodb')}" \
         ZB_MYSQL_PASSWORD "$mypw" \

@@ -337,6 +337,43 @@ START_TEST(rtt_puts_a_delay_on_both_links)
 }
 END_TEST
 
+/* ---- PHP on app: nginx + PHP-FPM, the databases and poolers by TCP ---- */
+
+/* zip.php on app, from client1: the rows of the code the C server gives,
+ * directly, per request and through each pooler, also after rtt moved
+ * every address (rtt restarts PHP, whose environment names them). */
+START_TEST(php_on_app_answers_as_the_server)
+{
+    SETUP_OK();
+    char path[256], want[8192];
+    snprintf(path, sizeof path, "/zip/pg/%s", code);
+    ck_assert_msg(get_from("client1", path) == 200 && strstr(out, "\"code\":"), "%s", out);
+    snprintf(want, sizeof want, "%s", strstr(out, "\"code\":"));
+    ck_assert_msg(lab("php start") == 0 && strstr(out, "static children"), "%s", out);
+    static const char *const queries[] = { "backend=pg", "backend=pg&persistent=0",
+                                           "backend=pg&persistent=0&via=pgbouncer",
+                                           "backend=pg&persistent=0&via=pgpool",
+                                           "backend=innodb", "backend=myisam&persistent=0",
+                                           "backend=sqlite" };
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+            lab("exec client1 bash -c 'source \"$ZB_LAB_DIR/lab.env\"; "
+                "curl -s --max-time 15 \"$ZB_LAB_PHP_URL?%s&code=%s\"'", queries[i], code);
+            /* The same bytes; the page ends its line, the server does not. */
+            size_t n = strlen(out);
+            while (n && out[n - 1] == '\n')
+                out[--n] = 0;
+            const char *rows = strstr(out, "\"code\":");
+            ck_assert_msg(rows && !strcmp(rows, want), "%s (pass %d): %s\nserver: %s", queries[i], pass,
+                          out, want);
+        }
+        if (pass == 0)
+            ck_assert_msg(lab("rtt 0") == 0 && strstr(out, "php on app"), "%s", out);
+    }
+    ck_assert_msg(lab("rtt off") == 0 && lab("php stop") == 0, "%s", out);
+}
+END_TEST
+
 /* ---- the replica ---- */
 
 START_TEST(reads_reach_primary_and_replica)
@@ -555,7 +592,7 @@ Suite *suite_lab(void)
         hosts_as_asked, lookups_every_backend_and_strategy, rtt_puts_a_delay_on_both_links,
         reads_reach_primary_and_replica, replica_stops_under_load_and_comes_back,
         no_trust_from_the_lab_subnet, loadgen_agents_on_two_clients,
-        down_leaves_nothing, /* last two: the lab goes */
+        php_on_app_answers_as_the_server, down_leaves_nothing, /* last two: the lab goes */
         failed_up_leaves_nothing, fresh_clone_up_then_down_leaves_nothing));
     return suite_of("lab", t, NULL);
 }

@@ -5,7 +5,9 @@
 // (pg pooled, pipelined, per-request direct, per-request through pgbouncer
 // and through pgpool-II; MariaDB pooled and per-request), c 1, 10, 100, and where the
 // tiers are: loopback, the lab with no delay, the lab through the delay
-// relay at RTT 0, 0.2 and 1 ms. req/s and p50/p99 latency; a plot of req/s
+// relay at RTT 0, 0.2 and 1 ms. At RTT 0 and 1 ms also PHP (nginx +
+// PHP-FPM on app, scripts/lab php) on pg: persistent, and per-request
+// direct and through each pooler, the 2008 study's advice with PHP itself. req/s and p50/p99 latency; a plot of req/s
 // against the RTT, a line per strategy. The relay's own cost is measured in
 // the same run at every relayed setting (a round trip to app's /stats
 // through the relay against the same straight to app) and shown with every
@@ -15,7 +17,7 @@ import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
 import { loadgenReport, warmSeconds } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
-import { table, fmtRatio } from '../lib/table.mjs';
+import { table, fmtRatio, fmtSameRound } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
@@ -32,14 +34,22 @@ export const STRATEGIES = [
   ['innodb pooled', 'innodb', 'strategy=pooled'],
   ['innodb per-request', 'innodb', 'strategy=per-request'],
 ];
+// PHP-FPM on app (the page of experiment 3): label, zip.php's query.
+export const PHP_STRATEGIES = [
+  ['PHP-FPM pg persistent', 'backend=pg&code=random'],
+  ['PHP-FPM pg per-request direct', 'backend=pg&code=random&persistent=0'],
+  ['PHP-FPM pg per-request via pgbouncer', 'backend=pg&code=random&persistent=0&via=pgbouncer'],
+  ['PHP-FPM pg per-request via pgpool-II', 'backend=pg&code=random&persistent=0&via=pgpool'],
+];
 // Where the tiers are. rtt: null, the lab with no relay (the lab's own
-// cost); a number, through the relay (its own cost at 0).
+// cost); a number, through the relay (its own cost at 0). php: PHP-FPM's
+// cells too (on loopback PHP is experiment 3's).
 const SETTINGS = [
   { name: 'loopback', lab: false },
   { name: 'lab, no relay', lab: true, rtt: null },
-  { name: 'relay, RTT 0', lab: true, rtt: 0 },
+  { name: 'relay, RTT 0', lab: true, rtt: 0, php: true },
   { name: 'relay, RTT 0.2 ms', lab: true, rtt: 0.2 },
-  { name: 'relay, RTT 1 ms', lab: true, rtt: 1 },
+  { name: 'relay, RTT 1 ms', lab: true, rtt: 1, php: true },
 ];
 // The loopback server's port: ZB_BENCH_NETWORK_PORT, else two above
 // ZB_BENCH_PORT (experiment 2 uses it and the next one for HTTPS), so that
@@ -47,6 +57,8 @@ const SETTINGS = [
 const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 2);
 // What the strategies use, in the lab and on loopback alike.
 const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
+// Every row of the tables and line of the plot: the server's, then PHP's.
+const ALL = [...STRATEGIES, ...PHP_STRATEGIES];
 // pgpool-II's children (scripts/pooler): each opens its backend connection
 // on its first client, so every one serves once before anything is timed.
 // More than the highest c; --quick, whose c is 10, starts fewer.
@@ -134,12 +146,20 @@ export default {
     }
     r = await script(ctx, 'lab', ['load', '--dataset', dataset, '--backends', 'pg,innodb'], env);
     if (r.code !== 0) throw new Error(`scripts/lab load failed: ${tail(r)}`);
+    // PHP on app draws code=random from a key file of the loaded dataset;
+    // rtt restarts it with the lab's new addresses.
+    env.ZB_KEYS = path.join(work, 'lab.keys');
+    r = await run(ctx.bin('loader'), ['-q', '--dataset', dataset, '--write-keys', env.ZB_KEYS]);
+    if (r.code !== 0) throw new Error(`loader --write-keys failed: ${tail(r)}`);
+    r = await script(ctx, 'lab', ['php', 'start'], env);
+    if (r.code !== 0) throw new Error(`scripts/lab php start failed: ${tail(r)}`);
+    const phpChildren = (r.stdout.match(/(\d+) static children/) || [])[1] || '?';
     const status = (await script(ctx, 'lab', ['status'], env)).stdout.trim();
 
     const results = {}, relayMs = {};
     let delayKind = 'relay';
     for (const s of settings) {
-      let base, srv = null;
+      let base, phpUrl, srv = null;
       if (s.lab) {
         r = await script(ctx, 'lab', ['rtt', s.rtt === null ? 'off' : String(s.rtt)], env);
         if (r.code !== 0) throw new Error(`scripts/lab rtt: ${tail(r)}`);
@@ -148,6 +168,7 @@ export default {
         if (r.code !== 0) throw new Error(`scripts/lab server start: ${tail(r)}`);
         const e = shellEnv((await script(ctx, 'lab', ['env'], env)).stdout);
         base = e.ZB_LAB_URL;
+        phpUrl = e.ZB_LAB_PHP_URL;
         if (e.ZB_LAB_DELAY === 'netem') delayKind = 'netem';
         if (e.ZB_LAB_DELAY === 'relay') relayMs[s.name] = await relayCost(ctx, env, e, s.rtt);
       } else {
@@ -176,6 +197,10 @@ export default {
           cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c),
                     { warm: () => clientRun(ctx, { inLab: s.lab, env, url: `${base}/zip/${b}/random?${q}`, c,
                                                    seconds: warmSeconds(ctx, c) }) });
+        if (s.php) for (const c of levels) for (const [label, q] of PHP_STRATEGIES)
+          cells.add(`${label} ${c}`, () => go(`${phpUrl}?${q}`, c),
+                    { warm: () => clientRun(ctx, { inLab: true, env, url: `${phpUrl}?${q}`, c,
+                                                   seconds: warmSeconds(ctx, c) }) });
         await cells.measure();
         results[s.name] = cells;
       } finally {
@@ -200,6 +225,9 @@ export default {
       `Each run: ${seconds} s, HTTP keep-alive, \`GET /zip/B/random?strategy=S\` (the server draws the key) ` +
       'from `loadgen -k` (on client1 in the lab, here on loopback). ' +
       'Strategies: ' + STRATEGIES.map(([l, b, q]) => `${l} = \`${b}\`, \`${q}\``).join('; ') + '. ' +
+      `PHP (at RTT 0 and 1 ms): nginx + PHP-FPM on app (\`scripts/lab php start\`: \`scripts/php-fpm\`, pm = static, ${phpChildren} children), ` +
+      '`GET /zip.php?QUERY` with the page reaching PostgreSQL and the poolers on db by TCP: ' +
+      PHP_STRATEGIES.map(([l, q]) => `${l} = \`${q}\``).join('; ') + '. On loopback PHP is experiment 3\'s. ' +
       `pgpool-II's ${children} children (the lab's; loopback's as \`scripts/pooler\` started them) ` +
       'were each given a client before the runs.',
       'What the lab costs: "loopback" against "lab, no relay". What the relay itself costs, measured in ' +
@@ -215,18 +243,23 @@ export default {
     for (const c of levels) {
       lines.push(`### c = ${c}: req/s, and p50 / p99 latency in ms`, '');
       lines.push(table(['strategy', ...settings.map(column)],
-        STRATEGIES.map(([label]) => [label, ...settings.map(s => {
+        ALL.map(([label]) => [label, ...settings.map(s => {
           const cell = results[s.name]?.get(`${label} ${c}`);
           if (!cell) return '-';
           const e = fmtErrors(cell);
           return `${fmtCell(cell)}${e ? `<br>errors: ${e}` : ''}<br>${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
         })])));
-      // The issue's target: per-request through pgbouncer at c 10 at least 5x direct.
+      // The issue's target: per-request through pgbouncer at c 10 at least
+      // 5x direct; same-round ratios where both ran in a round.
+      const ratio = (s, a, b) => fmtSameRound(results[s.name].sameRoundRatio(`${a} ${c}`, `${b} ${c}`));
       for (const s of settings) {
         const x = results[s.name].median(`pg per-request via pgbouncer ${c}`) /
                   results[s.name].median(`pg per-request direct ${c}`);
         lines.push(`- ${s.name}: per-request via pgbouncer / direct: ${fmtRatio(x)}` +
-                   (c === 10 && Number.isFinite(x) ? `, target >= 5x: ${x >= 5 ? 'met' : 'not met'}` : ''));
+                   (c === 10 && Number.isFinite(x) ? `, target >= 5x: ${x >= 5 ? 'met' : 'not met'}` : '') +
+                   (s.php ? `; PHP-FPM per-request via pgbouncer / direct: ${ratio(s, 'PHP-FPM pg per-request via pgbouncer', 'PHP-FPM pg per-request direct')}` +
+                            `, via pgpool-II / direct: ${ratio(s, 'PHP-FPM pg per-request via pgpool-II', 'PHP-FPM pg per-request direct')}` +
+                            `; zipbench pg pooled / PHP-FPM pg persistent: ${ratio(s, 'pg pooled', 'PHP-FPM pg persistent')}` : ''));
       }
       lines.push('');
     }
@@ -243,13 +276,13 @@ export default {
     const relayed = settings.filter(s => Number.isFinite(s.rtt));
     const bar = (s, l) => { const x = results[s.name].get(`${l} ${c}`); return x && x.values.length ? errorBar(x.summary).map(v => v.toFixed(1)) : ['NaN', 'NaN', 'NaN']; };
     const file = writeData(ctx.out, 'network.dat', [
-      ['#rtt_ms', ...STRATEGIES.flatMap(([l]) => [l.replace(/ /g, '_'), 'lo', 'hi'])],
-      ...relayed.map(s => [s.rtt, ...STRATEGIES.flatMap(([l]) => bar(s, l))])]);
+      ['#rtt_ms', ...ALL.flatMap(([l]) => [l.replace(/ /g, '_'), 'lo', 'hi'])],
+      ...relayed.map(s => [s.rtt, ...ALL.flatMap(([l]) => bar(s, l))])]);
     draw(ctx.out, 'network', 800, 460, [
       `set title 'Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)'`,
       "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered req/s'", 'set logscale y',
       'set key outside right', 'set grid',
-      'plot ' + STRATEGIES.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title '${l}'`).join(', '),
+      'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title '${l}'`).join(', '),
     ].join('\n'));
     lines.push('', 'Plot: `plots/network.svg` (data: `data/network.dat`).', '');
     return lines.join('\n');

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, machineNote, writeCells } from '../lib/cells.mjs';
-import { table, fmtRatio } from '../lib/table.mjs';
+import { table, fmtSameRound } from '../lib/table.mjs';
 import { barPlot } from '../lib/plot.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { run } from '../lib/run.mjs';
@@ -38,15 +38,6 @@ const PG_EXTRA = [
   ['zipbench pgbouncer', 'zipbench per-request via pgbouncer', 'zipbench', { backend: 'pg_bouncer', query: 'strategy=per-request' }],
   ['zipbench pgpool', 'zipbench per-request via pgpool-II', 'zipbench', { backend: 'pg_pool', query: 'strategy=per-request' }],
 ];
-
-// "3.41x [3.20-3.66]": a same-round ratio with its 95% interval (or the
-// range and count of its rounds where they are too few).
-function fmtSameRound(r) {
-  const s = r.summary;
-  if (!s) return `${fmtRatio(r.value)} (medians of separate rounds)`;
-  if (!Number.isNaN(s.lo)) return `${fmtRatio(r.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]`;
-  return `${fmtRatio(r.value)} (${s.n} round${s.n === 1 ? '' : 's'})`;
-}
 
 export default {
   title: 'PHP (Apache + mod_php, nginx + PHP-FPM) next to the server',

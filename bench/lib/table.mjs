@@ -15,6 +15,15 @@ export function fmtRatio(x, digits = 2) {
   return Number.isFinite(x) ? `${x.toFixed(digits)}x` : '-';
 }
 
+// "3.41x [3.20-3.66]": a same-round ratio with its 95% interval (or the
+// range and count of its rounds where they are too few).
+export function fmtSameRound(r) {
+  const s = r.summary;
+  if (!s) return `${fmtRatio(r.value)} (medians of separate rounds)`;
+  if (!Number.isNaN(s.lo)) return `${fmtRatio(r.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]`;
+  return `${fmtRatio(r.value)} (${s.n} round${s.n === 1 ? '' : 's'})`;
+}
+
 export function fmtPct(x, digits = 1) {
   return Number.isFinite(x) ? `${(100 * x).toFixed(digits)}%` : '-';
 }

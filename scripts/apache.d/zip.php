@@ -17,9 +17,10 @@
  *
  * Connection parameters come from the environment that scripts/apache sets
  * with SetEnv and scripts/php-fpm with env[] (scripts/php-page.bash:
- * ZB_SQLITE_PATH, ZB_PG_SOCKET, ZB_PG_PORT, ZB_PG_PASSFILE, ZB_PGBOUNCER_HOST,
- * ZB_PGBOUNCER_PORT, ZB_PGPOOL_HOST, ZB_PGPOOL_PORT, ZB_MYSQL_SOCKET,
- * ZB_MYSQL_PASSWORD, ZB_*_TABLE, ZB_KEYS, ...), so tests can point it at
+ * ZB_SQLITE_PATH, ZB_PG_SOCKET or ZB_PG_HOST, ZB_PG_PORT, ZB_PG_PASSFILE,
+ * ZB_PGBOUNCER_HOST, ZB_PGBOUNCER_PORT, ZB_PGPOOL_HOST, ZB_PGPOOL_PORT,
+ * ZB_MYSQL_SOCKET or ZB_MYSQL_HOST and ZB_MYSQL_PORT, ZB_MYSQL_PASSWORD,
+ * ZB_*_TABLE, ZB_KEYS, ...), so tests can point it at
  * their own tables. via= only picks one of the configured targets: no host
  * or port is ever taken from the request. An unknown via, or via on
  * another backend than pg, is 400.
@@ -36,7 +37,7 @@
  *           scram-sha-256 over TCP, as the poolers ask (scripts/pooler).
  *   sqlite  PDO with ATTR_PERSISTENT true / false, opened read-only; the
  *           statement is prepared per request (in-process, no round trip).
- *   innodb, myisam  mysqli over the unix socket, persistent with the "p:"
+ *   innodb, myisam  mysqli over the unix socket (or TCP), persistent with the "p:"
  *           host prefix / a new connection; utf8mb4 asked for in the
  *           handshake (no SET NAMES round trip). A statement dies with its
  *           request, so each request prepares, executes and closes it (two
@@ -126,8 +127,16 @@ function zb_pg_target(string $via): array
     case 'pgpool':
         return [zb_env('ZB_PGPOOL_HOST', '127.0.0.1'), zb_env('ZB_PGPOOL_PORT', '19999')];
     default:
-        return [zb_env('ZB_PG_SOCKET', '/var/run/postgresql'), zb_env('ZB_PG_PORT', '5432')];
+        return [zb_socket_or_host('PG'), zb_env('ZB_PG_PORT', '5432')];
     }
+}
+
+/* A socket wins over a TCP host, as in the C server (lib/backend_*.c); the
+ * lab's config names no sockets: its databases are on another host. */
+function zb_socket_or_host(string $db): string
+{
+    $socket = zb_env("ZB_{$db}_SOCKET", '');
+    return $socket !== '' ? $socket : zb_env("ZB_{$db}_HOST", '127.0.0.1');
 }
 
 function zb_lookup(string $backend, string $code, bool $persistent, string $via): array
@@ -176,9 +185,10 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
         $my = mysqli_init();
         $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
         $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
-        $my->real_connect(($persistent ? 'p:' : '') . 'localhost', zb_env('ZB_MYSQL_USER', 'zipbench'),
-            zb_env('ZB_MYSQL_PASSWORD', ''), zb_env('ZB_MYSQL_DATABASE', 'zipbench'), 0,
-            zb_env('ZB_MYSQL_SOCKET', '/run/mysqld/mysqld.sock'));
+        $socket = zb_env('ZB_MYSQL_SOCKET', '');
+        $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
+            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
+            zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
         $st = $my->prepare(zb_sql($table, '?'));
         $st->bind_param('s', $code);
         $st->execute();
