@@ -140,9 +140,14 @@ const ctx = {
     this.warnings.push(msg);
     this.log(`warning: ${msg}`);
   },
-  // "scripts/bench --quick --only X": how a section says it was made
-  command(part) {
-    return `scripts/bench${quick ? ' --quick' : ''} --only ${part}`;
+  // "ZB_X=1 scripts/bench --quick --only X --budget 900": how a section says
+  // it was made, with the options given and the variables (envNames) that
+  // shaped it, so that the line remakes it.
+  command(part, envNames = []) {
+    const envs = envNames.filter(n => process.env[n]).map(n => `${n}=${process.env[n]} `).join('');
+    const opts = ['min-runs', 'max-runs', 'target', 'budget'].filter(o => args[o] !== undefined)
+      .map(o => ` --${o} ${args[o]}`).join('');
+    return `${envs}scripts/bench${quick ? ' --quick' : ''} --only ${part}${opts}`;
   },
 };
 // The pid a pid file names (its first line), 0 if none.

@@ -150,7 +150,7 @@ export default {
     const v = versions();
     const children = fpm ? fpm.children : '?';
     const lines = ['## Experiment 3: PHP (Apache + mod_php, nginx + PHP-FPM) next to zipbench', '',
-      `Command: \`${ctx.command('php')}\`, ${elapsed} s of runs.`,
+      `Command: \`${ctx.command('php', ['ZB_BENCH_PHP_LEVELS', 'ZB_FPM_CHILDREN'])}\`, ${elapsed} s of runs.`,
       `Versions: ${v.php}, ${v.apache} (mpm_prefork, mod_php), nginx + php8.2-fpm (Debian's; \`scripts/php-fpm\`), ` +
       `OPcache on in both, ${v.pg}, ${v.mariadb}, ${v.sqlite}.`,
       `Data: \`${ctx.dataset}\` in the bench's own tables (\`bench_lookup*\`, as experiment 2), ${countLines(keys)} codes; keys \`${keys}\`.`, '',
