@@ -156,6 +156,8 @@ export default {
     const phpChildren = (r.stdout.match(/(\d+) static children/) || [])[1] || '?';
     const status = (await script(ctx, 'lab', ['status'], env)).stdout.trim();
 
+    const cellsOf = s => levels.length * (STRATEGIES.length + (s.php ? PHP_STRATEGIES.length : 0));
+    const allCells = settings.reduce((n, s) => n + cellsOf(s), 0);
     const results = {}, relayMs = {};
     let delayKind = 'relay';
     for (const s of settings) {
@@ -190,8 +192,10 @@ export default {
         // Every request answered before the cells start (a run cut by -t
         // leaves requests in flight that the next run would wait behind).
         await go(`${base}/zip/pg_pool/random?strategy=per-request`, children, 2 * children);
+        // The budget split by cells, not settings: a setting with PHP's rows
+        // has more cells, and an even split stopped them short of 6 rounds.
         const cells = new Cells(ctx, `network ${s.name}`,
-                                { budgetS: ctx.repeat.budgetS / settings.length });
+                                { budgetS: ctx.repeat.budgetS * cellsOf(s) / allCells });
         // Each run after a warm-up at its c (the pool, pgpool-II's children).
         for (const c of levels) for (const [label, b, q] of STRATEGIES)
           cells.add(`${label} ${c}`, () => go(`${base}/zip/${b}/random?${q}`, c),
