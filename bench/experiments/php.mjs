@@ -71,6 +71,14 @@ export default {
     // The server's own count of why it gave 503s (overload, down), per
     // backend, where its /stats has those counters.
     const split = async backend => serverSplit((await getJSON(srvPort, '/stats'))?.backends?.find(x => x.name === backend));
+    // [key prefix, stack, opts]: every url of a backend
+    const variantsOf = b => {
+      const v = [];
+      for (const stack of STACKS) for (const p of [1, 0]) v.push([`${stack} %t ${b} ${p}`, stack, { p }]);
+      if (b === 'pg') for (const [k, , stack, o] of PG_EXTRA) v.push([`${k} %t pg 0`, stack, o]);
+      return v;
+    };
+    const allVariants = BACKENDS.reduce((n, b) => n + variantsOf(b).length, 0);
     const t0 = Date.now();
     // Each backend on a fresh Apache, PHP-FPM and server; --quick keeps one of each.
     const fresh = !ctx.quick;
@@ -87,12 +95,10 @@ export default {
           const port = stack === 'apache' ? apachePort : fpm.port;
           return `http://127.0.0.1:${port}/zip.php?backend=${b}&persistent=${o.p}${o.via ? `&via=${o.via}` : ''}&code=${code}`;
         };
-        const variants = [];   // [key prefix, stack, opts]: every url of this backend
-        for (const stack of STACKS) for (const p of [1, 0]) variants.push([`${stack} %t ${b} ${p}`, stack, { p }]);
-        if (b === 'pg') for (const [k, , stack, o] of PG_EXTRA) variants.push([`${k} %t pg 0`, stack, o]);
+        const variants = variantsOf(b);
         // The budget split by variants, not backends: pg's pooler rows made
         // its cells stop a round short of the others under an even split.
-        const share = variants.length / (BACKENDS.length * STACKS.length * 2 + PG_EXTRA.length);
+        const share = variants.length / allVariants;
         const cells = new Cells(ctx, `php ${b}`, { budgetS: Math.max(60, ctx.repeat.budgetS * share) });
         // Every run is its goodput (lib/goodput.mjs), errors apart by kind
         // (the server's 503s split by its own /stats); each is preceded by
