@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { run, runCleanups, isStopping } from './lib/run.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { machineLine, versions } from './lib/machine.mjs';
-import { netnsPids } from './lib/proc.mjs';
+import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
 
@@ -150,8 +150,6 @@ const ctx = {
     return `${envs}scripts/bench${quick ? ' --quick' : ''} --only ${part}${opts}`;
   },
 };
-// The pid a pid file names (its first line), 0 if none.
-const pidOf = f => { try { return Number(fs.readFileSync(f, 'utf8').trim().split('\n')[0]) || 0; } catch { return 0; } };
 // The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
 // the driver and what it runs, the databases, the project's nginx, Apache,
 // nginx + PHP-FPM and the poolers (daemons: not below the driver).
@@ -159,10 +157,10 @@ ctx.ownRoots = () => {
   const b = path.resolve(build);
   const fpm = process.env.ZB_FPM_DIR || path.join(b, 'php-fpm');
   const pooler = path.join(path.resolve(ctx.root, process.env.ZB_DB_DIR || 'build/db'), 'pooler');
-  return [process.pid, ...(ctx.dbPidList || []), pidOf(path.join(b, 'nginx/nginx.pid')),
-          pidOf(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid')),
-          pidOf(path.join(fpm, 'run/php-fpm.pid')), pidOf(path.join(fpm, 'run/nginx.pid')),
-          pidOf(path.join(pooler, 'pgbouncer.pid')), pidOf(path.join(pooler, 'pgpool.pid')),
+  return [process.pid, ...(ctx.dbPidList || []), pidInFile(path.join(b, 'nginx/nginx.pid')),
+          pidInFile(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid')),
+          pidInFile(path.join(fpm, 'run/php-fpm.pid')), pidInFile(path.join(fpm, 'run/nginx.pid')),
+          pidInFile(path.join(pooler, 'pgbouncer.pid')), pidInFile(path.join(pooler, 'pgpool.pid')),
           ...labPids()].filter(Boolean);
 };
 // The lab's hosts (ctx.labDir, set by the network experiment): every
@@ -172,7 +170,7 @@ function labPids() {
   const hosts = path.join(ctx.labDir, 'hosts');
   let files = [];
   try { files = fs.readdirSync(hosts).filter(f => f.endsWith('.pid')); } catch { return []; }
-  return netnsPids(files.map(f => pidOf(path.join(hosts, f))).filter(Boolean));
+  return netnsPids(files.map(f => pidInFile(path.join(hosts, f))).filter(Boolean));
 }
 ctx.dataset = path.join(ctx.data, 'ken_all.csv');
 ctx.keys = path.join(ctx.data, 'ken_all.keys');

@@ -133,6 +133,12 @@ export function ownTicks(roots) {
   return total;
 }
 
+// The pid a pid file names (its first line), 0 if none. parseInt, not
+// Number: pgpool-II ends its pid with a NUL byte, which Number reads as NaN.
+export function pidInFile(file) {
+  try { return parseInt(fs.readFileSync(file, 'utf8'), 10) || 0; } catch { return 0; }
+}
+
 // Every process in the network namespaces that these pids are in: the
 // lab's hosts (scripts/lab), whose daemons are nobody's children here.
 export function netnsPids(holders) {

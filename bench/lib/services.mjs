@@ -2,9 +2,9 @@
 // scripts (scripts/db, scripts/nginx, scripts/apache: bash owns starting
 // and stopping). What the driver starts, it stops at cleanup, even when an
 // experiment fails; what was already running is left running.
-import fs from 'node:fs';
 import path from 'node:path';
 import { run, atCleanup } from './run.mjs';
+import { pidInFile } from './proc.mjs';
 
 async function script(ctx, name, args) {
   const r = await run(path.join(ctx.root, 'scripts', name), args, { log: ctx.logFile, timeoutS: 300 });
@@ -36,9 +36,8 @@ export async function dbEnv(ctx) {
 // The server processes, for CPU accounting: {pg, mariadb} pids (0 if down).
 export async function dbPids(ctx) {
   const env = await dbEnv(ctx);
-  const first = f => { try { return Number(fs.readFileSync(f, 'utf8').split('\n')[0]) || 0; } catch { return 0; } };
   const dir = env.ZB_DB_DIR || path.join(ctx.root, 'build/db');
-  return { pg: first(path.join(dir, 'pg/postmaster.pid')), mariadb: first(path.join(dir, 'mysqld/mariadbd.pid')) };
+  return { pg: pidInFile(path.join(dir, 'pg/postmaster.pid')), mariadb: pidInFile(path.join(dir, 'mysqld/mariadbd.pid')) };
 }
 
 // The project's nginx (scripts/nginx): {port, html}; files dropped in html
