@@ -21,7 +21,7 @@ import { run, atCleanup } from '../lib/run.mjs';
 import { nginx } from '../lib/services.mjs';
 import { parseAb } from '../lib/clients.mjs';
 import { median } from '../lib/stats.mjs';
-import { nproc, childrenOf, cpuTimes, cpuShares } from '../lib/proc.mjs';
+import { nproc, childrenOf, cpuTimes, cpuShares, pidInFile } from '../lib/proc.mjs';
 import { versions } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
 
@@ -116,7 +116,8 @@ export default {
     const t0 = Date.now();
     const load0 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     let workers = '?';
-    try { workers = childrenOf(Number(fs.readFileSync(ng.pidFile, 'utf8'))).length; } catch { /* unknown */ }
+    const nginxPid = pidInFile(ng.pidFile);
+    if (nginxPid) workers = childrenOf(nginxPid).length;
 
     // 1. As they come. Each tool as it comes (loadgen: half the CPUs; wrk:
     // -t 2), and with c > 1 the other choice too: loadgen on every CPU, wrk
@@ -133,7 +134,8 @@ export default {
     const nginxScript = path.join(ctx.root, 'scripts/nginx');
     const setNginx = async (workersWanted, cpuList) => {
       await run(nginxScript, ['start'], { env: { ZB_NGINX_WORKERS: workersWanted }, log: ctx.logFile, timeoutS: 60 });
-      const master = Number(fs.readFileSync(ng.pidFile, 'utf8'));
+      const master = pidInFile(ng.pidFile);
+      if (!master) throw new Error(`nginx: no pid in ${ng.pidFile}`);
       for (const pid of [master, ...childrenOf(master)])
         await run('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { log: ctx.logFile, timeoutS: 10 });
     };

@@ -21,7 +21,7 @@ import { ab, loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
 import { median } from '../lib/stats.mjs';
-import { clockTicks, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
+import { clockTicks, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { programs } from '../lib/machine.mjs';
 import { explain } from '../lib/calibration.mjs';
 
@@ -74,7 +74,8 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const ng = await nginx(ctx);
   fs.writeFileSync(path.join(ng.html, 'lookup.json'), 'x'.repeat(size));
   const nginxUrl = `http://127.0.0.1:${ng.port}/lookup.json`;
-  const nginxPid = Number(fs.readFileSync(ng.pidFile, 'utf8'));
+  const nginxPid = pidInFile(ng.pidFile);
+  if (!nginxPid) throw new Error(`nginx: no pid in ${ng.pidFile}`);
   const strat = await strategies(port, avail);
   const pids = await dbPids(ctx);
   // CPU ticks of what serves each target: the server or nginx, and the database.
