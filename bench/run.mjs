@@ -1,69 +1,242 @@
-// The main job (make run, scripts/run): the real postal-code list loaded
-// into SQLite, the lookup server started on it, random-key lookups at a
-// few concurrencies, persistent and per-request, and their table. The
-// server is stopped at the end, whatever happens.
+// The main job (make run, scripts/run, ./zipbench run): the real
+// postal-code list loaded into each backend asked for (SQLite by default),
+// the lookup server started on it, and random-key lookups for every
+// backend, strategy and concurrency, each a cell of repeated runs:
+// warmed up, interleaved round by round (lib/cells.mjs), reported as the
+// median with its 95% interval, the CPU each tier spent per answered
+// lookup, the pooled / per-request ratio of the same rounds, and a
+// ranking that names a winner only where the intervals separate. What it
+// started is stopped at the end, whatever happens.
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { run, background, runMain } from './lib/run.mjs';
 import { waitFor } from './lib/http.mjs';
-import { loadgen } from './lib/clients.mjs';
-import { table } from './lib/table.mjs';
-import { rateRun, ERROR_KINDS } from './lib/goodput.mjs';
+import { loadgen, warmRun } from './lib/clients.mjs';
+import { table, fmtRatio } from './lib/table.mjs';
+import { rateRun, fmtErrors, cellErrors } from './lib/goodput.mjs';
+import { Cells } from './lib/cells.mjs';
+import { summarize } from './lib/stats.mjs';
+import { clockTicks, processTicks, treeTicks, nproc } from './lib/proc.mjs';
+import { databases, dbPids } from './lib/services.mjs';
+import { machineLine } from './lib/machine.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
-const usage = 'usage: scripts/run [--duration S] [--concurrency "1 10 100"] (scripts/run --help)';
+
+const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
+const STRATEGIES = ['pooled', 'per-request', 'pipelined'];
+const usage = `Usage: scripts/run [OPTIONS]   (./zipbench run, make run)
+
+Loads the postal-code list into each backend, starts the lookup server on
+it and measures random-key lookups over HTTP for every backend, connection
+strategy and concurrency: each figure is the median of repeated runs, the
+runs of all cells interleaved round by round, each run after a warm-up.
+Prints, per cell, answered lookups per second with the 95% confidence
+interval of the median, its width, and the CPU each tier spent per answered
+lookup; then, per backend and concurrency, pooled / per-request measured in
+the same rounds; then a ranking that names a winner only where the
+intervals separate ("~": no clear difference).
+
+Options:
+      --backends LIST     sqlite, pg, innodb, myisam (default sqlite; the
+                          others start the project's databases, scripts/db,
+                          and stop them again if they were down)
+      --strategies LIST   pooled, per-request, pipelined (default
+                          pooled,per-request; pipelined is pg only)
+      --concurrency LIST  concurrent connections, e.g. "1 10 100" (default)
+      --duration S        seconds of one measured run (default 1)
+      --runs N            measured runs per cell (default 10; 6 is the
+                          fewest a 95% interval of a median needs)
+      --json FILE         also write every cell, with its runs, as JSON
+  -h, --help              this text
+
+Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA.
+Exit status: 0 when every cell was measured without errors, 1 when a run
+failed or answered errors (shown in the errors column), 2 on bad usage.`;
+
+function usageError(msg) {
+  console.error(`scripts/run: ${msg}\n(scripts/run --help)`);
+  process.exit(2);
+}
+
 let args;
 try {
-  args = parseArgs({ options: { duration: { type: 'string', default: '5' },
-                                concurrency: { type: 'string', default: '1 10 100' } } }).values;
-} catch (e) {
-  console.error(`scripts/run: ${e.message}\n${usage}`);
-  process.exit(2);
-}
-const seconds = Number(args.duration);
-const levels = args.concurrency.trim().split(/[\s,]+/).map(Number);
-if (!(seconds > 0 && seconds <= 3600) || !levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 10000)) {
-  console.error(`scripts/run: --duration takes seconds (0-3600], --concurrency whole numbers 1-10000\n${usage}`);
-  process.exit(2);
-}
+  args = parseArgs({ options: {
+    backends: { type: 'string', default: 'sqlite' }, strategies: { type: 'string', default: 'pooled,per-request' },
+    concurrency: { type: 'string', default: '1 10 100' }, duration: { type: 'string', default: '1' },
+    runs: { type: 'string', default: '10' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }).values;
+} catch (e) { usageError(e.message); }
+if (args.help) { console.log(usage); process.exit(0); }
+const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
+const backends = list(args.backends), strategies = list(args.strategies);
+for (const b of backends) if (!BACKENDS.includes(b)) usageError(`--backends: no backend '${b}' (known: ${BACKENDS.join(', ')})`);
+for (const s of strategies) if (!STRATEGIES.includes(s)) usageError(`--strategies: no strategy '${s}' (known: ${STRATEGIES.join(', ')})`);
+const seconds = Number(args.duration), runs = Number(args.runs);
+const levels = list(args.concurrency).map(Number);
+if (!backends.length || !strategies.length) usageError('--backends and --strategies take at least one name');
+if (!(seconds > 0 && seconds <= 3600)) usageError(`--duration: '${args.duration}' is not seconds in (0, 3600]`);
+if (!(Number.isInteger(runs) && runs >= 1 && runs <= 1000)) usageError(`--runs: '${args.runs}' is not a whole number 1-1000`);
+if (!levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 10000))
+  usageError(`--concurrency: '${args.concurrency}' is not whole numbers 1-10000`);
+
 const build = process.env.ZB_BUILD || 'build';
 const data = process.env.ZB_DATA || 'build';
 const port = Number(process.env.ZB_RUN_PORT || 18180);
-const ctx = { bin: name => path.join(build, 'bin', name), logFile: null, log: msg => console.error(msg) };
+const ctx = {
+  root, build, quick: false, work: path.join(build, 'run'), logFile: null,
+  bin: name => path.join(build, 'bin', name),
+  repeat: { minRuns: runs, maxRuns: runs, target: 0.05, budgetS: Infinity },
+  warmS: 0.5,
+  // The width column says what a capped cell's warning would.
+  log: () => {},
+  warn: () => {},
+};
+
+// The strategies a backend offers: pipelined is PostgreSQL's alone.
+const offers = (b, s) => s !== 'pipelined' || b === 'pg';
+const ticksToUs = (ticks, n) => (n > 0 ? ticks / clockTicks() * 1e6 / n : NaN);
 
 async function main() {
+  fs.mkdirSync(ctx.work, { recursive: true });
+  ctx.logFile = path.join(ctx.work, 'run.log');
+  fs.writeFileSync(ctx.logFile, '');
   const dataset = path.join(data, 'ken_all.csv'), keys = path.join(data, 'ken_all.keys');
-  console.log(`== load: ${dataset} into SQLite (${build}/zipbench.sqlite)`);
-  // The loader's own report and progress, as it prints them.
-  const ld = spawnSync(ctx.bin('loader'), ['--backend', 'sqlite', '--mode', 'bulk', '--dataset', dataset], { stdio: 'inherit' });
-  if (ld.status !== 0) return 1;
+  const servers = backends.filter(b => b !== 'sqlite');
+  if (servers.length) await databases(ctx);
+  const pids = servers.length ? await dbPids(ctx) : {};
+  const dbPid = b => (b === 'pg' ? pids.pg : b === 'innodb' || b === 'myisam' ? pids.mariadb : 0);
+  const dbTicks = b => (b === 'pg' ? treeTicks(pids.pg) : dbPid(b) ? processTicks(dbPid(b)) : 0);
+
+  for (const b of backends) {
+    console.log(`== load: ${dataset} into ${b}`);
+    // The loader's own report and progress, as it prints them.
+    const ld = spawnSync(ctx.bin('loader'), ['--backend', b, '--mode', 'bulk', '--dataset', dataset], { stdio: 'inherit' });
+    if (ld.status !== 0) return 1;
+  }
 
   const pc = await run('scripts/port-check', ['the lookup server', String(port), 'ZB_RUN_PORT']);
   if (pc.code !== 0) { process.stderr.write(pc.stderr); return 1; }
   const log = path.join(build, 'run-server.log');
-  const srv = background(ctx.bin('server'), ['--backends', 'sqlite', '--port', String(port)], { log });
+  const srv = background(ctx.bin('server'), ['--backends', backends.join(','), '--port', String(port)], { log });
   if (!(await waitFor(port, '/health', { alive: srv.alive }))) { console.error(`scripts/run: the server did not start: see ${log}`); return 1; }
 
-  console.log(`== lookups: random keys from ${keys}, keep-alive, ${seconds} s each\n`);
-  const rows = [];
-  let failed = 0;
-  for (const persistent of [1, 0]) for (const c of levels) {
-    const r = await loadgen(ctx, { url: `http://127.0.0.1:${port}/zip/sqlite/{key}?persistent=${persistent}`,
-                                   c, seconds, keys, seed: 1 });
-    if (!r) { failed++; continue; }
-    const lat = r.json.latency_us;
-    const us = x => Math.round(x);
-    // the bench's one rate rule: answered lookups per second, errors apart
-    const g = rateRun(r);
-    const errs = ERROR_KINDS.filter(([k]) => g.errors[k]).map(([k, label]) => `${label} ${g.errors[k]}`).join(', ');
-    rows.push([persistent ? 'persistent' : 'per-request', c, g.value.toFixed(0), us(lat.p50), us(lat.p99), us(lat.max), errs || '0']);
+  const cells = new Cells(ctx, 'run');
+  let started = 0;
+  const progress = () => { if (process.stderr.isTTY) process.stderr.write(`\r   run ${++started} of ${cellsOf.length * runs}`); };
+  const key = (b, s, c) => `${b} ${s} ${c}`;
+  const cellsOf = [];
+  for (const c of levels) for (const b of backends) for (const s of strategies) {
+    if (!offers(b, s)) continue;
+    const url = `http://127.0.0.1:${port}/zip/${b}/{key}?strategy=${s}`;
+    cellsOf.push({ b, s, c, k: key(b, s, c) });
+    cells.add(key(b, s, c), async () => {
+      progress();
+      const s0 = processTicks(srv.pid), d0 = dbTicks(b);
+      const r = await loadgen(ctx, { url, c, seconds, keys });
+      const s1 = processTicks(srv.pid), d1 = dbTicks(b);
+      const g = rateRun(r);
+      if (!r) return g;
+      const answered = g.value * r.seconds;
+      return { ...g, serverUs: ticksToUs(s1 - s0, answered), dbUs: dbPid(b) ? ticksToUs(d1 - d0, answered) : NaN,
+               clientUs: r.cpuUsPerReq * r.completed / (answered || NaN) };
+    }, { warm: () => warmRun(ctx, { url, c, keys }) });
   }
-  console.log(table(['connection', 'c', 'answered req/s', 'p50 µs', 'p99 µs', 'max µs', 'errors'], rows, 'lrrrrrl'));
+  const n = cellsOf.length;
+  console.log(`== lookups: ${n} cells (backend x strategy x concurrency), ${runs} runs of ${seconds} s each, ` +
+              `interleaved; random keys from ${keys}, keep-alive\n`);
+  const t0 = Date.now();
+  await cells.measure();
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
   await srv.stop();
-  return failed ? 1 : 0;
+
+  // The table: one row per cell.
+  const pct = x => (Number.isFinite(x) ? `+-${(100 * x).toFixed(1)}%` : '-');
+  const us = x => (Number.isFinite(x) ? x.toFixed(1) : '-');
+  const cpu = (c, f) => { const v = c.extras.map(e => e[f]).filter(Number.isFinite); return v.length ? summarize(v).median : NaN; };
+  const rows = [];
+  let bad = 0;
+  for (const { b, s, c, k } of cellsOf) {
+    const cl = cells.get(k), sm = cl.summary;
+    const errs = fmtErrors(cl);
+    if (cl.values.length < runs || cellErrors(cl).total) bad++;
+    const total = cpu(cl, 'serverUs') + cpu(cl, 'clientUs') + (Number.isFinite(cpu(cl, 'dbUs')) ? cpu(cl, 'dbUs') : 0);
+    // What the machine's cores could serve if every tier's CPU per lookup
+    // stayed as measured: the cell's bound here, and its share of it.
+    const bound = nproc() * 1e6 / total;
+    rows.push([b, s, c, fmtRate(sm), pct(sm.halfWidth), us(cpu(cl, 'clientUs')), us(cpu(cl, 'serverUs')),
+               b === 'sqlite' ? 'in server' : us(cpu(cl, 'dbUs')), fmtK(bound), Number.isFinite(bound) ? `${Math.round(100 * sm.median / bound)}%` : '-',
+               errs || '0']);
+  }
+  console.log(table(['backend', 'strategy', 'c', 'answered req/s [95% CI]', 'width', 'client µs', 'server µs', 'db µs',
+                     `bound (${nproc()} cores)`, 'of bound', 'errors'], rows, 'lllrrrrrrrl'));
+  console.log('µs: CPU per answered lookup (median over the runs) of loadgen, the server and the database;\n' +
+              'bound: the rate at which those costs fill every core of this machine.\n');
+
+  // Pooled / per-request, same rounds.
+  const ratioRows = [];
+  for (const b of backends) for (const c of levels) {
+    if (!strategies.includes('pooled') || !strategies.includes('per-request')) break;
+    const r = cells.sameRoundRatio(key(b, 'pooled', c), key(b, 'per-request', c));
+    ratioRows.push([b, c, fmtRatioCI(r), verdict(r, 'pooled', 'per-request')]);
+  }
+  if (ratioRows.length)
+    console.log('pooled / per-request, from the runs of the same rounds:\n\n' +
+                table(['backend', 'c', 'ratio [95% CI]', 'which is faster'], ratioRows, 'lrrl'));
+
+  // The ranking per concurrency: a '>' only where the same-round ratio's
+  // interval excludes 1.
+  console.log('Ranking (">": faster, its 95% interval clear of the next; "~": no clear difference):\n');
+  for (const c of levels) {
+    const here = cellsOf.filter(x => x.c === c && cells.get(x.k).values.length)
+      .sort((x, y) => cells.median(y.k) - cells.median(x.k));
+    let text = here.length ? `${here[0].b} ${here[0].s}` : '-';
+    for (let i = 1; i < here.length; i++) {
+      const r = cells.sameRoundRatio(here[i - 1].k, here[i].k);
+      text += ` ${r.summary && r.summary.lo > 1 ? '>' : '~'} ${here[i].b} ${here[i].s}`;
+    }
+    console.log(`  c=${String(c).padEnd(4)} ${text}`);
+  }
+  console.log(`\n${stamp()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
+  if (args.json) writeJson(args.json, cells, cellsOf);
+  if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
+  return bad ? 1 : 0;
+}
+
+function fmtK(x) { return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-'; }
+function fmtRate(s) {
+  if (!s.n) return '-';
+  return Number.isNaN(s.lo) ? `${fmtK(s.median)} (n=${s.n})` : `${fmtK(s.median)} [${fmtK(s.lo)}-${fmtK(s.hi)}]`;
+}
+function fmtRatioCI(r) {
+  const s = r.summary;
+  if (!s || Number.isNaN(s.lo)) return `${fmtRatio(r.value)} (n=${s ? s.n : 0})`;
+  return `${fmtRatio(r.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]`;
+}
+// "a" or "b" where the interval of a/b excludes 1, else no clear difference.
+function verdict(r, a, b) {
+  const s = r.summary;
+  if (!s || Number.isNaN(s.lo)) return 'too few rounds';
+  return s.lo > 1 ? a : s.hi < 1 ? b : 'no clear difference';
+}
+
+// The commit and the machine every figure of this run belongs to.
+function stamp() {
+  const git = a => spawnSync('git', a, { encoding: 'utf8' });
+  const commit = (git(['rev-parse', '--short=12', 'HEAD']).stdout || '?').trim();
+  const dirty = git(['status', '--porcelain', '--untracked-files=no']).stdout?.trim() ? ' (tree modified)' : '';
+  return `Commit ${commit}${dirty}; machine: ${machineLine()}; ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`;
+}
+
+function writeJson(file, cells, cellsOf) {
+  const out = cellsOf.map(({ b, s, c, k }) => {
+    const cl = cells.get(k);
+    return { backend: b, strategy: s, concurrency: c, runs: cl.values, ...cl.summary,
+             errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })) };
+  });
+  fs.writeFileSync(file, JSON.stringify({ stamp: stamp(), seconds, cells: out }, null, 1) + '\n');
 }
 
 await runMain('scripts/run', main);
