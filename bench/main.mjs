@@ -13,6 +13,7 @@ import { machineLine, versions } from './lib/machine.mjs';
 import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
+import { takeLock, holderPid } from './lib/lock.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -80,7 +81,12 @@ Options:
 
 Each figure is the median of repeated runs with the 95% confidence interval
 of the median; load average, CPU steal and iowait are sampled around every
-run and a cell that ran on a busy machine is flagged. Environment: ZB_BUILD
+run and a cell that ran on a busy machine is flagged.
+
+One bench at a time per tree: it holds BUILD/bench.lock while it runs, and a
+second one exits 1 naming the first's pid. A lookup server that cannot take
+its port (another process listens there) stops its experiment with an error
+naming that process. Environment: ZB_BUILD
 (build), ZB_DATA (build: the dataset), ZB_CONF (conf/zipbench.conf).
 
 Exit status: 0 when every experiment produced its table, 1 otherwise, 2 on
@@ -191,6 +197,16 @@ process.on('uncaughtException', e => abort(`internal error: ${e.stack || e}`, 1)
 process.on('unhandledRejection', e => abort(`internal error: ${e && e.stack ? e.stack : e}`, 1));
 
 async function main() {
+  // One bench per tree (lib/lock.mjs), taken before anything is written.
+  const lockFile = path.join(build, 'bench.lock');
+  const lock = takeLock(lockFile, `scripts/bench ${process.argv.slice(2).join(' ')}`.trim());
+  if (!lock.ok) {
+    const pid = holderPid(lock.holder);
+    process.stderr.write(`bench: another bench holds ${lockFile}: ${lock.holder || 'a process that is still starting'}\n` +
+                         '  One bench at a time per tree: they would share the servers\' ports and the output files. ' +
+                         `Wait for it to end${pid ? `, or stop it (kill ${pid})` : ''}.\n`);
+    return 1;
+  }
   fs.mkdirSync(out, { recursive: true });
   fs.mkdirSync(ctx.work, { recursive: true });
   const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { run, background } from './run.mjs';
 import { waitFor } from './http.mjs';
+import { describePid, listenerPids, listensOn } from './proc.mjs';
 
 export const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 
@@ -61,7 +62,9 @@ export async function loadBenchTables(ctx, name, backends) {
 }
 
 // Starts build/bin/server on the set NAME and waits until /health says
-// every backend is up; stopped at cleanup at the latest.
+// every backend is up; stopped at cleanup at the latest. The server that
+// answers must be the one started: one that already held the port (another
+// bench's, a user's) answers /health too, while this one fails to listen.
 export async function startServer(ctx, name, port, backends, { log, extra = [], tls = null } = {}) {
   log ??= path.join(ctx.work, `server-${name}.log`);
   const tlsArgs = tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : [];
@@ -69,8 +72,15 @@ export async function startServer(ctx, name, port, backends, { log, extra = [], 
                                              '--backends', backends.join(','), ...benchSets(ctx, name),
                                              ...tlsArgs, ...extra],
                          { log });
-  if (!(await waitFor(port, '/health', { alive: srv.alive, tls: !!tls })) || !srv.alive()) {
+  const up = await waitFor(port, '/health', { alive: srv.alive, tls: !!tls });
+  if (!up || !srv.alive() || !listensOn(srv.pid, port)) {
+    const others = listenerPids(port).filter(p => p !== srv.pid);
+    const answeredByOther = others.length > 0 || (up && srv.alive());   // one of another user's is not seen
     await srv.stop();
+    if (answeredByOther)
+      throw new Error(`the server did not start: 127.0.0.1:${port} is held by ` +
+                      `${others.length ? others.map(describePid).join('; ') : 'another process'}, ` +
+                      `not by the server started here (see ${log})`);
     throw new Error(`the server did not start: see ${log}`);
   }
   return srv;

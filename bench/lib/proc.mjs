@@ -149,6 +149,56 @@ export function netnsPids(holders) {
   return fs.readdirSync('/proc').filter(d => /^\d+$/.test(d) && nets.has(netOf(d))).map(Number);
 }
 
+// The inodes of the TCP sockets listening on port, on any local address
+// (/proc/net/tcp and tcp6 of this network namespace).
+export function listenInodes(port) {
+  const inodes = new Set();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(f, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      const v = line.trim().split(/\s+/);
+      if (v.length > 9 && v[3] === '0A' && parseInt(v[1].split(':')[1], 16) === port) inodes.add(v[9]);
+    }
+  }
+  return inodes;
+}
+
+// The processes (of those this user may look into) that hold a socket
+// listening on port.
+export function listenerPids(port) {
+  const inodes = listenInodes(port);
+  if (!inodes.size) return [];
+  return fs.readdirSync('/proc').filter(d => /^\d+$/.test(d) && holdsSocket(Number(d), inodes)).map(Number);
+}
+
+// Whether pid itself listens on port: the test that the server answering
+// there is the one started, not another that held the port already.
+export function listensOn(pid, port) {
+  return holdsSocket(pid, listenInodes(port));
+}
+
+function holdsSocket(pid, inodes) {
+  if (!inodes.size) return false;
+  let fds = [];
+  try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { return false; }
+  for (const fd of fds) {
+    let link = '';
+    try { link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+    const m = /^socket:\[(\d+)\]$/.exec(link);
+    if (m && inodes.has(m[1])) return true;
+  }
+  return false;
+}
+
+// "pid N: its command line", for a message.
+export function describePid(pid) {
+  let cmd = '';
+  try { cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' '); } catch { /* gone */ }
+  return `pid ${pid}${cmd ? `: ${cmd}` : ''}`;
+}
+
 // A sample of the machine's state, and the difference of two: what a
 // cell records around each of its runs. roots: the benchmark's own
 // processes (ownTicks), so the CPU that other work took can be told apart.
