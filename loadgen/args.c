@@ -2,6 +2,7 @@
  * apr_getopt_long, as ab itself parses them), and loadgen's own long
  * options. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,11 @@ const char loadgen_usage[] =
     "                         'Connection: close', as ab does\n"
     "  -s, --timeout SECS     fail a request with no whole response after SECS\n"
     "                         (default 30)\n"
+    "      --max-errors N|P%  exit 1 when more than N requests, or more than P%\n"
+    "                         of all, were errors: non-2xx answers (but the 404s\n"
+    "                         --miss asked for) and failed requests. Without it\n"
+    "                         only failed requests change the exit status, as in\n"
+    "                         ab; past 1% errors a warning on stderr says so\n"
     "      --rate R           constant throughput of R requests/s in total, spread\n"
     "                         over the connections (as wrk2). Latency is measured\n"
     "                         from each request's intended send time, so a stalled\n"
@@ -137,8 +143,11 @@ const char loadgen_usage[] =
     "\n"
     "Report: ab's lines in ab's order, including its Connection Times and\n"
     "percentile tables (from log histograms precise to 1/64); then loadgen's:\n"
-    "latency (min, mean, sd, p50, p90, p99, p99.9, max in microseconds) and the\n"
-    "client's own CPU time per completed request.\n"
+    "the goodput (answers per second: 2xx, and the 404s of --miss; ab's\n"
+    "'Requests per second' counts every answer, error pages too), the errors\n"
+    "by kind, latency (min, mean, sd, p50, p90, p99, p99.9, max in microseconds)\n"
+    "and the client's own CPU time per completed request. When more than 1% of\n"
+    "the requests were errors, a warning on stderr says how many and which.\n"
     "\n"
     "Several machines: start one agent per host with the same --start-at and\n"
     "--hdr-log, copy the logs to one place and run 'loadgen merge LOG...': it adds\n"
@@ -146,9 +155,10 @@ const char loadgen_usage[] =
     "\n"
     "Exit status: 0 when every request completed (whatever the HTTP status) and at\n"
     "least one did, 1 when any request failed (connect, send or receive error,\n"
-    "timeout, malformed response) or none completed (e.g. all abandoned at -t),\n"
-    "2 on bad usage (also a -c that the open-file limit cannot hold: loadgen\n"
-    "raises its soft limit up to the hard one, and refuses beyond it).\n"
+    "timeout, malformed response), none completed (e.g. all abandoned at -t), or\n"
+    "the errors were past --max-errors, 2 on bad usage (also a -c that the\n"
+    "open-file limit cannot hold: loadgen raises its soft limit up to the hard\n"
+    "one, and refuses beyond it).\n"
     "\n"
     "Examples:\n"
     "  loadgen -k -n 100000 -c 10 http://127.0.0.1:8090/400.html\n"
@@ -221,8 +231,24 @@ static int set_method(struct config *cfg, const char *method, const char *flag)
 
 enum {
     O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_RATE, O_DURATION, O_HDRLOG,
-    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME,
+    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS,
 };
+
+/* --max-errors N (requests) or P% (of all requests). */
+static int parse_max_errors(struct config *cfg, const char *arg)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(arg, &end);
+    bool pct = *end == '%' && end[1] == 0;
+    if (errno || end == arg || (*end && !pct) || !(d >= 0) || (pct && d > 100) ||
+        (!pct && (d > 1e15 || d != floor(d))))
+        return usage_error("--max-errors: '%s' is not N (a count of requests) or P%% (a share "
+                           "of them, 0-100)", arg);
+    cfg->max_errors = d;
+    cfg->max_errors_pct = pct;
+    return 0;
+}
 
 static void join_cmdline(struct config *cfg, int argc, const char *const *argv)
 {
@@ -243,6 +269,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         { "hdr-log", O_HDRLOG, 1, "" }, { "interval", O_INTERVAL, 1, "" },
         { "start-at", O_START_AT, 1, "" }, { "verify", O_VERIFY, 0, "" },
         { "cacert", O_CACERT, 1, "" }, { "tls-resume", O_RESUME, 0, "" },
+        { "max-errors", O_MAX_ERRORS, 1, "" },
         { "version", 'V', 0, "" },     { "help", 'h', 0, "" },
         /* ab's letters without a long name */
         { NULL, 'b', 1, "" }, { NULL, 'B', 1, "" }, { NULL, 'p', 1, "" }, { NULL, 'u', 1, "" },
@@ -255,7 +282,8 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         { NULL, 0, 0, NULL },
     };
     *cfg = (struct config){ .requests = 1, .concurrency = 1, .timeout = 30, .seed = 1,
-                            .method = "GET", .content_type = "text/plain", .interval = 1 };
+                            .method = "GET", .content_type = "text/plain", .interval = 1,
+                            .max_errors = -1 };
     join_cmdline(cfg, argc, argv);
     apr_pool_t *pool;
     apr_pool_create(&pool, NULL);
@@ -356,6 +384,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
             cfg->verify = true;
             break;
         case O_RESUME: cfg->tls_resume = true; break;
+        case O_MAX_ERRORS: rc = parse_max_errors(cfg, arg); break;
         case 'b':
             if (cli_long("loadgen", "-b", arg, 1, 1 << 30, &v) < 0)
                 return cli_usage_error("loadgen");

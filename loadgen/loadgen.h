@@ -61,6 +61,11 @@ struct config {
     double interval;           /* --interval seconds of the time series, default 1 */
     int64_t start_at_ms;       /* --start-at epoch ms, 0 = at once */
     const char *keyfile;       /* --keys */
+    /* --max-errors: exit 1 when the errors (result_errors) are more than
+     * max_errors requests, or (max_errors_pct) that percentage of all;
+     * max_errors < 0: no limit */
+    double max_errors;
+    bool max_errors_pct;
     const char *url;
     char cmdline[1024];        /* for the log's header */
 };
@@ -358,6 +363,13 @@ struct result {
 /* The report, as ab's text or as JSON, to out (stdout; stderr when
  * --csv - has stdout for its rows alone). */
 void report_text(const struct result *r, FILE *out);
+/* The requests that got no answer the run asked for: every non-2xx but
+ * the 404s that --miss asked for, and every failed request. */
+uint64_t result_errors(const struct result *r);
+/* Says on stderr (prog: "loadgen") when more than 1% of the requests were
+ * errors: how many, of which kinds, and the goodput beside ab's rate,
+ * which counts every answer. */
+void report_warn_errors(const struct result *r, const char *prog);
 void report_json(const struct result *r, FILE *out);
 int report_csv(const struct result *r, const char *path);
 int report_percentile_csv(const struct result *r, const char *path);

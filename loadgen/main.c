@@ -216,6 +216,21 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     fprintf(f, "]\n");
 }
 
+/* --max-errors: whether the run's errors are past it (said on stderr). */
+static bool past_max_errors(const struct config *cfg, const struct result *r)
+{
+    if (cfg->max_errors < 0)
+        return false;
+    uint64_t errors = result_errors(r), all = r->st.completed + stats_failed(&r->st);
+    double share = all ? 100.0 * (double)errors / (double)all : 0;
+    bool past = cfg->max_errors_pct ? share > cfg->max_errors : (double)errors > cfg->max_errors;
+    if (past)
+        fprintf(stderr, "loadgen: %llu errors (%.1f%% of %llu requests) are past --max-errors %g%s\n",
+                (unsigned long long)errors, share, (unsigned long long)all, cfg->max_errors,
+                cfg->max_errors_pct ? "%" : "");
+    return past;
+}
+
 /* Where the text or JSON report goes: stdout, unless `--csv -` has it
  * for CSV rows alone. */
 static FILE *report_out(const struct config *cfg)
@@ -421,6 +436,8 @@ static int run(struct config *cfg)
     if (res.st.err_connect && tls_first_error()[0])
         fprintf(stderr, "loadgen: %s\n", tls_first_error());
     rc = write_reports(cfg, &res, w);
+    report_warn_errors(&res, "loadgen");
+    bool too_many = past_max_errors(cfg, &res);
     if (hdr) {
         hdrlog_trailer(hdr, &res);
         if (fclose(hdr) != 0) {
@@ -439,7 +456,7 @@ static int run(struct config *cfg)
     if (kp)
         keys_free(kp);
     /* A run that completed nothing measured nothing: not a success. */
-    return failed || !res.st.completed ? ZB_EXIT_FAIL : rc;
+    return failed || !res.st.completed || too_many ? ZB_EXIT_FAIL : rc;
 }
 
 int main(int argc, const char *const *argv)

@@ -208,6 +208,7 @@ int merge_main(int argc, const char *const *argv)
             fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg.percentile_csv);
             rc = ZB_EXIT_FAIL;
         }
+        report_warn_errors(&r, "loadgen merge");
         if (!rc && (stats_failed(&r.st) || !r.st.completed))
             rc = ZB_EXIT_FAIL;
     }

@@ -18,6 +18,49 @@ static double rps(const struct result *r)
     return r->seconds > 0 ? (double)r->st.completed / r->seconds : 0;
 }
 
+uint64_t result_errors(const struct result *r)
+{
+    const struct stats *s = &r->st;
+    return s->completed + stats_failed(s) - stats_answered(s, r->miss_answers);
+}
+
+static double goodput(const struct result *r)
+{
+    return r->seconds > 0 ? (double)stats_answered(&r->st, r->miss_answers) / r->seconds : 0;
+}
+
+/* "503 12, timeouts 3": the kinds of error that occurred, with counts. */
+static void error_kinds(FILE *out, const struct result *r)
+{
+    const struct stats *s = &r->st;
+    const struct { const char *label; uint64_t n; } kind[] = {
+        { "503", s->status_503 }, { "other 5xx", s->status_5xx },
+        { "404", r->miss_answers ? 0 : s->status_404 }, { "other 4xx", s->status_4xx },
+        { "1xx/3xx", s->status_other }, { "timeouts", s->err_timeout },
+        { "connect", s->err_connect }, { "receive", s->err_recv }, { "send", s->err_send },
+        { "exceptions", s->err_except },
+    };
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof kind / sizeof kind[0]; i++)
+        if (kind[i].n) {
+            fprintf(out, "%s%s %llu", sep, kind[i].label, (unsigned long long)kind[i].n);
+            sep = ", ";
+        }
+}
+
+void report_warn_errors(const struct result *r, const char *prog)
+{
+    uint64_t errors = result_errors(r), all = r->st.completed + stats_failed(&r->st);
+    if (!all || errors * 100 <= all)
+        return;
+    fprintf(stderr, "%s: warning: %llu of %llu requests (%.1f%%) were errors (", prog,
+            (unsigned long long)errors, (unsigned long long)all, 100.0 * (double)errors / (double)all);
+    error_kinds(stderr, r);
+    fprintf(stderr, "): \"Requests per second\" counts every answer, errors too; the goodput "
+                    "(answers: 2xx%s) is %.2f [#/sec]\n", r->miss_answers ? ", 404 of --miss" : "",
+            goodput(r));
+}
+
 static double cpu_us_per_req(const struct result *r)
 {
     return r->st.completed ? (r->cpu_user + r->cpu_sys) * 1e6 / (double)r->st.completed : 0;
@@ -165,8 +208,19 @@ void report_text(const struct result *r, FILE *out)
         }
     }
 
-    /* loadgen's own lines, after ab's */
+    /* loadgen's own lines, after ab's; the goodput first: ab's rate
+     * counts every answer, error pages too. */
     fprintf(out, "\n");
+    uint64_t errors = result_errors(r), all = done + failed;
+    fprintf(out, "Goodput:                %.2f [#/sec] (answers: 2xx%s; %llu of %llu requests)\n",
+            goodput(r), r->miss_answers ? ", and 404 of --miss" : "",
+            (unsigned long long)(all - errors), (unsigned long long)all);
+    if (errors) {
+        fprintf(out, "Errors:                 %llu (%.1f%%: ", (unsigned long long)errors,
+                100.0 * (double)errors / (double)all);
+        error_kinds(out, r);
+        fprintf(out, ")\n");
+    }
     if (s->err_length)
         fprintf(out, "Length: 2xx bodies unlike the first: %llu (counted complete, not failed)\n",
                (unsigned long long)s->err_length);

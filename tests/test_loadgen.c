@@ -1494,6 +1494,56 @@ START_TEST(json_goodput_and_errors)
 }
 END_TEST
 
+/* Error pages are not throughput: the text report gives the goodput
+ * beside ab's rate, more than 1% errors is warned about on stderr, and
+ * --max-errors N|P% turns errors past it into exit 1. */
+START_TEST(errors_warned_and_limited)
+{
+    server_start(false);
+    const char *lg = prog("loadgen");
+    /* Only 503s: ab's rate stays, the goodput is 0, stderr warns, exit 0 as ab. */
+    int rc = run_cmd(out, sizeof out, "{ %s -k -c 2 -n 2000 http://127.0.0.1:%d/503 2>/dev/null; }", lg,
+                     srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_msg(strstr(out, "Requests per second:    ") && strstr(out, "Non-2xx responses:      2000\n"), "%s", OUT);
+    ck_assert_msg(strstr(out, "\nGoodput:                0.00 [#/sec] (answers: 2xx; 0 of 2000 requests)\n"),
+                  "%s", OUT);
+    ck_assert_msg(strstr(out, "\nErrors:                 2000 (100.0%: 503 2000)\n"), "%s", OUT);
+    rc = run_cmd(out, sizeof out, "{ %s -q -k -c 2 -n 2000 http://127.0.0.1:%d/503 >/dev/null; }", lg, srv.port);
+    ck_assert_msg(rc == 0 && strstr(out, "loadgen: warning: 2000 of 2000 requests (100.0%) were errors (503 2000)"),
+                  "rc %d: %s", rc, OUT);
+    rc = loadgen("-q -k -c 2 -n 2000 --max-errors 1%% http://127.0.0.1:%d/503", srv.port);
+    ck_assert_msg(rc == 1 && strstr(out, "2000 errors (100.0% of 2000 requests) are past --max-errors 1%"),
+                  "rc %d: %s", rc, OUT);
+    /* --json: the report on stdout stays whole JSON; the warning and the
+     * limit are the same. */
+    rc = run_cmd(out, sizeof out, "{ %s -q -k -c 2 -n 200 --json --max-errors 199 http://127.0.0.1:%d/503 "
+                 "2>/dev/null; }", lg, srv.port);
+    ck_assert_msg(rc == 1 && out[0] == '{' && jint("answered") == 0, "rc %d: %s", rc, OUT);
+    /* A count: at the limit is not past it. */
+    rc = loadgen("-q -k -c 2 -n 200 --max-errors 200 http://127.0.0.1:%d/503", srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    /* All 2xx: no warning, no Errors line, --max-errors 0 holds. */
+    rc = loadgen("-k -c 2 -n 200 --max-errors 0 http://127.0.0.1:%d/", srv.port);
+    ck_assert_msg(rc == 0 && !strstr(out, "warning") && !strstr(out, "Errors:") &&
+                  strstr(out, "(answers: 2xx; 200 of 200 requests)"), "rc %d: %s", rc, OUT);
+    /* The 404s --miss asked for are answers, not errors. */
+    make_keys();
+    rc = loadgen("-k -c 2 -n 200 --max-errors 0 --keys %s --miss 0.5 'http://127.0.0.1:%d/404/{key}'", keyfile,
+                 srv.port);
+    ck_assert_msg(rc == 0 && !strstr(out, "warning") && strstr(out, "(answers: 2xx, and 404 of --miss; 200 of 200"),
+                  "rc %d: %s", rc, OUT);
+    /* A 404 nobody asked for is an error, counted in a share. */
+    rc = loadgen("-q -k -c 1 -n 1 http://127.0.0.1:%d/404", srv.port);
+    ck_assert_msg(rc == 0 && strstr(out, "were errors"), "rc %d: %s", rc, OUT);
+    rc = loadgen("-q -k -c 1 -n 2 --max-errors 50%% http://127.0.0.1:%d/404", srv.port);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
+    rc = loadgen("-q -n 1 --max-errors 5x http://127.0.0.1:%d/", srv.port);
+    ck_assert_msg(rc == 2 && strstr(out, "--max-errors: '5x' is not N"), "rc %d: %s", rc, OUT);
+    server_stop();
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = test_case("engine", NULL, NULL, 60, TESTS(
@@ -1506,6 +1556,6 @@ Suite *suite_loadgen(void)
         hdr_log_read_by_reference, merge_agents, ab_report_lines, request_flags, https_nginx,
         seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
-        csv_stdout_only_csv, json_goodput_and_errors));
+        csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited));
     return suite_of("loadgen", tc, NULL);
 }
