@@ -14,6 +14,7 @@ import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
 import { takeLock, holderPid } from './lib/lock.mjs';
+import { erroredCells } from './lib/goodput.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -76,6 +77,8 @@ Options:
       --budget S       cap on seconds of runs per experiment, shared among its
                        parts (default 900; 60 with --quick); a cell the cap
                        stops before its interval is narrow enough is marked
+      --allow-errors   exit 0 even when some cells had errors (non-2xx
+                       answers, timeouts, resets: marked E, never in a rate)
       --list           print the parts and exit
   -h, --help           this text
 
@@ -89,8 +92,12 @@ its port (another process listens there) stops its experiment with an error
 naming that process. Environment: ZB_BUILD
 (build), ZB_DATA (build: the dataset), ZB_CONF (conf/zipbench.conf).
 
-Exit status: 0 when every experiment produced its table, 1 otherwise, 2 on
-bad usage.`;
+Exit status: 0 when every experiment produced its table and no cell had
+errors; 1 when an experiment failed, another bench holds the tree, or a cell
+had errors (each one named on stderr and under "Warnings" in RESULTS.md;
+--allow-errors accepts them); 2 on bad usage. The cells of poolsize's small
+pools are not counted: their 503s at c 100 are what that experiment
+measures (its default pool's are).`;
 
 function fail(msg) {
   process.stderr.write(`bench: ${msg} (see --help)\n`);
@@ -104,6 +111,7 @@ try {
       quick: { type: 'boolean' }, out: { type: 'string' }, only: { type: 'string' },
       'min-runs': { type: 'string' }, 'max-runs': { type: 'string' }, target: { type: 'string' },
       budget: { type: 'string' }, list: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      'allow-errors': { type: 'boolean' },
     },
   }).values;
 } catch (e) { fail(e.message); }
@@ -215,6 +223,7 @@ async function main() {
   ctx.dbPidList = Object.values(await dbPids(ctx));
 
   let failed = 0;
+  const errored = [];
   for (const part of PARTS) {
     if (only && !only.includes(part)) continue;
     if (isStopping()) return 1;      // a signal: no more parts, no report
@@ -232,6 +241,7 @@ async function main() {
       fs.writeFileSync(file, relPaths(`${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
                                       `${quick ? ' (--quick: one short run per cell)' : ''}.\n`, root));
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
+      errored.push(...partErrors(part, mod, t0));
     } catch (e) {
       if (isStopping()) return 1;
       failed = 1;
@@ -243,7 +253,33 @@ async function main() {
   ctx.logFile = null;
   if (isStopping()) return 1;
   assemble();
+  if (errored.length && !args['allow-errors']) {
+    process.stderr.write(`bench: ${errored.length} cell${errored.length === 1 ? '' : 's'} had errors: exit 1 ` +
+                         '(--allow-errors accepts them)\n');
+    return 1;
+  }
   return failed;
+}
+
+// The cells with errors in the data files a part wrote (DIR/data/*.json
+// written since t0), each also a warning of the run; a part's
+// errorsMeasured(key) leaves out the cells whose errors it measures.
+function partErrors(part, mod, t0) {
+  const dir = path.join(out, 'data');
+  let files = [];
+  try { files = fs.readdirSync(dir).filter(f => f.endsWith('.json')); } catch { return []; }
+  const found = [];
+  for (const f of files) {
+    const file = path.join(dir, f);
+    if (fs.statSync(file).mtimeMs < t0) continue;
+    let data = null;
+    try { data = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { continue; }
+    for (const c of erroredCells(data, mod.errorsMeasured)) found.push(`${part}: ${c.key} (${c.total} errors)`);
+  }
+  if (found.length)
+    ctx.warn(`${found.length} cell${found.length === 1 ? '' : 's'} of ${part} had errors (marked E, not in their rates): ` +
+             found.map(x => x.slice(part.length + 2)).join('; '));
+  return found;
 }
 
 function utcNow() {

@@ -139,3 +139,12 @@ export function errorNote(cells) {
     'their rate counts only the answers (2xx, and 404s where misses were asked for); the errors column ' +
     'splits the others by kind (n/a: the server\'s /stats does not tell that kind apart).';
 }
+
+// The cells of a data file (the object writeCells wrote) whose runs had
+// errors: [{key, total}]. expected(key): true for a cell whose errors are
+// what its experiment measures (a pool too small for its load), left out.
+export function erroredCells(data, expected = () => false) {
+  return Object.entries(data || {})
+    .filter(([key, c]) => c && Array.isArray(c.values) && c.errors?.total > 0 && !expected(key))
+    .map(([key, c]) => ({ key, total: c.errors.total }));
+}

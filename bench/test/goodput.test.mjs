@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { goodput, rateRun, serverSplit, splitDelta, cellErrors, fmtErrors } from '../lib/goodput.mjs';
+import { goodput, rateRun, serverSplit, splitDelta, cellErrors, fmtErrors, erroredCells } from '../lib/goodput.mjs';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { answer, relPaths } from '../lib/summary.mjs';
 
@@ -127,4 +127,17 @@ test('relPaths: no machine path in a results file', () => {
   assert.equal(relPaths('dir (/srv/other/checkout/build/db)', root), 'dir (build/db)');
   assert.equal(relPaths('config: /x/y/build/bench-network/lab/zipbench.conf', root), 'config: build/bench-network/lab/zipbench.conf');
   assert.equal(relPaths('/usr/bin/time -f', root), '/usr/bin/time -f');
+});
+
+test('erroredCells: the cells of a data file whose runs had errors, but those an experiment measures', () => {
+  const data = {
+    provenance: { commit: 'x' },
+    'pg 1': { values: [1, 2], errors: { total: 40 } },
+    'pg default': { values: [1, 2], errors: { total: 3 } },
+    'pg 64': { values: [1, 2], errors: { total: 0 } },
+    fsync_us: 105,
+  };
+  assert.deepEqual(erroredCells(data), [{ key: 'pg 1', total: 40 }, { key: 'pg default', total: 3 }]);
+  assert.deepEqual(erroredCells(data, k => !/ default$/.test(k)), [{ key: 'pg default', total: 3 }]);
+  assert.deepEqual(erroredCells(null), []);
 });
