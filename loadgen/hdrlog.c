@@ -448,6 +448,10 @@ static int summary_field(struct agent_log *a, const char *key, size_t kn, const 
         { "tls_info", a->tls_info, sizeof a->tls_info },
         { "tls_tmpkey", a->tls_tmpkey, sizeof a->tls_tmpkey },
         { "tls_sni", a->tls_sni, sizeof a->tls_sni },
+        { "hostname", a->prov.hostname, sizeof a->prov.hostname },
+        { "cpu_model", a->prov.cpu_model, sizeof a->prov.cpu_model },
+        { "kernel", a->prov.kernel, sizeof a->prov.kernel },
+        { "loadgen", a->prov.loadgen, sizeof a->prov.loadgen },
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (KEY(strs[i].name)) {

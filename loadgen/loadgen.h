@@ -255,6 +255,19 @@ struct series {
     FILE *hdr;                     /* --hdr-log, written as intervals end */
 };
 
+/* ---- provenance.c: where a report was made ---- */
+struct provenance {
+    char hostname[256];
+    char cpu_model[256];       /* /proc/cpuinfo's model name (else the machine) */
+    char kernel[512];          /* "Linux 6.1.0-18-amd64 x86_64" */
+    char loadgen[64];          /* LOADGEN_VERSION */
+};
+/* This machine and this loadgen; a field it cannot read stays "". */
+void provenance_here(struct provenance *p);
+/* Adds p's values to into's, each field a ", "-separated list of the
+ * distinct values seen (a merge of agents on several machines). */
+void provenance_add(struct provenance *into, const struct provenance *p);
+
 /* --- hdrlog.c: HdrHistogram's interval log ---- */
 /* V2 "compressed" encoding, base64: "HISTF...". Returns a malloc'd string. */
 char *hdr_encode(const struct hist *h);
@@ -288,6 +301,7 @@ struct agent_log {
     uint64_t doc_length;
     char server[256], host[256], path[1024], method[32], tls_info[128], tls_tmpkey[128],
         tls_sni[256];
+    struct provenance prov;    /* "" where the log does not say */
 };
 /* Parses a log held in text[0..n), which must outlive a (its intervals
  * point into it); name is for messages (file:line). */
@@ -358,6 +372,7 @@ struct result {
     double cpu_user, cpu_sys;
     const struct point *points;
     size_t npoints;
+    const struct provenance *prov;   /* the machine(s) of the run */
 };
 
 /* The report, as ab's text or as JSON, to out (stdout; stderr when

@@ -208,6 +208,10 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     kv_str(f, "tls_info", r->tls_info);
     kv_str(f, "tls_tmpkey", r->tls_tmpkey);
     kv_str(f, "tls_sni", r->tls_sni);
+    kv_str(f, "hostname", r->prov->hostname);
+    kv_str(f, "cpu_model", r->prov->cpu_model);
+    kv_str(f, "kernel", r->prov->kernel);
+    kv_str(f, "loadgen", r->prov->loadgen);
     kv_hist(f, "lat", &s->lat);
     kv_hist(f, "connect", &s->connect);
     kv_hist(f, "processing", &s->processing);
@@ -356,6 +360,8 @@ static int run(struct config *cfg)
         fflush(out);
     }
 
+    static struct provenance prov;
+    provenance_here(&prov);
     struct rusage ru0, ru1;
     pthread_barrier_init(&sh.ready, NULL, (unsigned)cfg->threads + 1);
     pthread_barrier_init(&sh.go, NULL, (unsigned)cfg->threads + 1);
@@ -396,7 +402,7 @@ static int run(struct config *cfg)
                           .miss_answers = cfg->miss > 0,
                           .server = sh.server, .tls_info = sh.tls_info,
                           .tls_tmpkey = sh.tls_tmpkey, .tls_sni = sni,
-                          .start_epoch_s = start_epoch };
+                          .start_epoch_s = start_epoch, .prov = &prov };
     stats_init(&res.st);
     const char *setup_err = NULL;
     for (int i = 0; i < cfg->threads; i++) {

@@ -163,6 +163,11 @@ int merge_main(int argc, const char *const *argv)
                          .tls_sni = a[0].tls_sni, .doc_length = a[0].doc_length,
                          .start_epoch_s = base, .url = "" };
     cfg.variable_length |= a[0].variable_length;
+    static struct provenance prov;
+    memset(&prov, 0, sizeof prov);
+    for (int i = 0; i < nlogs; i++)
+        provenance_add(&prov, &a[i].prov);
+    r.prov = &prov;
     stats_init(&r.st);
     size_t *k0 = calloc((size_t)nlogs, sizeof *k0), npoints = 0;
     for (int i = 0; i < nlogs; i++) {

@@ -277,6 +277,34 @@ static void json_times(FILE *f, const char *name, const struct hist *h)
             (double)hist_percentile(h, 50) / 1e6, (double)hist_max(h) / 1e6);
 }
 
+/* "key":"value", or "key":null for a value nobody recorded. */
+static void json_kv_known(FILE *f, const char *sep, const char *key, const char *v)
+{
+    if (v && v[0])
+        json_kv(f, sep, key, v);
+    else
+        fprintf(f, "%s\"%s\":null", sep, key);
+}
+
+/* "provenance": when (the run's start, UTC) and where the report was
+ * made; a merge lists each agent's machine, ", " between them. */
+static void json_provenance(FILE *f, const struct result *r)
+{
+    char date[32] = "";
+    time_t t = (time_t)r->start_epoch_s;
+    struct tm tm;
+    if (r->start_epoch_s > 0 && gmtime_r(&t, &tm))
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    static const struct provenance none;
+    const struct provenance *p = r->prov ? r->prov : &none;
+    json_kv_known(f, "\"provenance\":{", "date", date);
+    json_kv_known(f, ",", "hostname", p->hostname);
+    json_kv_known(f, ",", "cpu_model", p->cpu_model);
+    json_kv_known(f, ",", "kernel", p->kernel);
+    json_kv_known(f, ",", "loadgen", p->loadgen);
+    fprintf(f, "}");
+}
+
 void report_json(const struct result *r, FILE *f)
 {
     const struct stats *s = &r->st;
@@ -358,8 +386,10 @@ void report_json(const struct result *r, FILE *f)
                 i ? "," : "", p->t, p->len, (unsigned long long)p->completed,
                 (unsigned long long)p->failed, rate, p->p50_us, p->p99_us, p->max_us);
     }
-    fprintf(f, "],\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f}\n", r->cpu_user,
+    fprintf(f, "],\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f,", r->cpu_user,
             r->cpu_sys, cpu_us_per_req(r));
+    json_provenance(f, r);
+    fprintf(f, "}\n");
 }
 
 /* CSV: one table for runs and their intervals. The first column says which

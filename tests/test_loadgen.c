@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -1544,6 +1545,74 @@ START_TEST(errors_warned_and_limited)
 }
 END_TEST
 
+/* The string value of "key": inside "provenance":{...} of the report in
+ * out, into v; "null" when it is null. */
+static void provenance_str(const char *key, char *v, size_t vlen)
+{
+    const char *p = strstr(out, "\"provenance\":{");
+    ck_assert_msg(p != NULL, "no provenance in: %s", OUT);
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    p = strstr(p, pat);
+    ck_assert_msg(p != NULL, "no provenance.%s in: %s", key, OUT);
+    p += strlen(pat);
+    if (!strncmp(p, "null", 4)) {
+        snprintf(v, vlen, "null");
+        return;
+    }
+    ck_assert_msg(*p == '"', "provenance.%s: %s", key, OUT);
+    size_t n = strcspn(p + 1, "\"");
+    snprintf(v, vlen, "%.*s", (int)n, p + 1);
+}
+
+/* --json says when and where it was made: the run's start (UTC), the
+ * host, its CPU model and kernel, loadgen's version; merge names the
+ * agents' machines, each distinct one once, null where a log does not say. */
+START_TEST(json_provenance)
+{
+    server_start(false);
+    const char *dir = test_dir("loadgen-provenance");
+    char log[1200], bare[1200], v[512], want[512];
+    snprintf(log, sizeof log, "%s/agent.hlog", dir);
+    snprintf(bare, sizeof bare, "%s/bare.hlog", dir);
+    int rc = loadgen("-q -k -n 50 --json --hdr-log %s http://127.0.0.1:%d/", log, srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    time_t start = (time_t)jnum("start_epoch_s");
+    struct tm tm;
+    gmtime_r(&start, &tm);
+    strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    provenance_str("date", v, sizeof v);
+    ck_assert_str_eq(v, want);
+    struct utsname u;
+    ck_assert_int_eq(uname(&u), 0);
+    provenance_str("hostname", v, sizeof v);
+    ck_assert_str_eq(v, u.nodename);
+    snprintf(want, sizeof want, "%s %s %s", u.sysname, u.release, u.machine);
+    provenance_str("kernel", v, sizeof v);
+    ck_assert_str_eq(v, want);
+    provenance_str("cpu_model", v, sizeof v);
+    ck_assert_msg(strcmp(v, "null") && v[0], "cpu_model '%s'", v);
+    provenance_str("loadgen", v, sizeof v);
+    ck_assert_str_eq(v, LOADGEN_VERSION);
+    /* Two agents on one machine: it is named once. */
+    rc = loadgen("merge --json %s %s", log, log);
+    ck_assert_msg(rc == 0, "merge rc %d: %s", rc, OUT);
+    provenance_str("hostname", v, sizeof v);
+    ck_assert_str_eq(v, u.nodename);
+    /* A log that does not say: null, not a guess. */
+    rc = run_cmd(out, sizeof out, "sed -E 's/ (hostname|cpu_model|kernel|loadgen)=\"[^\"]*\"//g' %s > %s",
+                 log, bare);
+    ck_assert_int_eq(rc, 0);
+    rc = loadgen("merge --json %s", bare);
+    ck_assert_msg(rc == 0, "merge rc %d: %s", rc, OUT);
+    provenance_str("hostname", v, sizeof v);
+    ck_assert_str_eq(v, "null");
+    provenance_str("cpu_model", v, sizeof v);
+    ck_assert_str_eq(v, "null");
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = test_case("engine", NULL, NULL, 60, TESTS(
@@ -1556,6 +1625,6 @@ Suite *suite_loadgen(void)
         hdr_log_read_by_reference, merge_agents, ab_report_lines, request_flags, https_nginx,
         seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
-        csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited));
+        csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance));
     return suite_of("loadgen", tc, NULL);
 }
