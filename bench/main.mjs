@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { run, runCleanups, isStopping } from './lib/run.mjs';
 import { databases, dbPids } from './lib/services.mjs';
-import { machineLine, versions } from './lib/machine.mjs';
+import { provenance, provenanceLine, sectionProvenance } from './lib/provenance.mjs';
 import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
@@ -215,6 +215,7 @@ async function main() {
                          `Wait for it to end${pid ? `, or stop it (kill ${pid})` : ''}.\n`);
     return 1;
   }
+  provenance();      // the tree's state fixed now, before the run writes anything
   fs.mkdirSync(out, { recursive: true });
   fs.mkdirSync(ctx.work, { recursive: true });
   const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });
@@ -239,7 +240,8 @@ async function main() {
       const secs = Math.round((Date.now() - t0) / 1000);
       // No machine path in a results file: paths relative to the tree.
       fs.writeFileSync(file, relPaths(`${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
-                                      `${quick ? ' (--quick: one short run per cell)' : ''}.\n`, root));
+                                      `${quick ? ' (--quick: one short run per cell)' : ''}.\n` +
+                                      `${provenanceLine()}\n`, root));
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
       errored.push(...partErrors(part, mod, t0));
     } catch (e) {
@@ -287,7 +289,6 @@ function utcNow() {
 }
 
 function assemble() {
-  const v = versions();
   const when = utcNow();
   // The answer first, on one screen, from the data the parts wrote.
   const lines = ['# zipbench results', '', ...answer(path.join(out, 'data')), '## How these figures were made', ''];
@@ -296,13 +297,20 @@ function assemble() {
                'those parts were rerun, the others are from the run each section dates.');
   else
     lines.push(`Made by \`scripts/bench${quick ? ' --quick' : ''}\` (\`make bench\`) on ${when}.`);
-  lines.push(`Machine: ${machineLine()}.`,
-             `Versions: ${v.sqlite}, ${v.pg}, ${v.mariadb}, ${v.mhd}, ${v.apr}, ${v.nginx}, ${v.apache}, ${v.php}, ${v.node}.`,
-             '',
-             'Client and server share the same cores: every comparison below is a ratio measured in',
+  lines.push(`This assembly: ${provenanceLine()}`, '');
+  // Each section ends with its own provenance: say which differ from this one.
+  const sections = PARTS.map(p => path.join(out, `RESULTS-${p}.md`)).filter(f => fs.existsSync(f));
+  const here = sectionProvenance(provenanceLine());
+  const of = sections.map(f => [path.basename(f), sectionProvenance(fs.readFileSync(f, 'utf8'))]);
+  const unknown = of.filter(([, p]) => !p).map(([f]) => f);
+  const otherMachine = of.filter(([, p]) => p && p.machine !== here.machine).map(([f, p]) => `${f} (${p.machine})`);
+  const otherCommit = of.filter(([, p]) => p && p.commit !== here.commit).map(([f, p]) => `${f} (${p.commit})`);
+  if (otherMachine.length) lines.push(`**Measured on another machine:** ${otherMachine.join('; ')}.`, '');
+  if (otherCommit.length) lines.push(`Measured at another commit: ${otherCommit.join(', ')}.`, '');
+  if (unknown.length) lines.push(`No provenance recorded (machine and commit unknown): ${unknown.join(', ')}.`, '');
+  lines.push('Client and server share the same cores: every comparison below is a ratio measured in',
              'the same run. ' + cellLegend,
              '');
-  const sections = PARTS.map(p => path.join(out, `RESULTS-${p}.md`)).filter(f => fs.existsSync(f));
   const [calib, ...rest] = sections[0] && sections[0].endsWith('RESULTS-calibrate.md') ? sections : [null, ...sections];
   if (calib) lines.push(fs.readFileSync(calib, 'utf8').trimEnd(), '');
   const plots = fs.existsSync(path.join(out, 'plots'))

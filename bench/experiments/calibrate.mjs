@@ -13,6 +13,7 @@ import { nginx, dbEnv } from '../lib/services.mjs';
 import { loadgen } from '../lib/clients.mjs';
 import { sqlbenchCells } from '../lib/sqlbench.mjs';
 import { programs } from '../lib/machine.mjs';
+import { provenance } from '../lib/provenance.mjs';
 
 const us = x => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2)) : '-');
 
@@ -107,7 +108,7 @@ export default {
       nginx_us: med('nginx keep-alive'), nginx_conn_us: med('nginx close'), pg_test_fsync_us: pgtf,
     };
     fs.mkdirSync(path.join(ctx.out, 'data'), { recursive: true });
-    fs.writeFileSync(path.join(ctx.out, 'data/calibrate.json'), JSON.stringify(data, null, 1) + '\n');
+    fs.writeFileSync(path.join(ctx.out, 'data/calibrate.json'), JSON.stringify({ provenance: provenance(), ...data }, null, 1) + '\n');
     writeCells(ctx.out, 'calibrate-cells', [...sb.cells.cells.values(), ...cells.cells.values()]);
     const sumOf = k => (c(k) && c(k).values.length ? c(k).summary : undefined);
     barPlot(ctx.out, 'calibrate', {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { summarize } from './stats.mjs';
 import { machineSample, machineDelta } from './proc.mjs';
 import { cellErrors, ERROR_KINDS } from './goodput.mjs';
+import { provenance } from './provenance.mjs';
 
 export class Cells {
   // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds),
@@ -236,7 +237,7 @@ export function writeCells(dir, name, cellList) {
   const d = path.join(dir, 'data');
   fs.mkdirSync(d, { recursive: true });
   const num = x => (Number.isFinite(x) ? x : null);
-  const out = {};
+  const out = { provenance: provenance() };   // when, where, at which commit
   for (const c of cellList) {
     if (!c) continue;
     const s = c.summary || summarize(c.values);

@@ -47,11 +47,19 @@ export const programs = {
 
 function pkg(name) { const p = programs.pkgConfig(); return p ? out(p, ['--modversion', name]) : ''; }
 
-export function machineLine() {
-  const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m) || [])[1] || '?';
-  const osName = (fs.readFileSync('/etc/os-release', 'utf8').match(/^PRETTY_NAME="?([^"\n]*)"?/m) || [])[1] || '?';
-  const mem = Math.round(os.totalmem() / 2 ** 30);
-  return `${nproc()} cores (${cpu}), ${mem} GiB, ${os.type()} ${os.release()}, ${osName}`;
+// The machine as fields: {cpu (the model), cores, mem_gib, kernel ("Linux
+// 6.1.0-18-amd64 x86_64", as uname -srm), os, hostname}.
+export function machineInfo() {
+  const read = f => { try { return fs.readFileSync(f, 'utf8'); } catch { return ''; } };
+  const cpu = (read('/proc/cpuinfo').match(/^model name\s*:\s*(.*)$/m) || [])[1] || os.machine?.() || '?';
+  const osName = (read('/etc/os-release').match(/^PRETTY_NAME="?([^"\n]*)"?/m) || [])[1] || '?';
+  return { cpu, cores: nproc(), mem_gib: Math.round(os.totalmem() / 2 ** 30),
+           kernel: `${os.type()} ${os.release()} ${os.machine ? os.machine() : process.arch}`, os: osName,
+           hostname: os.hostname() };
+}
+
+export function machineLine(m = machineInfo()) {
+  return `${m.cores} cores (${m.cpu}), ${m.mem_gib} GiB, ${m.kernel}, ${m.os}`;
 }
 
 export function versions() {

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { provenance } from './provenance.mjs';
 
 export function draw(dir, name, width, height, body) {
   const out = path.join(dir, 'plots');
@@ -21,12 +22,14 @@ replot
 }
 
 // Whitespace-separated rows into DIR/data/NAME (for gnuplot and for a
-// later --only run), returning the path.
+// later --only run), returning the path. The first line is a comment
+// (gnuplot skips it) holding the provenance as JSON.
 export function writeData(dir, name, rows) {
   const d = path.join(dir, 'data');
   fs.mkdirSync(d, { recursive: true });
   const file = path.join(d, name);
-  fs.writeFileSync(file, rows.map(r => r.join(' ')).join('\n') + (rows.length ? '\n' : ''));
+  fs.writeFileSync(file, `# provenance: ${JSON.stringify(provenance())}\n` +
+                         rows.map(r => r.join(' ')).join('\n') + (rows.length ? '\n' : ''));
   return file;
 }
 

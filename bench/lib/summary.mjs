@@ -5,6 +5,7 @@
 // to the tree, never the machine's.
 import fs from 'node:fs';
 import path from 'node:path';
+import { commitText, machineKey } from './provenance.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
@@ -81,7 +82,32 @@ export function answer(dataDir) {
       `${fmtFigure(nat)} rows/s: ${ratio(ours, nat)}.`;
   });
   lines.push('Bulk load of the postal list against the native loader (rows/s; the bulk experiment):', '', ...bl, '');
+  lines.push(...sources({ 'server.json': server, 'php.json': php, 'bulk.json': bulk, 'calibrate.json': calib }), '');
   return lines;
+}
+
+// Where the answer's figures come from: each data file's date, commit and
+// machine (its provenance), and a warning when they were measured on
+// different machines.
+function sources(files) {
+  const have = Object.entries(files).filter(([, d]) => Object.keys(d).length);
+  if (!have.length) return [];
+  const line = ([f, d]) => (d.provenance
+    ? `${f} ${(d.provenance.date || '').slice(0, 16).replace('T', ' ')} UTC, commit ${commitText(d.provenance)}`
+    : `${f} (no provenance recorded)`);
+  const out = [`Made from ${have.map(line).join('; ')}.`];
+  const machines = new Map();
+  for (const [f, d] of have) if (d.provenance) {
+    const k = machineKey(d.provenance);
+    machines.set(k, [...(machines.get(k) || []), f]);
+  }
+  if (machines.size > 1)
+    out.push('', `**Measured on ${machines.size} different machines**, so ratios across them mean little: ` +
+      [...machines.values()].map(fs_ => {
+        const m = files[fs_[0]].provenance.machine;
+        return `${fs_.join(', ')} on ${m.hostname} (${m.cores} cores, ${m.cpu}, ${m.kernel})`;
+      }).join('; ') + '.');
+  return out;
 }
 
 // Paths in a results file, relative to the tree: the tree's own prefix
