@@ -47,10 +47,12 @@ export function provenanceLine(p = provenance()) {
     (v.length ? `; versions: ${v.join(', ')}` : '') + '.';
 }
 
-// What tells two machines apart, as one comparable string ('' unknown).
+// What tells two machines apart, as one comparable string ('' unknown):
+// host name, CPU model and kernel, from the bench's provenance or from
+// loadgen's (--json: hostname, cpu_model, kernel).
 export function machineKey(p) {
-  const m = p?.machine;
-  return m ? [m.hostname, m.cpu, m.cores, m.kernel].join(' | ') : '';
+  const m = p?.machine ?? (p && (p.hostname || p.cpu_model) ? { hostname: p.hostname, cpu: p.cpu_model, kernel: p.kernel } : null);
+  return m ? [m.hostname, m.cpu, m.kernel].join(' | ') : '';
 }
 
 // The commit and machine a section's provenanceLine names ({commit,

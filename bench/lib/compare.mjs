@@ -1,0 +1,159 @@
+// zipbench compare: two runs of the bench (or of loadgen) cell by cell.
+// Each side is what the bench wrote (a DIR/data/PART.json file, or the
+// directory of them) or loadgen's --json reports (one JSON object a line,
+// one per run). Per cell: B/A, the Hodges-Lehmann ratio of B's runs to
+// A's with its 95% interval (stats.mjs ratioCI), and a verdict that names
+// a difference only where the interval excludes 1. Each cell carries the
+// provenance of its files, and is flagged when the machines or commits of
+// A and B differ.
+import fs from 'node:fs';
+import path from 'node:path';
+import { ratioCI, median } from './stats.mjs';
+import { machineKey } from './provenance.mjs';
+
+// The data files whose figures are times (seconds, µs): lower is faster.
+// Every other part's figures are rates (requests/s, rows/s). A cell (or a
+// file, at its top level) may say so itself: better: 'higher' | 'lower'.
+const TIME_PARTS = new Set(['sql', 'as3ap', 'calibrate-cells']);
+
+export class InputError extends Error {}
+
+const isCell = c => c && typeof c === 'object' && Array.isArray(c.values);
+
+// One bench data file: {name, provenance, cells: Map(key -> {values, better, errors})},
+// or null when the object holds no cells.
+function benchFile(name, data) {
+  const cells = new Map();
+  const fileBetter = data.better === 'lower' || data.better === 'higher' ? data.better : null;
+  for (const [key, c] of Object.entries(data)) {
+    if (!isCell(c)) continue;
+    const better = c.better === 'lower' || c.better === 'higher' ? c.better
+      : fileBetter ?? (TIME_PARTS.has(name) ? 'lower' : 'higher');
+    cells.set(key, { values: c.values.filter(Number.isFinite), better, errors: c.errors?.total ?? 0, source: 'runs' });
+  }
+  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells } : null;
+}
+
+// loadgen --json reports: one cell group per target (method, URL,
+// concurrency, keep-alive). Several runs: each run is one sample. One
+// run: its full intervals are the samples where every answer counted
+// (no errors: an interval's rate counts every answer), else the run alone.
+function loadgenFile(name, runs) {
+  const groups = new Map();
+  for (const r of runs) {
+    const g = `${r.method || 'GET'} ${r.url} -c ${r.concurrency}${r.keepalive ? ' -k' : ''}`;
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push(r);
+  }
+  const cells = new Map();
+  for (const [g, rs] of groups) {
+    const one = rs.length === 1 ? rs[0] : null;
+    const full = one && !(one.errors?.total > 0) ? (one.intervals || []).filter(iv => iv.rps !== null && iv.completed > 0) : [];
+    const byInterval = full.length >= 2;
+    const pick = (fromRun, fromIv) => (byInterval ? full.map(fromIv) : rs.map(fromRun)).filter(Number.isFinite);
+    const errors = rs.reduce((s, r) => s + (r.errors?.total || 0), 0);
+    const source = byInterval ? 'intervals of one run' : 'runs';
+    cells.set(`${g}: goodput req/s`, { values: pick(r => r.goodput_rps, iv => iv.rps), better: 'higher', errors, source });
+    cells.set(`${g}: latency p50 µs`, { values: pick(r => r.latency_us?.p50, iv => iv.p50_us), better: 'lower', errors, source });
+    cells.set(`${g}: latency p99 µs`, { values: pick(r => r.latency_us?.p99, iv => iv.p99_us), better: 'lower', errors, source });
+  }
+  return { name, kind: 'loadgen', provenance: runs[0].provenance ?? null, cells };
+}
+
+// The JSON objects of a file: the whole file as one, or one a line.
+function jsonObjects(file) {
+  let text;
+  try { text = fs.readFileSync(file, 'utf8'); } catch (e) { throw new InputError(`${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`); }
+  try { return [JSON.parse(text)]; } catch { /* one a line, then */ }
+  const objs = [];
+  text.split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    try { objs.push(JSON.parse(line)); } catch { throw new InputError(`${file}:${i + 1}: not JSON`); }
+  });
+  if (!objs.length) throw new InputError(`${file}: empty`);
+  return objs;
+}
+
+// One side: a file or a directory, as {label, kind, files: [benchFile|loadgenFile]}.
+export function readSide(p) {
+  let st;
+  try { st = fs.statSync(p); } catch { throw new InputError(`${p}: no such file or directory`); }
+  const names = st.isDirectory()
+    ? fs.readdirSync(p).filter(f => f.endsWith('.json')).sort().map(f => path.join(p, f)) : [p];
+  const files = [];
+  for (const f of names) {
+    const objs = jsonObjects(f);
+    const name = path.basename(f).replace(/\.json$/, '');
+    const one = objs.length === 1 ? objs[0] : null;
+    if (objs.every(o => o && typeof o === 'object' && 'goodput_rps' in o)) {
+      files.push(loadgenFile(name, objs));
+    } else if (one && typeof one === 'object' && !Array.isArray(one)) {
+      const b = benchFile(name, one);
+      if (b) files.push(b);
+      else if (!st.isDirectory()) throw new InputError(`${f}: neither a bench data file (cells with "values") nor loadgen --json reports`);
+    } else {
+      throw new InputError(`${f}: neither a bench data file (cells with "values") nor loadgen --json reports`);
+    }
+  }
+  if (!files.length) throw new InputError(`${p}: no bench data files (*.json with cells) in it`);
+  return { label: p, dir: st.isDirectory(), files };
+}
+
+// The verdict on B against A from the interval of B/A: 'faster' or
+// 'slower' only when the interval lies wholly beyond 1 (and beyond the
+// threshold, a share: 0.02 = 2% either way), 'no change' when it does not,
+// 'too few runs' when no interval exists.
+export function verdict(ci, better, threshold = 0) {
+  if (!Number.isFinite(ci.lo) && ci.lo !== Infinity) return 'too few runs';
+  const up = 1 + threshold, down = 1 / (1 + threshold);
+  const above = ci.lo > up, below = ci.hi < down;
+  if (!above && !below) return 'no change';
+  return (above === (better === 'higher')) ? 'faster' : 'slower';
+}
+
+// What differs between the provenances of A's and B's file: ['machine',
+// 'commit', 'dirty'] as they apply; 'unknown' when either has none.
+export function provenanceFlags(pa, pb) {
+  if (!pa || !pb) return ['no provenance'];
+  const flags = [];
+  const ka = machineKey(pa), kb = machineKey(pb);
+  if (ka && kb && ka !== kb) flags.push('machine');
+  if (pa.commit && pb.commit && pa.commit !== pb.commit) flags.push('commit');
+  if (pa.dirty || pb.dirty) flags.push('dirty');
+  return flags;
+}
+
+// The cells of two sides, paired: by file name and key; a single file on
+// each side is paired whatever its name (the same part from two places),
+// and so is a single loadgen target on each side (one server against
+// another). Returns {rows, onlyA, onlyB}.
+export function compareSides(A, B, { threshold = 0 } = {}) {
+  const pairs = [];
+  if (A.files.length === 1 && B.files.length === 1) pairs.push([A.files[0], B.files[0]]);
+  else for (const fa of A.files) { const fb = B.files.find(f => f.name === fa.name); if (fb) pairs.push([fa, fb]); }
+  const rows = [], onlyA = [], onlyB = [];
+  const prefix = (f, k) => (A.files.length > 1 || B.files.length > 1 ? `${f.name}: ${k}` : k);
+  for (const [fa, fb] of pairs) {
+    const flags = provenanceFlags(fa.provenance, fb.provenance);
+    let keyPairs = [...fa.cells.keys()].filter(k => fb.cells.has(k)).map(k => [k, k]);
+    const targets = f => [...new Set([...f.cells.keys()].map(k => k.replace(/: [^:]+$/, '')))];
+    if (!keyPairs.length && fa.kind === 'loadgen' && fb.kind === 'loadgen' && targets(fa).length === 1 && targets(fb).length === 1) {
+      const ta = targets(fa)[0], tb = targets(fb)[0];
+      keyPairs = [...fa.cells.keys()].map(k => [k, tb + k.slice(ta.length)]).filter(([, kb]) => fb.cells.has(kb));
+    }
+    const paired = new Set(keyPairs.map(([, kb]) => kb));
+    for (const [ka, kb] of keyPairs) {
+      const a = fa.cells.get(ka), b = fb.cells.get(kb);
+      const ci = ratioCI(a.values, b.values);
+      rows.push({ file: fa.name, cell: prefix(fa, ka), cellB: ka === kb ? undefined : kb, better: a.better,
+                  a: { median: median(a.values), n: a.values.length, errors: a.errors, source: a.source },
+                  b: { median: median(b.values), n: b.values.length, errors: b.errors, source: b.source },
+                  ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, a.better, threshold), flags });
+    }
+    for (const k of fa.cells.keys()) if (!keyPairs.some(([x]) => x === k)) onlyA.push(prefix(fa, k));
+    for (const k of fb.cells.keys()) if (!paired.has(k)) onlyB.push(prefix(fb, k));
+  }
+  for (const fa of A.files) if (!pairs.some(([x]) => x === fa)) onlyA.push(`${fa.name}: (the whole file)`);
+  for (const fb of B.files) if (!pairs.some(([, y]) => y === fb)) onlyB.push(`${fb.name}: (the whole file)`);
+  return { rows, onlyA, onlyB };
+}
