@@ -87,9 +87,15 @@ static int encode_keys(char **key, uint32_t *len, uint32_t n, char **store)
     if (!out)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
+        /* A key sent as it is stays where it is: the buffer holds only
+         * the encoded ones, so nothing of another key is written into it. */
+        uint32_t j = 0;
+        while (j < len[i] && unreserved((unsigned char)key[i][j]))
+            j++;
+        if (j == len[i])
+            continue;
         char *start = out;
-        bool changed = false;
-        for (uint32_t j = 0; j < len[i]; j++) {
+        for (j = 0; j < len[i]; j++) {
             unsigned char c = (unsigned char)key[i][j];
             if (unreserved(c)) {
                 *out++ = (char)c;
@@ -97,12 +103,7 @@ static int encode_keys(char **key, uint32_t *len, uint32_t n, char **store)
                 *out++ = '%';
                 *out++ = hex[c >> 4];
                 *out++ = hex[c & 15];
-                changed = true;
             }
-        }
-        if (!changed) {
-            out = start;               /* sent as it is, from where it is */
-            continue;
         }
         *out++ = 0;
         key[i] = start;
