@@ -50,8 +50,10 @@ Options:
                        than PCT% away from 1 (default 0: any interval that
                        excludes 1); on a noisy machine 2-5 keeps drift from
                        being called a change
-      --changed        list only the cells judged faster or slower
-      --filter TEXT    only the cells whose name holds TEXT
+      --changed        list only the cells judged faster or slower (the
+                       counts and the exit status still cover every cell)
+      --filter TEXT    compare only the cells whose name holds TEXT: the
+                       list, the counts and the exit status are theirs
       --json           one JSON object on stdout: both sides' provenance,
                        every cell (medians, runs, ratio, lo, hi, verdict,
                        flags), the cells found on one side only, the counts
@@ -101,10 +103,15 @@ if (!result.rows.length) {
   process.stderr.write(`zipbench compare: ${A.label} and ${B.label} have no cell in common\n`);
   process.exit(2);
 }
-let rows = result.rows;
-if (opt.filter) rows = rows.filter(r => r.cell.includes(opt.filter));
-if (opt.changed) rows = rows.filter(r => r.verdict === 'faster' || r.verdict === 'slower');
-const count = v => result.rows.filter(r => r.verdict === v).length;
+// --filter picks the cells compared (the counts and the exit status are
+// theirs); --changed only shortens the list.
+const compared = opt.filter ? result.rows.filter(r => r.cell.includes(opt.filter)) : result.rows;
+if (!compared.length) {
+  process.stderr.write(`zipbench compare: no cell in common holds '${opt.filter}'\n`);
+  process.exit(2);
+}
+const rows = opt.changed ? compared.filter(r => r.verdict === 'faster' || r.verdict === 'slower') : compared;
+const count = v => compared.filter(r => r.verdict === v).length;
 const counts = { faster: count('faster'), slower: count('slower'), no_change: count('no change'),
                  too_few_runs: count('too few runs') };
 
@@ -150,14 +157,14 @@ if (opt.json) {
                    rows.map(r => [r.cell + (r.cellB ? ` (B: ${r.cellB})` : ''), r.better, fig(r.a), fig(r.b), ratio(r), r.verdict, r.flags.join(', ')]),
                    'llrrrll'));
   else out.push('(no cell to show)', '');
-  out.push(`${result.rows.length} cells compared: ${counts.faster} faster, ${counts.slower} slower, ${counts.no_change} no change, ` +
+  out.push(`${compared.length} cells compared: ${counts.faster} faster, ${counts.slower} slower, ${counts.no_change} no change, ` +
            `${counts.too_few_runs} too few runs for an interval${threshold ? ` (threshold ${threshold}%)` : ''}.`);
-  const flagged = f => result.rows.filter(r => r.flags.includes(f)).length;
+  const flagged = f => compared.filter(r => r.flags.includes(f)).length;
   if (flagged('machine'))
     out.push(`${flagged('machine')} cells were measured on different machines: their ratios measure the machines too.`);
-  if (result.rows.some(r => r.a.source !== 'runs' || r.b.source !== 'runs'))
+  if (compared.some(r => r.a.source !== 'runs' || r.b.source !== 'runs'))
     out.push('Some cells compare the intervals of a single run: they are not independent runs, so their interval is too narrow; repeat the runs.');
-  if (result.rows.some(r => r.a.errors || r.b.errors))
+  if (rows.some(r => r.a.errors || r.b.errors))
     out.push('E: some runs of the cell had errors (not in its rate).');
   const some = xs => (xs.length > 8 ? `${xs.slice(0, 8).join('; ')}; and ${xs.length - 8} more` : xs.join('; '));
   if (result.onlyA.length) out.push(`Only in A (${result.onlyA.length}): ${some(result.onlyA)}.`);

@@ -177,3 +177,13 @@ test('./zipbench compare: the front door, paths taken from where it is called, e
   const help = spawnSync(path.join(root, 'zipbench'), ['help'], { encoding: 'utf8' });
   assert.match(help.stdout, /\.\/zipbench compare A B/);
 });
+
+test('compare --filter: the exit status and counts are the filtered cells\'; none matching is exit 2', () => {
+  const dir = twoRuns();
+  const up = json('--filter', 'up 10', path.join(dir, 'a'), path.join(dir, 'b'));
+  assert.equal(up.code, 0);                                           // the slower 'down 10' left out
+  assert.deepEqual(up.data.counts, { faster: 1, slower: 0, no_change: 0, too_few_runs: 0 });
+  const none = compare('--filter', 'no such cell', path.join(dir, 'a'), path.join(dir, 'b'));
+  assert.equal(none.code, 2);
+  assert.match(none.err, /no cell in common holds 'no such cell'/);
+});
