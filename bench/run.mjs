@@ -19,9 +19,9 @@ import { table, fmtRatio } from './lib/table.mjs';
 import { rateRun, fmtErrors, cellErrors } from './lib/goodput.mjs';
 import { Cells } from './lib/cells.mjs';
 import { summarize } from './lib/stats.mjs';
-import { clockTicks, processTicks, treeTicks, nproc } from './lib/proc.mjs';
+import { clockTicks, processTicks, treeTicks, nproc, listensOn } from './lib/proc.mjs';
 import { databases, dbPids } from './lib/services.mjs';
-import { machineLine } from './lib/machine.mjs';
+import { provenance, provenanceLine } from './lib/provenance.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -100,6 +100,7 @@ const offers = (b, s) => s !== 'pipelined' || b === 'pg';
 const ticksToUs = (ticks, n) => (n > 0 ? ticks / clockTicks() * 1e6 / n : NaN);
 
 async function main() {
+  provenance();   // the tree and machine as they are at the start
   fs.mkdirSync(ctx.work, { recursive: true });
   ctx.logFile = path.join(ctx.work, 'run.log');
   fs.writeFileSync(ctx.logFile, '');
@@ -121,7 +122,12 @@ async function main() {
   if (pc.code !== 0) { process.stderr.write(pc.stderr); return 1; }
   const log = path.join(build, 'run-server.log');
   const srv = background(ctx.bin('server'), ['--backends', backends.join(','), '--port', String(port)], { log });
-  if (!(await waitFor(port, '/health', { alive: srv.alive }))) { console.error(`scripts/run: the server did not start: see ${log}`); return 1; }
+  // The server that answers must be the one started here, not another
+  // that held the port.
+  if (!(await waitFor(port, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, port)) {
+    console.error(`scripts/run: the server did not start on 127.0.0.1:${port}: see ${log} (ZB_RUN_PORT picks another port)`);
+    return 1;
+  }
 
   const cells = new Cells(ctx, 'run');
   let started = 0;
@@ -199,7 +205,7 @@ async function main() {
     }
     console.log(`  c=${String(c).padEnd(4)} ${text}`);
   }
-  console.log(`\n${stamp()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
+  console.log(`\n${provenanceLine()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
   if (args.json) writeJson(args.json, cells, cellsOf);
   if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
   return bad ? 1 : 0;
@@ -222,21 +228,13 @@ function verdict(r, a, b) {
   return s.lo > 1 ? a : s.hi < 1 ? b : 'no clear difference';
 }
 
-// The commit and the machine every figure of this run belongs to.
-function stamp() {
-  const git = a => spawnSync('git', a, { encoding: 'utf8' });
-  const commit = (git(['rev-parse', '--short=12', 'HEAD']).stdout || '?').trim();
-  const dirty = git(['status', '--porcelain', '--untracked-files=no']).stdout?.trim() ? ' (tree modified)' : '';
-  return `Commit ${commit}${dirty}; machine: ${machineLine()}; ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`;
-}
-
 function writeJson(file, cells, cellsOf) {
   const out = cellsOf.map(({ b, s, c, k }) => {
     const cl = cells.get(k);
     return { backend: b, strategy: s, concurrency: c, runs: cl.values, ...cl.summary,
              errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })) };
   });
-  fs.writeFileSync(file, JSON.stringify({ stamp: stamp(), seconds, cells: out }, null, 1) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ provenance: provenance(), seconds, runs, cells: out }, null, 1) + '\n');
 }
 
 await runMain('scripts/run', main);
