@@ -57,3 +57,31 @@ write_secret() {
     if [ -n "${2:-}" ]; then chown "$2" "$1.tmp" || return 1; fi
     mv "$1.tmp" "$1"
 }
+
+# web_masters: live pids of the nginx, Apache and PHP-FPM masters whose pid files are
+# under $build_root (every ZB_BUILD of make: build, build/asan... is under
+# build/; the caller sets it).
+web_masters() {
+    local f
+    find "$build_root" \( -name nginx.pid -o -name httpd.pid -o -name php-fpm.pid \) -type f 2> /dev/null |
+        while read -r f; do pid_in "$f" || true; done
+}
+# labs_up: the labs under build/ that are up (their hosts/ state directory exists).
+labs_up() {
+    find "$build_root" -mindepth 2 -maxdepth 4 -type d -name hosts -path '*lab/hosts' 2> /dev/null |
+        sed 's|/hosts$||'
+}
+# our_programs: pids of processes whose program is one of build/*/bin.
+our_programs() {
+    local d p exe
+    for d in /proc/[0-9]*; do
+        exe=$(readlink "$d/exe" 2> /dev/null) || continue
+        case $exe in "$build_root"/*bin/*) p=${d#/proc/}; echo "$p" ;; esac
+    done
+}
+
+# stop_web_master PID: nginx by QUIT, its graceful stop; Apache and PHP-FPM
+# by TERM (QUIT would kill Apache at once; PHP-FPM's front goes with it).
+stop_web_master() {
+    if [ "$(cat "/proc/$1/comm" 2> /dev/null)" = nginx ]; then stop_pid "$1" QUIT 10; else stop_pid "$1" TERM 10; fi
+}
