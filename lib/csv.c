@@ -430,6 +430,18 @@ static int next_field(struct csv_reader *r, struct zb_err *err)
     return begin_field(r, err);
 }
 
+/* read_line took the line end (LF or CRLF) off, so a CR left in the text
+ * has no LF after it: RFC 4180 makes it data inside quotes only. Outside,
+ * it is neither a line end (a file of CR-only lines would read as one
+ * record) nor part of a value (a trailing CR would be stored). The file's
+ * last line is not called cut: a CR-only file has no LF at all. */
+static int bare_cr(const struct csv_reader *r, struct zb_err *err)
+{
+    return zb_fail(err, ZB_ERR_INPUT, "%s:%ld:%zu: carriage return (CR) without a line feed in "
+                   "an unquoted field: lines end in CRLF or LF, and a CR is data only inside "
+                   "quotes", r->path, r->lineno, r->nfields);
+}
+
 /* Splits one line of text into the record; *state carries an open quote
  * over to the next line. */
 static int split_line(struct csv_reader *r, const char *s, size_t n, enum state *state,
@@ -449,14 +461,16 @@ static int split_line(struct csv_reader *r, const char *s, size_t n, enum state 
             *state = UNQUOTED;
             /* fall through */
         case UNQUOTED: {
-            size_t k = i;  /* the run up to the next delimiter or quote */
-            while (k < n && s[k] != d && !(q && s[k] == q))
+            size_t k = i;  /* the run up to the next delimiter, quote or CR */
+            while (k < n && s[k] != d && !(q && s[k] == q) && s[k] != '\r')
                 k++;
             if (add_bytes(r, s + i, k - i, err) < 0)
                 return -1;
             i = k;
             if (i == n)
                 break;
+            if (s[i] == '\r')
+                return bare_cr(r, err);
             if (s[i] != d)
                 return fail_at(r, r->lineno, (int)r->nfields, err, "quote inside an unquoted "
                                "field (quote the whole field, or read quotes as text: quote = none)");
@@ -487,6 +501,8 @@ static int split_line(struct csv_reader *r, const char *s, size_t n, enum state 
                 if (next_field(r, err) < 0)
                     return -1;
                 *state = FIELD_START;
+            } else if (s[i] == '\r') {
+                return bare_cr(r, err);
             } else {
                 return fail_at(r, r->lineno, (int)r->nfields, err, "text after the closing quote");
             }

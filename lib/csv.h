@@ -8,9 +8,11 @@
  * other byte: tab-separated files as GeoNames and many tools write them.
  *
  * Strict: a quote inside an unquoted field, text after a closing quote, a
- * quote never closed, a NUL byte or a byte not in the encoding is an error
- * naming file:line:column, the column being the field's number (from 1)
- * and the line the one the field is on. Nothing is dropped or repaired. */
+ * carriage return without a line feed outside quotes (a CR is data only in
+ * a quoted field), a quote never closed, a NUL byte or a byte not in the
+ * encoding is an error naming file:line:column, the column being the
+ * field's number (from 1) and the line the one the field is on. Nothing is
+ * dropped or repaired. */
 #ifndef ZB_CSV_H
 #define ZB_CSV_H
 

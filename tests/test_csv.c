@@ -146,10 +146,45 @@ START_TEST(errors_name_file_line_and_column)
 }
 END_TEST
 
+/* Lines end in CRLF or LF (RFC 4180). A carriage return not followed by a
+ * line feed is data only inside quotes; in an unquoted field it is an error
+ * naming the field, never a line end, never part of a value. */
+START_TEST(carriage_returns)
+{
+    char out[4096];
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(read_all("a,\"x\ry\"\r\n1,\"\r\"\n", NULL, out, sizeof out, &err), 2);
+    ck_assert_str_eq(out, "1:a|q:x\ry\n2:1|q:\r\n");
+    ck_assert_int_eq(read_all("a,b\r\n1,2\r\n", NULL, out, sizeof out, &err), 2);
+    ck_assert_str_eq(out, "1:a|b\n2:1|2\n");
+    const char *bare = ": carriage return (CR) without a line feed in an unquoted field";
+    char want[200];
+    /* A file whose lines end in CR alone: its first line end, not "no rows". */
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("a,b\rc,d\r", NULL, want);
+    snprintf(want, sizeof want, ":2:2%s", bare);
+    expect_error("a,b\r\n1,x\ry\r\n", NULL, want);
+    /* A trailing CR at the end of the file is not stored in the value. */
+    snprintf(want, sizeof want, ":2:2%s", bare);
+    expect_error("a,b\r\n1,2\r", NULL, want);
+    snprintf(want, sizeof want, ":2:1%s", bare);
+    expect_error("a,b\n\rx\n", NULL, want);
+    /* After a closing quote, a CR is the same error, not "text after the quote". */
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("a,\"b\"\rc\n", NULL, want);
+    /* Quotes read as text, and one record per line: the same rule. */
+    struct csv_opts tsv = { .delimiter = '\t', .no_quotes = true };
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("1\tx\ry\n", &tsv, want);
+    struct csv_opts one = { .one_line = true };
+    expect_error("1,x\ry\r\n", &one, want);
+}
+END_TEST
+
 Suite *suite_csv(void)
 {
     TCase *t = test_case("reader", NULL, NULL, 0, TESTS(
         rfc4180_records, delimiters_and_quotes_as_text, encodings,
-        errors_name_file_line_and_column));
+        errors_name_file_line_and_column, carriage_returns));
     return suite_of("csv", t, NULL);
 }
