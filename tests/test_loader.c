@@ -1006,6 +1006,41 @@ START_TEST(database_errors_show_the_cause)
 }
 END_TEST
 
+/* A file still being written while the loader reads it: its last line,
+ * cut where the writer had got to, is never loaded as a value ("21" of
+ * "2100280"). The load is refused naming the file, and the old table stays. */
+START_TEST(file_written_during_the_load_is_refused)
+{
+    make_csv_dataset();
+    char file[1200], out[16384], args[2400], cmd[4096];
+    snprintf(file, sizeof file, "%s/growing.csv", test_dir("loader_grow"));
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 6000; i++)
+        fprintf(f, "k%07d,%d\n", i, i * 7);
+    fclose(f);
+    const char *sets = "--dataset zt_csv --set dataset.zt_csv.header=no --set "
+                       "dataset.zt_csv.columns='k text, v text' --set dataset.zt_csv.key=k";
+    snprintf(args, sizeof args, "--mode bulk --allow-shrink %s --set dataset.zt_csv.file=%s", sets,
+             file);
+    ck_assert_msg(load_data(out, sizeof out, "pg", args) == 0, "%s", out);
+    /* One INSERT per row, so the reader is still in the file when the
+     * writer has written part of its next line: once the loader has the
+     * file open. The rest of the line ("00280\n") never comes in time. */
+    snprintf(args, sizeof args, "--mode autocommit %s --set dataset.zt_csv.file=%s", sets, file);
+    snprintf(cmd, sizeof cmd, "%s -q --json --conf %s --backend pg %s", prog("loader"), data_conf,
+             args);
+    int rc = run_cmd(out, sizeof out, "%s 2>&1 & p=$!; for i in $(seq 500); do ls -l /proc/$p/fd "
+                     "2>/dev/null | grep -q growing.csv && break; sleep 0.01; done; "
+                     "printf 'k9999999,21' >> %s; wait $p", cmd, file);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    char want[1400];
+    snprintf(want, sizeof want, "%s:6001: the file changed while it was read", file);
+    ck_assert_msg(strstr(out, want), "no '%s' in: %s", want, out);
+    ck_assert_int_eq(rows_in("pg", "zt_csv_pg"), 6000);
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -1032,6 +1067,7 @@ Suite *suite_loader(void)
     /* What nothing may lose: loads at once, long names, a global setting. */
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
-        sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause));
+        sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause,
+        file_written_during_the_load_is_refused));
     return suite_of("loader", t, safety, NULL);
 }
