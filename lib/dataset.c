@@ -424,6 +424,13 @@ static int check_row(struct dataset_reader *r, int n, const char *const *f, stru
                                 "have one%s", c->name, i == d->key ? " (the key)" : "");
             continue;
         }
+        size_t len = strlen(v);
+        if (i == d->key && (len == 0 || len > ZB_KEY_MAX))   /* no lookup could find the row */
+            return len ? csv_fail(r->csv, i + 1, err, "%s: the key is %zu bytes, more than the %d "
+                                  "a lookup can name (the server answers 414)", c->name, len,
+                                  ZB_KEY_MAX)
+                       : csv_fail(r->csv, i + 1, err, "%s: the key is empty (\"\"): no lookup "
+                                  "can name it (the server answers 400)", c->name);
         if ((c->type == ZB_INTEGER && !is_integer(v)) || (c->type == ZB_REAL && !is_real(v))) {
             char why[96] = "";
             if (d->inferred[i] && d->sampled)

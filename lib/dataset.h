@@ -12,7 +12,8 @@
  *
  * Rows come out checked against the types: a value that is not an integer
  * (or real) in such a column, a NULL in a NOT NULL column (the key is one),
- * or a row with too few or too many fields is an error naming
+ * a key no lookup can name (empty, or longer than ZB_KEY_MAX bytes), or a
+ * row with too few or too many fields is an error naming
  * file:line:column and the column's name. An empty unquoted field, or the
  * dataset's `null` text, is SQL NULL; "" (quoted) is an empty string. */
 #ifndef ZB_DATASET_H
@@ -24,6 +25,11 @@
 #include "conf.h"
 
 #define DATASET_DEFAULT "postal"
+
+/* The longest key a lookup may name, in bytes (UTF-8, as the server has it
+ * once percent-decoded): the server answers 414 past it, so the loader
+ * refuses a longer key, which no lookup could ever find. */
+#define ZB_KEY_MAX 255
 
 struct dataset {
     const struct dataset_conf *conf;

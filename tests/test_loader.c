@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "conf.h"
+#include "dataset.h"
 #include "helpers.h"
 
 #define ROWS 1500
@@ -965,42 +966,42 @@ END_TEST
 
 /* A database error shows its cause whole, not kilobytes of "(?,?,...":
  * prepared mode names the lines of the statement that failed, bulk the
- * line the database named. PostgreSQL refuses a key too long for its
- * index (btree rows are at most 2704 bytes). */
+ * line the database named. PostgreSQL refuses a value too long for an
+ * index (btree rows are at most 2704 bytes): the postal table's old_code,
+ * indexed and not a key (the loader refuses a key no lookup can name). */
 START_TEST(database_errors_show_the_cause)
 {
-    make_csv_dataset();
+    make_dataset();
     char file[1200], out[8192], args[2400], want[1400];
-    snprintf(file, sizeof file, "%s/keys.csv", test_dir("loader_cause"));
+    snprintf(file, sizeof file, "%s/old_codes.csv", test_dir("loader_cause"));
     FILE *f = fopen(file, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "code,name\n");
     unsigned seed = 7;
     for (int i = 1; i <= 12; i++) {
+        fprintf(f, "01102,\"");
         if (i == 7) {
             for (int k = 0; k < 6000; k++) {
                 seed = seed * 1103515245u + 12345u;
                 fputc('a' + (int)((seed >> 16) % 26), f);
             }
         } else {
-            fprintf(f, "k%d", i);
+            fprintf(f, "001  ");
         }
-        fprintf(f, ",row %d\n", i);
+        fprintf(f, "\",\"00100%02d\",\"ﾎｯｶｲﾄﾞｳ\",\"ｻｯﾎﾟﾛｼｷﾀｸ\",\"\",\"北海道\",\"札幌市北区\",\"\","
+                "0,0,0,0,0,0\r\n", i);
     }
     fclose(f);
     const char *modes2[] = { "prepared", "bulk" };
     for (int m = 0; m < 2; m++) {
-        snprintf(args, sizeof args, "--mode %s --batch 4 --dataset zt_csv --set dataset.zt_csv.file=%s "
-                 "--set dataset.zt_csv.columns='code text, name text' --set dataset.zt_csv.key=code",
-                 modes2[m], file);
-        int rc = load_data(out, sizeof out, "pg", args);
+        snprintf(args, sizeof args, "--mode %s --batch 4 --raw --dataset %s", modes2[m], file);
+        int rc = loader(out, sizeof out, "pg", args);
         ck_assert_msg(rc == 1, "%s: exit %d: %s", modes2[m], rc, out);
         ck_assert_msg(strstr(out, "index row"), "%s: the cause is cut: %s", modes2[m], out);
-        ck_assert_msg(!strstr(out, "(?,?),(?,?),(?,?)"), "%s: %s", modes2[m], out);
+        ck_assert_msg(!strstr(out, "(?,?,?,?"), "%s: %s", modes2[m], out);
         if (m == 0)
-            snprintf(want, sizeof want, "%s:6-9 (rows 5-8, one statement", file);
+            snprintf(want, sizeof want, "%s:5-8 (rows 5-8, one statement", file);
         else
-            snprintf(want, sizeof want, "%s:8: pg: ", file);
+            snprintf(want, sizeof want, "%s:7: pg: ", file);
         ck_assert_msg(strstr(out, want), "%s: no '%s' in: %s", modes2[m], want, out);
     }
 }
@@ -1041,6 +1042,45 @@ START_TEST(file_written_during_the_load_is_refused)
 }
 END_TEST
 
+/* A key no lookup can name is refused at load, naming file:line:column
+ * and the limit the server answers 414 past (ZB_KEY_MAX), as is an empty
+ * one (400): every row loaded can be looked up. The longest key loads. */
+START_TEST(keys_the_server_cannot_look_up_are_refused)
+{
+    make_csv_dataset();
+    char file[1200], out[16384], args[4000], want[1400], key[ZB_KEY_MAX + 2];
+    snprintf(file, sizeof file, "%s/keys.csv", test_dir("loader_keys"));
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = 0;
+    const char *sets = "--dataset zt_csv --set dataset.zt_csv.columns='k text, v text' "
+                       "--set dataset.zt_csv.key=k";
+    for (int bad = 0; bad < 3; bad++) {
+        FILE *f = fopen(file, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "k,v\nshort,1\n%s,2\n%s,3\n", bad == 2 ? "\"\"" : "middle",
+                bad == 1 ? key : key + 1);
+        fclose(f);
+        snprintf(args, sizeof args, "--mode bulk %s --set dataset.zt_csv.file=%s", sets, file);
+        int rc = load_data(out, sizeof out, "sqlite", args);
+        if (bad == 0) {
+            ck_assert_msg(rc == 0 && strstr(out, "\"rows\":3,"), "exit %d: %s", rc, out);
+            continue;
+        }
+        ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+        if (bad == 1)
+            snprintf(want, sizeof want, "%s:4:1: k: the key is %d bytes, more than the %d a "
+                     "lookup can name", file, ZB_KEY_MAX + 1, ZB_KEY_MAX);
+        else
+            snprintf(want, sizeof want, "%s:3:1: k: the key is empty", file);
+        ck_assert_msg(strstr(out, want), "no '%s' in: %s", want, out);
+        snprintf(args, sizeof args, "%s --set dataset.zt_csv.file=%s --write-keys %s.keys", sets,
+                 file, file);
+        ck_assert_int_eq(load_data(out, sizeof out, "sqlite", args), 1);
+        ck_assert_msg(strstr(out, want), "--write-keys: no '%s' in: %s", want, out);
+    }
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -1068,6 +1108,6 @@ Suite *suite_loader(void)
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
         sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause,
-        file_written_during_the_load_is_refused));
+        file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused));
     return suite_of("loader", t, safety, NULL);
 }
