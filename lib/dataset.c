@@ -333,13 +333,19 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
     return rc;
 }
 
+void dataset_table_name(const struct dataset_conf *dc, const struct backend_conf *bc, char *name,
+                        size_t len)
+{
+    if (!strcmp(dc->name, DATASET_DEFAULT))
+        snprintf(name, len, "%s", bc->table);
+    else
+        snprintf(name, len, "%s_%s", dc->table ? dc->table : dc->name, bc->name);
+}
+
 struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
                               size_t len)
 {
-    if (!strcmp(d->conf->name, DATASET_DEFAULT))
-        snprintf(name, len, "%s", bc->table);
-    else
-        snprintf(name, len, "%s_%s", d->conf->table ? d->conf->table : d->conf->name, bc->name);
+    dataset_table_name(d->conf, bc, name, len);
     struct zb_table t = { .name = name, .ncols = d->ncols, .cols = d->col, .key = d->key,
                           .nindexes = 1, .indexes = { d->key } };
     if (!strcmp(d->conf->format, "kenall"))

@@ -48,6 +48,10 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
 /* The dataset's table on backend bc: name written into name[len]. */
 struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
                               size_t len);
+/* Its name alone, from the config: the backend's own `table` for the
+ * postal dataset, TABLE_BACKEND for any other. */
+void dataset_table_name(const struct dataset_conf *dc, const struct backend_conf *bc, char *name,
+                        size_t len);
 
 /* The columns as a `columns =` value that gives them all ("id integer,
  * name text, ..."); inferred ones marked "(inferred)" when `mark`. */

@@ -1,6 +1,7 @@
 /* The loader against the real servers: every backend in every mode, row
  * counts and a sample of rows compared field by field with the file. */
 #include <check.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "conf.h"
 #include "dataset.h"
 #include "helpers.h"
+#include "sqlwords.h"
 
 #define ROWS 1500
 
@@ -1081,6 +1083,106 @@ START_TEST(keys_the_server_cannot_look_up_are_refused)
 }
 END_TEST
 
+static int add_word(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    char *words = arg;
+    if (n > 0 && v[0] && strlen(words) + strlen(v[0]) + 2 < 65536)
+        strcat(strcat(words, v[0]), "\n");
+    return 0;
+}
+
+/* Whether the database parses the statements that name a table (made
+ * from fmt with word) with word as that name: every statement is only
+ * prepared, never run, so nothing is created. */
+static bool takes_as_table_name(const char *word, const char *const *fmt, int nfmt,
+                                bool (*parses)(void *, const char *), void *arg)
+{
+    for (int i = 0; i < nfmt; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, fmt[i], word);
+        if (!parses(arg, sql))
+            return false;
+    }
+    return true;
+}
+
+static bool backend_parses(void *arg, const char *sql)
+{
+    struct backend *b = arg;
+    struct stmt *st;
+    struct zb_err err = { 0 };
+    if (b->drv->prepare(b->db, sql, 0, &st, &err) == 0) {
+        b->drv->finalize(st);
+        return true;
+    }
+    /* Only a syntax error says the word is reserved ("no such table" is fine). */
+    return !strstr(err.msg, "syntax");
+}
+
+static bool sqlite_parses(void *arg, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(arg, sql, -1, &st, NULL);
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK || !strstr(sqlite3_errmsg(arg), "syntax");
+}
+
+/* sql_reserved (lib/sqlwords.c) covers every key word each running
+ * database refuses as a table name in the statements zipbench writes (a
+ * new version's new words fail here): the config refuses them all. */
+START_TEST(reserved_words_match_the_databases)
+{
+    static const char *const common[] = { "CREATE TABLE %s (a INTEGER)", "SELECT a FROM %s WHERE a = 1",
+                                          "CREATE INDEX zt_i ON %s (a)", "INSERT INTO %s VALUES (1)",
+                                          "DROP TABLE IF EXISTS %s" };
+    static char words[65536];
+    static const struct { const char *backend, *keywords; } servers[] = {
+        { "pg", "SELECT word FROM pg_get_keywords()" },
+        { "innodb", "SELECT LOWER(word) FROM information_schema.KEYWORDS" },
+    };
+    for (int k = 0; k < 2; k++) {
+        struct backend b;
+        struct zb_err err = { 0 };
+        open_backend(&b, servers[k].backend);
+        words[0] = 0;
+        ck_assert_msg(b.drv->query(b.db, servers[k].keywords, 0, NULL, add_word, words, NULL, &err)
+                      == 0, "%s", err.msg);
+        int n = 0;
+        for (char *w = strtok(words, "\n"); w; w = strtok(NULL, "\n"), n++) {
+            if (strspn(w, "abcdefghijklmnopqrstuvwxyz_0123456789") != strlen(w))
+                continue;   /* not an identifier: the config refuses it anyway */
+            char analyze[128];
+            snprintf(analyze, sizeof analyze, "%s%%s", b.drv->analyze);
+            const char *fmt[] = { common[0], common[1], common[2], common[3], common[4], analyze };
+            if (!takes_as_table_name(w, fmt, 6, backend_parses, &b))
+                ck_assert_msg(sql_reserved(w), "%s refuses '%s' as a table name, sql_reserved "
+                              "does not", servers[k].backend, w);
+        }
+        ck_assert_int_gt(n, 400);
+        backend_close(&b);
+        conf_free(&conf);
+    }
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+    for (int i = 0; i < sqlite3_keyword_count(); i++) {
+        const char *z;
+        int len;
+        char w[64];
+        sqlite3_keyword_name(i, &z, &len);
+        for (int c = 0; c <= len && c < 63; c++)
+            w[c] = c == len ? 0 : (char)(z[c] >= 'A' && z[c] <= 'Z' ? z[c] + 32 : z[c]);
+        const char *fmt[] = { common[0], common[1], common[2], common[3], common[4], "ANALYZE %s",
+                              "ALTER TABLE %s RENAME TO zt_r" };
+        if (!takes_as_table_name(w, fmt, 7, sqlite_parses, db))
+            ck_assert_msg(sql_reserved(w), "SQLite refuses '%s' as a table name, sql_reserved "
+                          "does not", w);
+    }
+    sqlite3_close(db);
+    ck_assert(!sql_reserved("zipcode") && sql_reserved("SELECT") && sql_reserved("current_date"));
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -1108,6 +1210,7 @@ Suite *suite_loader(void)
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
         sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause,
-        file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused));
+        file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
+        reserved_words_match_the_databases));
     return suite_of("loader", t, safety, NULL);
 }
