@@ -129,7 +129,7 @@ struct backend_driver {
      * the comparison already does. */
     const char *text_key_exact;
     /* Replace table `to` by table `from` atomically (old one dropped); it
-     * may use the name `to`_old on the way (ZB_SWAP_SUFFIX). */
+     * may use the name `to` + ZB_SWAP_SUFFIX on the way. */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
 
     /* The longest name of a table or index the database takes, in bytes; 0:
@@ -250,8 +250,14 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
                             const struct zb_table *table, int batch, rows_fn next, void *arg,
                             struct zb_err *err);
 
-/* The suffix swap_table may add to a table's name for the old table. */
-#define ZB_SWAP_SUFFIX "_old"
+/* The names a load derives from its table's: the staging table it fills
+ * (the loader's), the old table swap_table may move it to on the way. A
+ * '$' is in no name the config can give (letters, digits, _) and needs no
+ * quotes in PostgreSQL, MariaDB or SQLite: so no derived name is ever
+ * another backend's or dataset's live table on a shared database, which a
+ * load would drop ("t_pg" + "_load" is backend pg_load's "t_pg_load"). */
+#define ZB_STAGING_SUFFIX "$load"
+#define ZB_SWAP_SUFFIX "$old"
 
 /* sql as a message shows it: the first words, "..." where it was cut (a
  * prepared INSERT of 100 rows is kilobytes of "(?,?,..."), so the cause

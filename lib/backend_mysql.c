@@ -797,17 +797,18 @@ static const char *my_create_suffix(struct db *db) { return db->suffix; }
 static int my_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
 {
     char sql[512];
-    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s_old", to);
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s" ZB_SWAP_SUFFIX, to);
     if (my_exec(db, sql, err) < 0)
         return -1;
     snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s LIKE %s", to, from);
     if (my_exec(db, sql, err) < 0)
         return -1;
     /* RENAME TABLE swaps both names in one atomic step. */
-    snprintf(sql, sizeof sql, "RENAME TABLE %s TO %s_old, %s TO %s", to, to, from, to);
+    snprintf(sql, sizeof sql, "RENAME TABLE %s TO %s" ZB_SWAP_SUFFIX ", %s TO %s", to, to, from,
+             to);
     if (my_exec(db, sql, err) < 0)
         return -1;
-    snprintf(sql, sizeof sql, "DROP TABLE %s_old", to);
+    snprintf(sql, sizeof sql, "DROP TABLE %s" ZB_SWAP_SUFFIX, to);
     return my_exec(db, sql, err);
 }
 

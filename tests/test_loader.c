@@ -199,10 +199,11 @@ START_TEST(bad_row_fails_and_keeps_the_old_table)
         struct backend b;
         open_backend(&b, backends[bi]);
         char sql[256];
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s_load", b.conf->table);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s" ZB_STAGING_SUFFIX, b.conf->table);
         struct zb_err err = { 0 };
         ck_assert_msg(b.drv->query(b.db, sql, 0, NULL, NULL, NULL, NULL, &err) < 0,
-                      "%s: a half-loaded %s_load was left behind", backends[bi], b.conf->table);
+                      "%s: a half-loaded %s" ZB_STAGING_SUFFIX " was left behind", backends[bi],
+                      b.conf->table);
         backend_close(&b);
         conf_free(&conf);
     }
@@ -788,7 +789,7 @@ START_TEST(concurrent_loads_take_turns)
                     ck_assert_msg(strstr(o, "fewer than the"), "%s: %s", be, o);
             }
             char staging[160];
-            snprintf(staging, sizeof staging, "%s_load", test_table(be));
+            snprintf(staging, sizeof staging, "%s" ZB_STAGING_SUFFIX, test_table(be));
             ck_assert_int_eq(rows_in(be, staging), -1);
         }
     }
@@ -1023,7 +1024,8 @@ START_TEST(file_written_during_the_load_is_refused)
         fprintf(f, "k%07d,%d\n", i, i * 7);
     fclose(f);
     const char *sets = "--dataset zt_csv --set dataset.zt_csv.header=no --set "
-                       "dataset.zt_csv.columns='k text, v text' --set dataset.zt_csv.key=k";
+                       "dataset.zt_csv.columns='k text, v text' --set dataset.zt_csv.key=k "
+                       "--set dataset.zt_csv.table=zt_grow";
     snprintf(args, sizeof args, "--mode bulk --allow-shrink %s --set dataset.zt_csv.file=%s", sets,
              file);
     ck_assert_msg(load_data(out, sizeof out, "pg", args) == 0, "%s", out);
@@ -1040,7 +1042,7 @@ START_TEST(file_written_during_the_load_is_refused)
     char want[1400];
     snprintf(want, sizeof want, "%s:6001: the file changed while it was read", file);
     ck_assert_msg(strstr(out, want), "no '%s' in: %s", want, out);
-    ck_assert_int_eq(rows_in("pg", "zt_csv_pg"), 6000);
+    ck_assert_int_eq(rows_in("pg", "zt_grow_pg"), 6000);
 }
 END_TEST
 
@@ -1055,7 +1057,7 @@ START_TEST(keys_the_server_cannot_look_up_are_refused)
     memset(key, 'k', sizeof key - 1);
     key[sizeof key - 1] = 0;
     const char *sets = "--dataset zt_csv --set dataset.zt_csv.columns='k text, v text' "
-                       "--set dataset.zt_csv.key=k";
+                       "--set dataset.zt_csv.key=k --set dataset.zt_csv.table=zt_keys";
     for (int bad = 0; bad < 3; bad++) {
         FILE *f = fopen(file, "w");
         ck_assert_ptr_nonnull(f);
@@ -1183,6 +1185,81 @@ START_TEST(reserved_words_match_the_databases)
 }
 END_TEST
 
+/* Backends that share a database, and the tables one load touches there:
+ * pg_load and innodb_old, whose tables (zt_t_pg_load, zt_t_innodb_old) are
+ * named as the staging and old tables of pg's and innodb's would be with
+ * "_load" and "_old"; innodb's postal table is dataset zt_coll's table on
+ * innodb. */
+static void make_shared_database_conf(char *path, size_t len, const char *csv_file)
+{
+    snprintf(path, len, "%s/shared.conf", test_dir("loader_shared"));
+    char out[4096];
+    ck_assert_msg(run_cmd(out, sizeof out, "{ cat %s; printf '%%s\\n' '' '[backend pg_load]' "
+                          "'driver = pg' 'named_only = yes' 'socket = build/db/run' "
+                          "'port = ${ZB_PG_PORT:-25432}' 'user = zipbench' "
+                          "'password_file = build/db/pgpass' 'database = zipbench' '' "
+                          "'[backend innodb_old]' 'driver = mysql' 'named_only = yes' "
+                          "'engine = InnoDB' 'socket = build/db/run/mysqld.sock' "
+                          "'port = ${ZB_MY_PORT:-23306}' 'user = zipbench' "
+                          "'password_file = build/db/client.cnf' 'database = zipbench' '' "
+                          "'[dataset zt_t]' 'file = %s' 'key = k' '' "
+                          "'[dataset zt_coll]' 'file = %s' 'key = k'; } > %s", conf_path(),
+                          csv_file, csv_file, path) == 0, "%s", out);
+}
+
+/* No load touches another backend's or dataset's table: staging and old
+ * tables have names no config can give, and two (dataset, backend) pairs
+ * that would name one table on one database are refused before any DDL,
+ * naming both. */
+START_TEST(tables_of_backends_sharing_a_database_are_never_touched)
+{
+    make_dataset();
+    char file[1200], shared[1200], out[16384], cmd[4096];
+    snprintf(file, sizeof file, "%s/t.csv", test_dir("loader_shared_data"));
+    write_file(file, "k,v\na,1\nb,2\nc,3\n");
+    make_shared_database_conf(shared, sizeof shared, file);
+    const char *base = "-q --json --set sqlite.path=build/test/loader_shared/s.sqlite "
+                       "--set pg.table=zt_loader --set innodb.table=zt_coll_innodb "
+                       "--set myisam.table=zt_loader_myisam";
+    /* The other backends' tables first, then the same dataset into pg and innodb. */
+    snprintf(cmd, sizeof cmd, "%s --conf %s %s --dataset zt_t --backend pg_load,innodb_old",
+             prog("loader"), shared, base);
+    ck_assert_msg(run_cmd(out, sizeof out, "%s", cmd) == 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s --conf %s %s --dataset zt_t --backend pg,innodb", prog("loader"),
+             shared, base);
+    ck_assert_msg(run_cmd(out, sizeof out, "%s", cmd) == 0, "%s", out);
+    ck_assert_int_eq(rows_in("pg", "zt_t_pg_load"), 3);
+    ck_assert_int_eq(rows_in("innodb", "zt_t_innodb_old"), 3);
+    ck_assert_int_eq(rows_in("pg", "zt_t_pg"), 3);
+    ck_assert_int_eq(rows_in("innodb", "zt_t_innodb"), 3);
+    /* innodb's postal table is zt_coll_innodb, dataset zt_coll's on innodb:
+     * neither load may run, and the table stays. */
+    char args[2400];
+    snprintf(args, sizeof args, "--set innodb.table=zt_coll_innodb --allow-shrink --dataset %s", csv);
+    ck_assert_msg(loader(out, sizeof out, "innodb", args) == 0, "%s", out);
+    const char *what[] = { "zt_coll", "postal" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s --conf %s %s --dataset %s --backend innodb --allow-shrink",
+                 prog("loader"), shared, base, what[i]);
+        int rc = run_cmd(out, sizeof out, "%s", cmd);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", what[i], rc, out);
+        ck_assert_msg(strstr(out, "zt_coll_innodb") && strstr(out, "dataset zt_coll on backend "
+                      "innodb") && strstr(out, "dataset postal on backend innodb") &&
+                      strstr(out, "nothing was changed"), "%s: %s", what[i], out);
+    }
+    ck_assert_int_eq(rows_in("innodb", "zt_coll_innodb"), ROWS);
+    struct backend b;
+    open_backend(&b, "pg");
+    b.drv->exec(b.db, "DROP TABLE IF EXISTS zt_t_pg_load, zt_t_pg", NULL);
+    backend_close(&b);
+    conf_free(&conf);
+    open_backend(&b, "innodb");
+    b.drv->exec(b.db, "DROP TABLE IF EXISTS zt_t_innodb_old, zt_t_innodb, zt_coll_innodb", NULL);
+    backend_close(&b);
+    conf_free(&conf);
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     char out[8192];
@@ -1211,6 +1288,6 @@ Suite *suite_loader(void)
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
         sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause,
         file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
-        reserved_words_match_the_databases));
+        reserved_words_match_the_databases, tables_of_backends_sharing_a_database_are_never_touched));
     return suite_of("loader", t, safety, NULL);
 }
