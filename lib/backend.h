@@ -113,9 +113,12 @@ struct backend_driver {
      * when the process was killed before it could. */
     int  (*set_sync)(struct db *db, enum zb_sync level, char *desc, size_t desclen,
                      struct zb_err *err);
-    /* Puts back what a set_sync of a session that is gone (a killed load)
-     * left changed: 1 with note saying what it put back, 0 if there was
-     * nothing, -1 on error. NULL: the driver changes nothing server-wide. */
+    /* Puts back what a set_sync of a load that did not end left changed:
+     * its session is gone, or its process is (on this host) while the
+     * database still ends its session. 1 with note saying what it put back
+     * (or that a running load still needs the change), 0 if there was
+     * nothing, -1 on error. It never waits. NULL: the driver changes
+     * nothing server-wide. */
     int  (*recover)(struct db *db, char *note, size_t notelen, struct zb_err *err);
     /* Bytes the table and its indexes take on disk (-1 if unknown). */
     long long (*table_bytes)(struct db *db, const char *table);

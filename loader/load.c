@@ -293,6 +293,19 @@ int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
     return 0;
 }
 
+/* Puts back a global setting that a load which did not end (killed with
+ * SIGKILL, before or while this one ran) left changed, and says so: each
+ * load does it when it starts and when it ends, so the setting is never
+ * left changed after the last load of a run. */
+static int put_back_abandoned(struct backend *b, struct zb_err *err)
+{
+    char note[512];
+    int got = b->drv->recover ? b->drv->recover(b->db, note, sizeof note, err) : 0;
+    if (got > 0)
+        fprintf(stderr, "loader: %s: %s\n", b->conf->name, note);
+    return got < 0 ? -1 : 0;
+}
+
 /* Takes the load lock of table, waiting (and saying so) while another
  * load holds it; a signal ends the wait. */
 static int take_load_lock(struct backend *b, const char *table, struct zb_err *err)
@@ -339,14 +352,8 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (take_load_lock(&b, name, err) < 0)
         goto out;
     locked = true;   /* from here on, <table>$load is this load's own */
-    if (b.drv->recover) {   /* a setting a killed load left changed */
-        char note[512];
-        int got = b.drv->recover(b.db, note, sizeof note, err);
-        if (got < 0)
-            goto out;
-        if (got > 0)
-            fprintf(stderr, "loader: %s: %s\n", bc->name, note);
-    }
+    if (put_back_abandoned(&b, err) < 0)
+        goto out;
     if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
         goto out;
     if (!(src.r = dataset_open(o->data, err)))
@@ -449,6 +456,10 @@ out:
     if (rc < 0 && locked && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
         b.drv->exec(b.db, sql, NULL);
+    }
+    if (locked && b.drv->alive(b.db)) {   /* a load killed while this one ran */
+        struct zb_err ignored = { 0 };
+        put_back_abandoned(&b, &ignored);
     }
     dataset_close(src.r);
     backend_close(&b);

@@ -934,6 +934,120 @@ START_TEST(sync_off_is_put_back)
 }
 END_TEST
 
+/* Waits (up to 30 s) until a session of b runs a statement that begins
+ * with `sql` and waits for a table's metadata lock, or (gone) until none
+ * does. */
+static void await_blocked_statement(struct backend *b, const char *sql, bool gone)
+{
+    char query[512];
+    snprintf(query, sizeof query, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+             "STATE = 'Waiting for table metadata lock' AND INFO LIKE '%s%%'", sql);
+    for (int i = 0; i < 600; i++) {
+        long long n = -1;
+        struct zb_err err = { 0 };
+        ck_assert_msg(b->drv->query(b->db, query, 0, NULL, count_rows, &n, NULL, &err) == 0, "%s",
+                      err.msg);
+        if ((n > 0) != gone)
+            return;
+        run_cmd(NULL, 0, "sleep 0.05");
+    }
+    ck_abort_msg("%s: still %s after 30 s", sql, gone ? "waiting" : "not waiting");
+}
+
+/* Starts the loader in the background with its output in log; its pid. */
+static long start_loader(const char *cmd, const char *log)
+{
+    char out[64];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s > %s 2>&1 & echo $!", cmd, log), 0);
+    return atol(out);
+}
+
+/* A --sync off load killed while MariaDB still runs its session: a
+ * statement of it waits for a lock (here its swap's RENAME, on a table the
+ * test reads in an open transaction), and the session, holding the killed
+ * load's record, lasts as long (as it would rolling back a big
+ * transaction). A load that starts meanwhile, of another table, puts the
+ * setting back itself and says so; one that was running when the other
+ * was killed puts it back when it ends. The setting is 1 once the other
+ * load exits, and stays so when the killed session ends. */
+START_TEST(sync_put_back_while_the_killed_session_ends)
+{
+    make_dataset();
+    const char *dir = test_dir("loader_sync_zombie");
+    char out[8192], args[2400], cmd[4096], other[4096], v[8], log[1200], sql[256];
+    snprintf(log, sizeof log, "%s/killed.log", dir);
+    snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", csv);
+    ck_assert_int_eq(loader(out, sizeof out, "innodb", args), 0);
+    loader_cmd(other, sizeof other, "innodb", "--mode bulk --allow-shrink --dataset x "
+               "--set innodb.table=zt_loader_other");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s", other), 1);   /* no file x: no table yet */
+    snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s "
+             "--set innodb.table=zt_loader_other", csv);
+    ck_assert_int_eq(loader(out, sizeof out, "innodb", args), 0);
+    flush_knob(v);
+    ck_assert_str_eq(v, "1");
+    for (int k = 0; k < 3; k++) {
+        /* k 0, 1: the other load starts after the kill (default sync, then
+         * --sync off); k 2: it runs when the kill comes, and ends after. */
+        struct backend hold, other_hold, watch;
+        struct zb_err err = { 0 };
+        open_backend(&watch, "innodb");
+        open_backend(&hold, "innodb");
+        ck_assert_msg(hold.drv->exec(hold.db, "BEGIN", &err) == 0, "%s", err.msg);
+        ck_assert_msg(hold.drv->query(hold.db, "SELECT count(*) FROM zt_loader_innodb", 0, NULL,
+                                      NULL, NULL, NULL, &err) == 0, "%s", err.msg);
+        if (k == 2) {
+            open_backend(&other_hold, "innodb");
+            ck_assert_msg(other_hold.drv->exec(other_hold.db, "BEGIN", &err) == 0, "%s", err.msg);
+            ck_assert_msg(other_hold.drv->query(other_hold.db, "SELECT count(*) FROM "
+                                                "zt_loader_other", 0, NULL, NULL, NULL, NULL,
+                                                &err) == 0, "%s", err.msg);
+        }
+        snprintf(args, sizeof args, "--mode bulk --sync off --allow-shrink --dataset %s", csv);
+        loader_cmd(cmd, sizeof cmd, "innodb", args);
+        long killed = start_loader(cmd, log);
+        await_blocked_statement(&watch, "RENAME TABLE zt_loader_innodb ", false);
+        snprintf(args, sizeof args, "--mode bulk --allow-shrink %s --dataset %s "
+                 "--set innodb.table=zt_loader_other", k == 1 ? "--sync off" : "", csv);
+        loader_cmd(other, sizeof other, "innodb", args);
+        if (k == 2) {
+            char other_log[1300];
+            snprintf(other_log, sizeof other_log, "%s/other.log", dir);
+            long running = start_loader(other, other_log);
+            await_blocked_statement(&watch, "RENAME TABLE zt_loader_other ", false);
+            ck_assert_int_eq(run_cmd(NULL, 0, "kill -KILL %ld", killed), 0);
+            other_hold.drv->exec(other_hold.db, "COMMIT", NULL);
+            backend_close(&other_hold);
+            conf_free(&conf);
+            ck_assert_int_eq(run_cmd(out, sizeof out, "while kill -0 %ld 2>/dev/null; do sleep "
+                                     "0.05; done; cat %s", running, other_log), 0);
+        } else {
+            ck_assert_int_eq(run_cmd(NULL, 0, "kill -KILL %ld", killed), 0);
+            ck_assert_msg(run_cmd(out, sizeof out, "%s", other) == 0, "%s", out);
+        }
+        ck_assert_msg(strstr(out, "\"rows\":1500,"), "round %d: %s", k, out);
+        ck_assert_msg(strstr(out, "innodb_flush_log_at_trx_commit was 0, left so by a load that "
+                                  "did not end") && strstr(out, "put back to 1"), "round %d: %s",
+                      k, out);
+        if (k == 0)
+            ck_assert_msg(strstr(out, "\"sync\":\"innodb_flush_log_at_trx_commit=1\""), "%s", out);
+        flush_knob(v);
+        ck_assert_msg(!strcmp(v, "1"), "round %d: %s after the other load: %s", k, v, out);
+        /* The killed session ends once its RENAME has the lock. */
+        hold.drv->exec(hold.db, "COMMIT", NULL);
+        backend_close(&hold);
+        conf_free(&conf);
+        await_blocked_statement(&watch, "RENAME TABLE zt_loader_innodb ", true);
+        backend_close(&watch);
+        conf_free(&conf);
+        snprintf(sql, sizeof sql, "sleep 0.5");
+        run_cmd(NULL, 0, "%s", sql);
+        flush_knob(v);
+        ck_assert_msg(!strcmp(v, "1"), "round %d: %s once the killed session ended", k, v);
+    }
+}
+END_TEST
+
 /* Auto-detection: a Latin-1 file is refused with its line and a hint;
  * CP932 and UTF-8 KEN_ALL files load, and the report says which and why. */
 START_TEST(encoding_is_detected_or_refused)
@@ -1286,7 +1400,8 @@ Suite *suite_loader(void)
     /* What nothing may lose: loads at once, long names, a global setting. */
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
-        sync_off_is_put_back, encoding_is_detected_or_refused, database_errors_show_the_cause,
+        sync_off_is_put_back, sync_put_back_while_the_killed_session_ends,
+        encoding_is_detected_or_refused, database_errors_show_the_cause,
         file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
         reserved_words_match_the_databases, tables_of_backends_sharing_a_database_are_never_touched));
     return suite_of("loader", t, safety, NULL);
