@@ -96,8 +96,16 @@ static int match_row(void *arg, int n, const char *const *v, const size_t *l)
     return 0;
 }
 
+static void check_table_against(const char *name, const char *truth_file, long long want_rows);
+
 /* Every 50th row of the truth file is in the table, field for field. */
 static void check_table(const char *name, long long want_rows)
+{
+    check_table_against(name, truth, want_rows);
+}
+
+/* The same against the truth of another generated file. */
+static void check_table_against(const char *name, const char *truth_file, long long want_rows)
 {
     struct backend b;
     open_backend(&b, name);
@@ -110,7 +118,8 @@ static void check_table(const char *name, long long want_rows)
     zb_lookup_sql(sql, sizeof sql, b.conf->table);
     struct stmt *st;
     ck_assert_msg(b.drv->prepare(b.db, sql, 1, &st, &err) == 0, "%s", err.msg);
-    FILE *t = fopen(truth, "r");
+    FILE *t = fopen(truth_file, "r");
+    ck_assert_ptr_nonnull(t);
     char line[4096];
     for (int i = 0; fgets(line, sizeof line, t); i++) {
         if (i % 50)
@@ -1048,6 +1057,71 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
 }
 END_TEST
 
+/* The loader killed (SIGKILL) at random moments, 20 times per database
+ * backend, between two files of different sizes (InnoDB every other time
+ * with --sync off): after every kill the table holds exactly the rows of
+ * one file, sampled field by field; at the end a load runs whole, the
+ * flush setting is back to 1, and a fresh server answers 200 for each
+ * backend. The moments are drawn from a fixed seed over 1.2 times a
+ * whole load's duration, so connect, lock, create, rows, count and swap
+ * each get killed. */
+START_TEST(killed_at_random_moments_leaves_one_whole_table)
+{
+    make_dataset();
+    char big[1200], big_truth[1200], out[8192], args[2400], cmd[4096], v[8], code[16], why[512];
+    snprintf(big, sizeof big, "%s.other", csv);
+    snprintf(big_truth, sizeof big_truth, "%s.other.tsv", csv);
+    ck_assert_int_eq(run_cmd(NULL, 0, "%s --rows 3000 --seed 12 --truth %s -o %s", prog("gen"),
+                             big_truth, big), 0);
+    static const char *const servers[] = { "pg", "innodb", "myisam" };
+    for (int bi = 0; bi < 3; bi++) {
+        const char *be = servers[bi];
+        snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", big);
+        double t0 = zb_now_s();
+        ck_assert_int_eq(loader(out, sizeof out, be, args), 0);
+        int whole_ms = (int)((zb_now_s() - t0) * 1000);
+        unsigned seed = 20261204u + (unsigned)bi;
+        for (int i = 0; i < 20; i++) {
+            bool small = i % 2 == 0;
+            int delay_ms = (int)(rand_r(&seed) % (unsigned)(whole_ms * 6 / 5 + 1));
+            snprintf(args, sizeof args, "--mode bulk --allow-shrink %s--dataset %s",
+                     !strcmp(be, "innodb") && i % 2 ? "--sync off " : "", small ? csv : big);
+            loader_cmd(cmd, sizeof cmd, be, args);
+            ck_assert_int_eq(run_cmd(out, sizeof out, "{ %s > /dev/null 2>&1 & p=$!; sleep %d.%03d; "
+                                     "kill -KILL $p 2>/dev/null; wait $p; true; } 2>&1", cmd,
+                                     delay_ms / 1000, delay_ms % 1000), 0);
+            long long n = rows_in(be, test_table(be));
+            ck_assert_msg(n == ROWS || n == 3000, "%s: killed after %d ms (%d of %d): %lld rows",
+                          be, delay_ms, i + 1, 20, n);
+            check_table_against(be, n == ROWS ? truth : big_truth, n);
+        }
+        snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", csv);
+        ck_assert_msg(loader(out, sizeof out, be, args) == 0, "%s: %s", be, out);
+        check_table(be, ROWS);
+    }
+    flush_knob(v);
+    ck_assert_str_eq(v, "1");
+    /* What the server meets next: every backend answers. */
+    ck_assert_msg(first_code(csv, code, sizeof code, why, sizeof why) == 0, "%s", why);
+    char log[1200], sets[512];
+    snprintf(log, sizeof log, "%s/server.log", test_dir("loader_kill_server"));
+    snprintf(sets, sizeof sets, "--backends pg,innodb,myisam --set pg.table=zt_loader "
+             "--set innodb.table=zt_loader_innodb --set myisam.table=zt_loader_myisam");
+    int port = test_port(18470);
+    pid_t pid = spawn_server(conf_path(), port, log, sets);
+    bool up = await_server(pid, port);
+    for (int bi = 0; bi < 3 && up; bi++) {
+        char req[256], resp[16384];
+        snprintf(req, sizeof req, "GET /zip/%s/%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 servers[bi], code);
+        http_exchange(port, req, strlen(req), resp, sizeof resp, 5000);
+        ck_assert_msg(http_status(resp) == 200, "%s: %.300s", servers[bi], resp);
+    }
+    term_server(pid);
+    ck_assert_msg(up, "the server did not start (%s)", log);
+}
+END_TEST
+
 /* Auto-detection: a Latin-1 file is refused with its line and a hint;
  * CP932 and UTF-8 KEN_ALL files load, and the report says which and why. */
 START_TEST(encoding_is_detected_or_refused)
@@ -1401,6 +1475,7 @@ Suite *suite_loader(void)
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
         concurrent_loads_take_turns, load_waits_for_the_lock, long_table_name_changes_nothing,
         sync_off_is_put_back, sync_put_back_while_the_killed_session_ends,
+        killed_at_random_moments_leaves_one_whole_table,
         encoding_is_detected_or_refused, database_errors_show_the_cause,
         file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
         reserved_words_match_the_databases, tables_of_backends_sharing_a_database_are_never_touched));
