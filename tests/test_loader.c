@@ -709,7 +709,7 @@ START_TEST(cities_dataset_every_backend)
 }
 END_TEST
 
-/* ---- issue 23: two loads at once, long names, --sync put back, encodings, messages ---- */
+/* ---- loads at once, long names, --sync put back, encodings, messages ---- */
 
 static long long rows_in(const char *backend, const char *table)
 {
