@@ -42,18 +42,23 @@ static int loader(char *out, size_t len, const char *backend, const char *args)
 
 static struct zb_conf conf;
 
-static void open_backend(struct backend *b, const char *name)
+/* Opens backend name of the tests' config, read into c (conf_free it
+ * after backend_close). */
+static void open_backend_in(struct zb_conf *c, struct backend *b, const char *name)
 {
     struct zb_err err = { 0 };
-    ck_assert_int_eq(conf_load(&conf, conf_path(), &err), 0);
-    conf_set(&conf, "sqlite", "path", sqlite_path, &err);
-    conf_set(&conf, "pg", "table", "zt_loader", &err);
-    conf_set(&conf, "innodb", "table", "zt_loader_innodb", &err);
-    conf_set(&conf, "myisam", "table", "zt_loader_myisam", &err);
-    const struct backend_conf *bc = conf_backend(&conf, name);
+    ck_assert_int_eq(conf_load(c, conf_path(), &err), 0);
+    conf_set(c, "sqlite", "path", sqlite_path, &err);
+    conf_set(c, "pg", "table", "zt_loader", &err);
+    conf_set(c, "innodb", "table", "zt_loader_innodb", &err);
+    conf_set(c, "myisam", "table", "zt_loader_myisam", &err);
+    const struct backend_conf *bc = conf_backend(c, name);
     ck_assert_ptr_nonnull(bc);
     ck_assert_msg(backend_open(b, bc, &err) == 0, "%s", err.msg);
 }
+
+/* The same into the file's one config: one backend open at a time. */
+static void open_backend(struct backend *b, const char *name) { open_backend_in(&conf, b, name); }
 
 /* Each test starts from no table: the loader refuses to replace a table by
  * fewer rows, so a table left by an earlier run (or an earlier version of
@@ -983,7 +988,7 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
 {
     make_dataset();
     const char *dir = test_dir("loader_sync_zombie");
-    char out[8192], args[2400], cmd[4096], other[4096], v[8], log[1200], sql[256];
+    char out[8192], args[2400], cmd[4096], other[4096], v[8], log[1200];
     snprintf(log, sizeof log, "%s/killed.log", dir);
     snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s", csv);
     ck_assert_int_eq(loader(out, sizeof out, "innodb", args), 0);
@@ -999,14 +1004,15 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
         /* k 0, 1: the other load starts after the kill (default sync, then
          * --sync off); k 2: it runs when the kill comes, and ends after. */
         struct backend hold, other_hold, watch;
+        struct zb_conf hold_conf, other_conf, watch_conf;
         struct zb_err err = { 0 };
-        open_backend(&watch, "innodb");
-        open_backend(&hold, "innodb");
+        open_backend_in(&watch_conf, &watch, "innodb");
+        open_backend_in(&hold_conf, &hold, "innodb");
         ck_assert_msg(hold.drv->exec(hold.db, "BEGIN", &err) == 0, "%s", err.msg);
         ck_assert_msg(hold.drv->query(hold.db, "SELECT count(*) FROM zt_loader_innodb", 0, NULL,
                                       NULL, NULL, NULL, &err) == 0, "%s", err.msg);
         if (k == 2) {
-            open_backend(&other_hold, "innodb");
+            open_backend_in(&other_conf, &other_hold, "innodb");
             ck_assert_msg(other_hold.drv->exec(other_hold.db, "BEGIN", &err) == 0, "%s", err.msg);
             ck_assert_msg(other_hold.drv->query(other_hold.db, "SELECT count(*) FROM "
                                                 "zt_loader_other", 0, NULL, NULL, NULL, NULL,
@@ -1027,7 +1033,7 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
             ck_assert_int_eq(run_cmd(NULL, 0, "kill -KILL %ld", killed), 0);
             other_hold.drv->exec(other_hold.db, "COMMIT", NULL);
             backend_close(&other_hold);
-            conf_free(&conf);
+            conf_free(&other_conf);
             ck_assert_int_eq(run_cmd(out, sizeof out, "while kill -0 %ld 2>/dev/null; do sleep "
                                      "0.05; done; cat %s", running, other_log), 0);
         } else {
@@ -1045,12 +1051,11 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
         /* The killed session ends once its RENAME has the lock. */
         hold.drv->exec(hold.db, "COMMIT", NULL);
         backend_close(&hold);
-        conf_free(&conf);
+        conf_free(&hold_conf);
         await_blocked_statement(&watch, "RENAME TABLE zt_loader_innodb ", true);
         backend_close(&watch);
-        conf_free(&conf);
-        snprintf(sql, sizeof sql, "sleep 0.5");
-        run_cmd(NULL, 0, "%s", sql);
+        conf_free(&watch_conf);
+        run_cmd(NULL, 0, "sleep 0.5");
         flush_knob(v);
         ck_assert_msg(!strcmp(v, "1"), "round %d: %s once the killed session ended", k, v);
     }
