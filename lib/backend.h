@@ -113,9 +113,12 @@ struct backend_driver {
      * when the process was killed before it could. */
     int  (*set_sync)(struct db *db, enum zb_sync level, char *desc, size_t desclen,
                      struct zb_err *err);
-    /* Puts back what a set_sync of a session that is gone (a killed load)
-     * left changed: 1 with note saying what it put back, 0 if there was
-     * nothing, -1 on error. NULL: the driver changes nothing server-wide. */
+    /* Puts back what a set_sync of a load that did not end left changed:
+     * its session is gone, or its process is (on this host) while the
+     * database still ends its session. 1 with note saying what it put back
+     * (or that a running load still needs the change), 0 if there was
+     * nothing, -1 on error. It never waits. NULL: the driver changes
+     * nothing server-wide. */
     int  (*recover)(struct db *db, char *note, size_t notelen, struct zb_err *err);
     /* Bytes the table and its indexes take on disk (-1 if unknown). */
     long long (*table_bytes)(struct db *db, const char *table);
@@ -129,7 +132,7 @@ struct backend_driver {
      * the comparison already does. */
     const char *text_key_exact;
     /* Replace table `to` by table `from` atomically (old one dropped); it
-     * may use the name `to`_old on the way (ZB_SWAP_SUFFIX). */
+     * may use the name `to` + ZB_SWAP_SUFFIX on the way. */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
 
     /* The longest name of a table or index the database takes, in bytes; 0:
@@ -250,8 +253,14 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
                             const struct zb_table *table, int batch, rows_fn next, void *arg,
                             struct zb_err *err);
 
-/* The suffix swap_table may add to a table's name for the old table. */
-#define ZB_SWAP_SUFFIX "_old"
+/* The names a load derives from its table's: the staging table it fills
+ * (the loader's), the old table swap_table may move it to on the way. A
+ * '$' is in no name the config can give (letters, digits, _) and needs no
+ * quotes in PostgreSQL, MariaDB or SQLite: so no derived name is ever
+ * another backend's or dataset's live table on a shared database, which a
+ * load would drop ("t_pg" + "_load" is backend pg_load's "t_pg_load"). */
+#define ZB_STAGING_SUFFIX "$load"
+#define ZB_SWAP_SUFFIX "$old"
 
 /* sql as a message shows it: the first words, "..." where it was cut (a
  * prepared INSERT of 100 rows is kilobytes of "(?,?,..."), so the cause

@@ -5,6 +5,7 @@
 #include "dataset.h"
 
 #include "backend.h"
+#include "sqlwords.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -118,7 +119,8 @@ static bool is_identifier(const char *s)
 
 struct field {
     const char *key;
-    enum { F_STR, F_INT, F_BOOL, F_IDENT, F_CHOICE } type;
+    /* F_TABLE: an F_IDENT that is no word SQL reserves (a table's name) */
+    enum { F_STR, F_INT, F_BOOL, F_IDENT, F_TABLE, F_CHOICE } type;
     size_t offset;
     int lo, hi;
     const char *const *choices;   /* F_CHOICE: the values allowed, NULL-terminated */
@@ -159,7 +161,8 @@ static const struct field server_fields[] = {
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
     S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(password_file), S(database), { "table", F_IDENT, offsetof(struct backend_conf, table), 0, 0, NULL },
+    S(password_file), S(database),
+    { "table", F_TABLE, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
@@ -227,6 +230,24 @@ static int expand_env(const char *value, char *out, size_t len, const char *wher
     return 0;
 }
 
+/* A key given no value: every key has a default (or is required), and an
+ * empty one would not mean it (an empty socket would win over host). */
+static int empty_value(const char *where, const char *key, struct zb_err *err)
+{
+    return zb_fail(err, ZB_ERR_INPUT, "%s: %s: empty value (leave the key out for its default)",
+                   where, key);
+}
+
+/* A table's name, used unquoted in SQL: a word SQL reserves would fail
+ * only in the first statement that names it, maybe after a whole load. */
+static int reserved_table(const char *where, const char *key, const char *name,
+                          struct zb_err *err)
+{
+    return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is a word SQL reserves (PostgreSQL, MariaDB "
+                   "or SQLite), which no table may be named: choose another name", where, key,
+                   name);
+}
+
 static int set_field(struct zb_conf *conf, void *base, const struct field *f, size_t nf,
                      const char *key, const char *raw, const char *where, struct zb_err *err)
 {
@@ -237,11 +258,16 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
         if (strcmp(f[i].key, key))
             continue;
         void *p = (char *)base + f[i].offset;
+        if (!*value)
+            return empty_value(where, key, err);
         switch (f[i].type) {
         case F_IDENT:
+        case F_TABLE:
             if (!is_identifier(value))
                 return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not a plain SQL name "
                                "(letters, digits, _)", where, key, value);
+            if (f[i].type == F_TABLE && sql_reserved(value))
+                return reserved_table(where, key, value, err);
             break;
         case F_CHOICE: {
             bool ok = conf_choice(f[i].choices, value) >= 0;
@@ -324,7 +350,12 @@ static int add_option(struct zb_conf *conf, struct backend_conf *b, const char *
                       const char *value, int line, struct zb_err *err)
 {
     char where[300];
-    snprintf(where, sizeof where, "%s:%d", conf->file, line);
+    if (line)
+        snprintf(where, sizeof where, "%s:%d", conf->file, line);
+    else
+        snprintf(where, sizeof where, "[%s]", b->name);
+    if (!*value)
+        return empty_value(where, key, err);
     if (b->nopts == ZB_MAX_DRIVER_KEYS)
         return zb_fail(err, ZB_ERR_INPUT, "%s: [backend %s]: more than %d driver keys", where,
                        b->name, ZB_MAX_DRIVER_KEYS);
@@ -404,6 +435,8 @@ static struct dataset_conf *add_dataset(struct zb_conf *conf, const char *name, 
 static int set_dataset_field(struct zb_conf *conf, struct dataset_conf *d, const char *key,
                              const char *value, const char *where, struct zb_err *err)
 {
+    if (!*value)
+        return empty_value(where, key, err);
     if (dataset_check_value(key, value, where, err) < 0)
         return -1;
     return set_field(conf, d, dataset_fields, NFIELDS(dataset_fields), key, value, where, err);
@@ -457,6 +490,8 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
 struct parse_state {
     struct zb_conf *conf;
     FILE *f;
+    char *buf;                     /* the line being read (getline's) */
+    size_t cap;
     int line;
     struct backend_conf *current;  /* the [backend NAME] being read */
     struct dataset_conf *dataset;  /* the [dataset NAME] being read */
@@ -492,37 +527,39 @@ static void watch_header(struct parse_state *ps, const char *line)
         snprintf(ps->headers[ps->nheaders++], sizeof ps->headers[0], "%s", name);
 }
 
-/* inih reads a line into a buffer of num bytes (200 in Debian's build)
- * and parses what does not fit as a line of its own: the tail of a long
- * `path = ...` could set a key. A line that does not fit is an error. */
-static bool line_fits(struct parse_state *ps, const char *s, int num)
-{
-    size_t n = strlen(s);
-    if ((int)n < num - 1 || s[n - 1] == '\n')
-        return true;
-    int c = getc(ps->f);  /* the buffer is full: only a line end may follow */
-    if (c == '\r')
-        c = getc(ps->f);
-    return c == '\n' || c == EOF;
-}
-
+/* inih's reader hands it one line at a time in a buffer of num bytes (200
+ * in Debian's build). Lines are read whole here, so that what inih would
+ * not see whole is an error on its line, never a setting: a line that does
+ * not fit (inih would parse its tail as a line of its own, which could set
+ * a key), and a NUL byte (the value would silently end there). */
 static char *counting_reader(char *str, int num, void *stream)
 {
     struct parse_state *ps = stream;
     if (ps->failed)
         return NULL;
-    char *s = fgets(str, num, ps->f);
-    if (s) {
-        ps->line++;
-        if (!line_fits(ps, s, num)) {
-            zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: line longer than %d bytes, the config "
-                    "reader's limit", ps->conf->file, ps->line, num - 1);
-            ps->failed = true;
-            return NULL;
-        }
-        watch_header(ps, s);
-    }
-    return s;
+    ssize_t n = getline(&ps->buf, &ps->cap, ps->f);
+    if (n < 0)
+        return NULL;
+    ps->line++;
+    const char *nul = memchr(ps->buf, 0, (size_t)n);
+    size_t len = (size_t)n;   /* without its line end (LF or CRLF) */
+    if (len > 0 && ps->buf[len - 1] == '\n')
+        len--;
+    if (len > 0 && ps->buf[len - 1] == '\r')
+        len--;
+    if (nul)
+        zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: NUL byte at byte %zu", ps->conf->file, ps->line,
+                (size_t)(nul - ps->buf) + 1);
+    else if (len > (size_t)num - 1)
+        zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: line longer than %d bytes, the config reader's "
+                "limit", ps->conf->file, ps->line, num - 1);
+    ps->failed = nul || len > (size_t)num - 1;
+    if (ps->failed)
+        return NULL;
+    memcpy(str, ps->buf, len);
+    str[len] = 0;
+    watch_header(ps, str);
+    return str;
 }
 
 static int on_entry(void *user, const char *section, const char *name, const char *value)
@@ -623,11 +660,34 @@ static int validate_dataset(const struct zb_conf *conf, const struct dataset_con
     return 0;
 }
 
+/* A dataset's table on each backend (TABLE_BACKEND) is a word SQL
+ * reserves (current + date): named with the dataset's line. */
+static int check_dataset_tables(const struct zb_conf *conf, struct zb_err *err)
+{
+    for (int i = 0; i < conf->ndatasets; i++) {
+        const struct dataset_conf *d = &conf->dataset[i];
+        for (int k = 0; k < conf->nbackends && strcmp(d->name, DATASET_DEFAULT); k++) {
+            char name[160], where[300];
+            dataset_table_name(d, &conf->backend[k], name, sizeof name);
+            if (!sql_reserved(name))
+                continue;
+            snprintf(where, sizeof where, "%s:%d: [dataset %s]", conf->file, d->line, d->name);
+            return zb_fail(err, ZB_ERR_INPUT, "%s: its table on backend %s, %s, is a word SQL "
+                           "reserves (PostgreSQL, MariaDB or SQLite), which no table may be "
+                           "named: give the dataset another table =", where,
+                           conf->backend[k].name, name);
+        }
+    }
+    return 0;
+}
+
 static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
     for (int i = 0; i < conf->ndatasets; i++)
         if (validate_dataset(conf, &conf->dataset[i], err) < 0)
             return -1;
+    if (check_dataset_tables(conf, err) < 0)
+        return -1;
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
         if (!b->driver) {
@@ -661,6 +721,7 @@ int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
     }
     int rc = ini_parse_stream(counting_reader, &ps, on_entry, &ps);
     fclose(ps.f);
+    free(ps.buf);
     if (ps.failed)
         return -1;
     if (rc > 0)
@@ -707,7 +768,7 @@ int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, st
 {
     for (int i = 0; i < nsets; i++) {
         struct zb_err e = { 0 };
-        if (conf_set_arg(conf, sets[i], &e) < 0)
+        if (conf_set_arg(conf, sets[i], &e) < 0 || check_dataset_tables(conf, &e) < 0)
             return zb_fail(err, e.kind, "--set %s: %s", sets[i], e.msg);
     }
     return 0;

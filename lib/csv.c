@@ -31,6 +31,9 @@ struct csv_reader {
     size_t conv_cap;
     long lineno;             /* physical lines read */
     long long offset, size;
+    bool regular;            /* a regular file: size and mtime are its state when opened */
+    struct timespec mtime;
+    bool changed;            /* check_unchanged failed: the file has nothing more to read */
     bool ended;              /* the last line read had a line end */
     /* The record being built: field bytes, each field NUL-terminated. */
     char *rec;
@@ -327,8 +330,11 @@ struct csv_reader *csv_open_stream(FILE *f, const char *name, const struct csv_o
     r->quote = opts && opts->no_quotes ? 0 : '"';
     r->one_line = opts && opts->one_line;
     struct stat st;
-    if (fileno(f) >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+    if (fileno(f) >= 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        r->regular = true;
         r->size = st.st_size;
+        r->mtime = st.st_mtim;
+    }
     if (choose_encoding(r, opts ? opts->encoding : NULL, err) < 0) {
         csv_close(r);
         return NULL;
@@ -346,20 +352,52 @@ struct csv_reader *csv_open(const char *path, const struct csv_opts *opts, struc
     return csv_open_stream(f, path, opts, err);
 }
 
+/* At the end of a regular file: fails unless its size and mtime are still
+ * those it had when opened. A writer still at work leaves a last line cut
+ * where it had got to ("3," of "3,400"), which has a plausible value and
+ * maybe all its fields; and rows read across a rewrite are of no one
+ * version of the file. So a file that changed is refused whole, naming the
+ * last line read, rather than any of it loaded. */
+static int check_unchanged(struct csv_reader *r, struct zb_err *err)
+{
+    struct stat st;
+    if (!r->regular)
+        return 0;
+    if (fstat(fileno(r->f), &st) < 0)
+        return zb_fail(err, ZB_ERR_SYS, "%s: cannot stat: %s", r->path, strerror(errno));
+    r->changed = st.st_size != r->size || st.st_mtim.tv_sec != r->mtime.tv_sec ||
+                 st.st_mtim.tv_nsec != r->mtime.tv_nsec;
+    if (st.st_size != r->size)
+        return zb_fail(err, ZB_ERR_INPUT, "%s:%ld: the file changed while it was read (%lld "
+                       "bytes when opened, %lld now): its last line may be cut; load it once it "
+                       "is written", r->path, r->lineno, r->size, (long long)st.st_size);
+    if (st.st_mtim.tv_sec != r->mtime.tv_sec || st.st_mtim.tv_nsec != r->mtime.tv_nsec)
+        return zb_fail(err, ZB_ERR_INPUT, "%s:%ld: the file changed while it was read (rewritten: "
+                       "%lld bytes then and now, modified since it was opened); load it once it "
+                       "is written", r->path, r->lineno, r->size);
+    return 0;
+}
+
 /* Reads one physical line as UTF-8 into *text (*len bytes, its line end
- * not included; *eol the line end as it was). 1, 0 at the end, -1. */
+ * not included; *eol the line end as it was). 1, 0 at the end, -1. A line
+ * without a line end is the last: it, and the end, count only if the file
+ * did not change while it was read (check_unchanged). */
 static int read_line(struct csv_reader *r, const char **text, size_t *len, const char **eol,
                      struct zb_err *err)
 {
+    if (r->changed)   /* said once: a caller reading on after errors then meets the end */
+        return 0;
     ssize_t n = getline(&r->raw, &r->raw_cap, r->f);
     if (n < 0) {
         if (ferror(r->f))
             return zb_fail(err, ZB_ERR_SYS, "%s: read error: %s", r->path, strerror(errno));
-        return 0;
+        return check_unchanged(r, err);
     }
     r->lineno++;
     r->offset += n;
     r->ended = r->raw[n - 1] == '\n';
+    if (!r->ended && check_unchanged(r, err) < 0)
+        return -1;
     *eol = "";
     if (r->ended) {
         n--;
@@ -430,6 +468,18 @@ static int next_field(struct csv_reader *r, struct zb_err *err)
     return begin_field(r, err);
 }
 
+/* read_line took the line end (LF or CRLF) off, so a CR left in the text
+ * has no LF after it: RFC 4180 makes it data inside quotes only. Outside,
+ * it is neither a line end (a file of CR-only lines would read as one
+ * record) nor part of a value (a trailing CR would be stored). The file's
+ * last line is not called cut: a CR-only file has no LF at all. */
+static int bare_cr(const struct csv_reader *r, struct zb_err *err)
+{
+    return zb_fail(err, ZB_ERR_INPUT, "%s:%ld:%zu: carriage return (CR) without a line feed in "
+                   "an unquoted field: lines end in CRLF or LF, and a CR is data only inside "
+                   "quotes", r->path, r->lineno, r->nfields);
+}
+
 /* Splits one line of text into the record; *state carries an open quote
  * over to the next line. */
 static int split_line(struct csv_reader *r, const char *s, size_t n, enum state *state,
@@ -449,14 +499,16 @@ static int split_line(struct csv_reader *r, const char *s, size_t n, enum state 
             *state = UNQUOTED;
             /* fall through */
         case UNQUOTED: {
-            size_t k = i;  /* the run up to the next delimiter or quote */
-            while (k < n && s[k] != d && !(q && s[k] == q))
+            size_t k = i;  /* the run up to the next delimiter, quote or CR */
+            while (k < n && s[k] != d && !(q && s[k] == q) && s[k] != '\r')
                 k++;
             if (add_bytes(r, s + i, k - i, err) < 0)
                 return -1;
             i = k;
             if (i == n)
                 break;
+            if (s[i] == '\r')
+                return bare_cr(r, err);
             if (s[i] != d)
                 return fail_at(r, r->lineno, (int)r->nfields, err, "quote inside an unquoted "
                                "field (quote the whole field, or read quotes as text: quote = none)");
@@ -487,6 +539,8 @@ static int split_line(struct csv_reader *r, const char *s, size_t n, enum state 
                 if (next_field(r, err) < 0)
                     return -1;
                 *state = FIELD_START;
+            } else if (s[i] == '\r') {
+                return bare_cr(r, err);
             } else {
                 return fail_at(r, r->lineno, (int)r->nfields, err, "text after the closing quote");
             }

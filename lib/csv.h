@@ -8,9 +8,14 @@
  * other byte: tab-separated files as GeoNames and many tools write them.
  *
  * Strict: a quote inside an unquoted field, text after a closing quote, a
- * quote never closed, a NUL byte or a byte not in the encoding is an error
- * naming file:line:column, the column being the field's number (from 1)
- * and the line the one the field is on. Nothing is dropped or repaired. */
+ * carriage return without a line feed outside quotes (a CR is data only in
+ * a quoted field), a quote never closed, a NUL byte or a byte not in the
+ * encoding is an error naming file:line:column, the column being the
+ * field's number (from 1) and the line the one the field is on. Nothing is
+ * dropped or repaired. A regular file must not change while it is read:
+ * at its end its size and mtime must be those it had when opened, or the
+ * end is an error naming its last line (a writer still at work leaves a
+ * last line cut short). */
 #ifndef ZB_CSV_H
 #define ZB_CSV_H
 
@@ -44,7 +49,8 @@ struct csv_reader *csv_open_stream(FILE *f, const char *name, const struct csv_o
                                    struct zb_err *err);
 
 /* Next record: 1 with *nfields UTF-8 strings in *fields (valid until the
- * next call; 0 fields for an empty line), 0 at the end, -1 on error. */
+ * next call; 0 fields for an empty line), 0 at the end, -1 on error. After
+ * the error that the file changed, it returns 0. */
 int csv_next(struct csv_reader *r, int *nfields, const char *const **fields, struct zb_err *err);
 
 /* Whether field i (from 0) of the last record was in quotes: "" and an

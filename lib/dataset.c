@@ -333,13 +333,19 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
     return rc;
 }
 
+void dataset_table_name(const struct dataset_conf *dc, const struct backend_conf *bc, char *name,
+                        size_t len)
+{
+    if (!strcmp(dc->name, DATASET_DEFAULT))
+        snprintf(name, len, "%s", bc->table);
+    else
+        snprintf(name, len, "%s_%s", dc->table ? dc->table : dc->name, bc->name);
+}
+
 struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
                               size_t len)
 {
-    if (!strcmp(d->conf->name, DATASET_DEFAULT))
-        snprintf(name, len, "%s", bc->table);
-    else
-        snprintf(name, len, "%s_%s", d->conf->table ? d->conf->table : d->conf->name, bc->name);
+    dataset_table_name(d->conf, bc, name, len);
     struct zb_table t = { .name = name, .ncols = d->ncols, .cols = d->col, .key = d->key,
                           .nindexes = 1, .indexes = { d->key } };
     if (!strcmp(d->conf->format, "kenall"))
@@ -424,6 +430,13 @@ static int check_row(struct dataset_reader *r, int n, const char *const *f, stru
                                 "have one%s", c->name, i == d->key ? " (the key)" : "");
             continue;
         }
+        size_t len = strlen(v);
+        if (i == d->key && (len == 0 || len > ZB_KEY_MAX))   /* no lookup could find the row */
+            return len ? csv_fail(r->csv, i + 1, err, "%s: the key is %zu bytes, more than the %d "
+                                  "a lookup can name (the server answers 414)", c->name, len,
+                                  ZB_KEY_MAX)
+                       : csv_fail(r->csv, i + 1, err, "%s: the key is empty (\"\"): no lookup "
+                                  "can name it (the server answers 400)", c->name);
         if ((c->type == ZB_INTEGER && !is_integer(v)) || (c->type == ZB_REAL && !is_real(v))) {
             char why[96] = "";
             if (d->inferred[i] && d->sampled)

@@ -12,7 +12,8 @@
  *
  * Rows come out checked against the types: a value that is not an integer
  * (or real) in such a column, a NULL in a NOT NULL column (the key is one),
- * or a row with too few or too many fields is an error naming
+ * a key no lookup can name (empty, or longer than ZB_KEY_MAX bytes), or a
+ * row with too few or too many fields is an error naming
  * file:line:column and the column's name. An empty unquoted field, or the
  * dataset's `null` text, is SQL NULL; "" (quoted) is an empty string. */
 #ifndef ZB_DATASET_H
@@ -24,6 +25,11 @@
 #include "conf.h"
 
 #define DATASET_DEFAULT "postal"
+
+/* The longest key a lookup may name, in bytes (UTF-8, as the server has it
+ * once percent-decoded): the server answers 414 past it, so the loader
+ * refuses a longer key, which no lookup could ever find. */
+#define ZB_KEY_MAX 255
 
 struct dataset {
     const struct dataset_conf *conf;
@@ -42,6 +48,10 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
 /* The dataset's table on backend bc: name written into name[len]. */
 struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
                               size_t len);
+/* Its name alone, from the config: the backend's own `table` for the
+ * postal dataset, TABLE_BACKEND for any other. */
+void dataset_table_name(const struct dataset_conf *dc, const struct backend_conf *bc, char *name,
+                        size_t len);
 
 /* The columns as a `columns =` value that gives them all ("id integer,
  * name text, ..."); inferred ones marked "(inferred)" when `mark`. */

@@ -1,13 +1,16 @@
 /* The four load modes.
  *
- * Rows go into <table>_load, a table nobody reads, and only when its row
+ * Rows go into <table>$load, a table nobody reads, and only when its row
  * count matches the file's is it swapped in for <table> in one atomic
- * step. A load killed or cut off half way leaves <table>_load behind and
+ * step. A load killed or cut off half way leaves <table>$load behind and
  * the old <table> as it was: nothing half-loaded is ever claimed complete.
  * A load holds the backend's load lock of <table> from before it drops a
- * leftover <table>_load to after the swap, so two loaders of one table
+ * leftover <table>$load to after the swap, so two loaders of one table
  * take turns (the second says it waits): each owns the staging table and
- * the swap, and one that exits 0 installed exactly its own rows. */
+ * the swap, and one that exits 0 installed exactly its own rows. The '$'
+ * of derived names (ZB_STAGING_SUFFIX) keeps them off every name a config
+ * can give; load_check_tables refuses two configured pairs that would
+ * share one table. */
 #include "load.h"
 
 #include <stdio.h>
@@ -196,10 +199,12 @@ static long long table_rows(struct backend *b, const char *table)
     return n;
 }
 
-/* An index's name: <table>_<i>_<tag>, the target table's name (the one
- * it keeps after the swap) and the load's tag of TAG_LEN characters. */
+/* An index's name: <table>$<i>$<tag>, the target table's name (the one
+ * it keeps after the swap) and the load's tag of TAG_LEN characters; in
+ * PostgreSQL and SQLite indexes share the tables' names, and the '$' keeps
+ * it off them too. */
 enum { TAG_LEN = 11 };
-#define INDEX_NAME_EXTRA (1 + 1 + 1 + TAG_LEN)   /* "_<i>_<tag>", i < 10 */
+#define INDEX_NAME_EXTRA (1 + 1 + 1 + TAG_LEN)   /* "$<i>$<tag>", i < 10 */
 
 static void load_tag(char *tag, size_t len)
 {
@@ -215,7 +220,7 @@ static int create_indexes(struct backend *b, const struct zb_table *table, const
     for (int i = 0; i < table->nindexes; i++) {
         char sql[512];
         const char *col = table->cols[table->indexes[i]].name;
-        snprintf(sql, sizeof sql, "CREATE INDEX %s_%d_%s ON %s (\"%s\")", target, i, tag,
+        snprintf(sql, sizeof sql, "CREATE INDEX %s$%d$%s ON %s (\"%s\")", target, i, tag,
                  table->name, col);
         if (b->drv->exec(b->db, sql, err) < 0)
             return -1;
@@ -231,12 +236,13 @@ int load_check_names(const struct backend_conf *bc, const struct load_opts *o, s
     if (!drv || drv->ident_max <= 0)
         return 0;
     size_t len = strlen(name), max = (size_t)drv->ident_max;
-    /* The longest derived name: an index's, else <table>_load / _old. */
-    size_t extra = strlen("_load") > strlen(ZB_SWAP_SUFFIX) ? strlen("_load") : strlen(ZB_SWAP_SUFFIX);
-    const char *longest = "_load";
+    /* The longest derived name: an index's, else the staging or old table's. */
+    size_t extra = strlen(ZB_STAGING_SUFFIX) > strlen(ZB_SWAP_SUFFIX) ? strlen(ZB_STAGING_SUFFIX)
+                                                                      : strlen(ZB_SWAP_SUFFIX);
+    const char *longest = ZB_STAGING_SUFFIX;
     if (table.nindexes > 0 && INDEX_NAME_EXTRA > extra) {
         extra = INDEX_NAME_EXTRA;
-        longest = "_<i>_<tag> (an index)";
+        longest = "$<i>$<tag> (an index)";
     }
     if (len + extra <= max)
         return 0;
@@ -246,6 +252,58 @@ int load_check_names(const struct backend_conf *bc, const struct load_opts *o, s
                    name, len, name, longest, len + extra, drv->name, max,
                    !strcmp(drv->name, "pg") ? "cut, which can make it the live table's name"
                                             : "refused", max - extra);
+}
+
+/* Whether a and b reach one database: the same driver and database (or
+ * file). Host and port are not compared: a pooler in front of a server
+ * (pg_bouncer) reaches the server's database by another port. */
+static bool same_database(const struct backend_conf *a, const struct backend_conf *b)
+{
+    const char *da = a->database ? a->database : a->path, *db = b->database ? b->database : b->path;
+    return !strcmp(a->driver, b->driver) && (da == db || (da && db && !strcmp(da, db)));
+}
+
+int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
+                      const struct load_opts *o, struct zb_err *err)
+{
+    const struct dataset_conf *mine = o->data->conf;
+    char name[160], other[160];
+    dataset_table_name(mine, bc, name, sizeof name);
+    for (int b = 0; b < conf->nbackends; b++) {
+        const struct backend_conf *ob = &conf->backend[b];
+        if (!same_database(bc, ob))
+            continue;
+        for (int d = 0; d < conf->ndatasets; d++) {
+            const struct dataset_conf *od = &conf->dataset[d];
+            /* One dataset on two backends of one database (pg and a pooler
+             * in front of it) is one table by design: the same rows. */
+            if (!strcmp(od->name, mine->name))
+                continue;
+            dataset_table_name(od, ob, other, sizeof other);
+            if (strcmp(name, other))
+                continue;
+            return zb_fail(err, ZB_ERR_INPUT, "%s: table %s of dataset %s on backend %s is also "
+                           "the table of dataset %s on backend %s (one %s database, %s): a load "
+                           "of either would replace the other's; nothing was changed: give one "
+                           "of them another name (table = in its [dataset] or [backend] section)",
+                           bc->name, name, mine->name, bc->name, od->name, ob->name, bc->driver,
+                           bc->database ? bc->database : bc->path ? bc->path : "(default)");
+        }
+    }
+    return 0;
+}
+
+/* Puts back a global setting that a load which did not end (killed with
+ * SIGKILL, before or while this one ran) left changed, and says so: each
+ * load does it when it starts and when it ends, so the setting is never
+ * left changed after the last load of a run. */
+static int put_back_abandoned(struct backend *b, struct zb_err *err)
+{
+    char note[512];
+    int got = b->drv->recover ? b->drv->recover(b->db, note, sizeof note, err) : 0;
+    if (got > 0)
+        fprintf(stderr, "loader: %s: %s\n", b->conf->name, note);
+    return got < 0 ? -1 : 0;
 }
 
 /* Takes the load lock of table, waiting (and saying so) while another
@@ -272,8 +330,8 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     const char *file = o->data->conf->file;
     char name[128], load_name[160], sql[8192], tag[32];
     struct zb_table table = dataset_table(o->data, bc, name, sizeof name);
-    struct zb_table load = table;  /* the same columns, in <table>_load */
-    snprintf(load_name, sizeof load_name, "%s_load", name);
+    struct zb_table load = table;  /* the same columns, in <table>$load */
+    snprintf(load_name, sizeof load_name, "%s" ZB_STAGING_SUFFIX, name);
     load.name = load_name;
     snprintf(res->table, sizeof res->table, "%s", name);
     /* A statement takes at most 32,766 parameters (SQLite's limit, the lowest). */
@@ -293,15 +351,9 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     snprintf(res->version, sizeof res->version, "%s", b.drv->version(b.db));
     if (take_load_lock(&b, name, err) < 0)
         goto out;
-    locked = true;   /* from here on, <table>_load is this load's own */
-    if (b.drv->recover) {   /* a setting a killed load left changed */
-        char note[512];
-        int got = b.drv->recover(b.db, note, sizeof note, err);
-        if (got < 0)
-            goto out;
-        if (got > 0)
-            fprintf(stderr, "loader: %s: %s\n", bc->name, note);
-    }
+    locked = true;   /* from here on, <table>$load is this load's own */
+    if (put_back_abandoned(&b, err) < 0)
+        goto out;
     if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
         goto out;
     if (!(src.r = dataset_open(o->data, err)))
@@ -404,6 +456,10 @@ out:
     if (rc < 0 && locked && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
         b.drv->exec(b.db, sql, NULL);
+    }
+    if (locked && b.drv->alive(b.db)) {   /* a load killed while this one ran */
+        struct zb_err ignored = { 0 };
+        put_back_abandoned(&b, &ignored);
     }
     dataset_close(src.r);
     backend_close(&b);

@@ -22,7 +22,7 @@ static const char usage[] =
     "dataset is a [dataset NAME] of the config: a file in Japan Post's KEN_ALL.CSV\n"
     "layout (format kenall) or any CSV (format csv: RFC 4180, with header,\n"
     "delimiter, quote and encoding options, its columns' types given or inferred\n"
-    "from a sample). The table is (re)created: rows go into a fresh <table>_load,\n"
+    "from a sample). The table is (re)created: rows go into a fresh <table>$load,\n"
     "which replaces <table> only once its row count matches the file, so a failed\n"
     "or interrupted load never leaves a table that looks complete. A file with no\n"
     "rows never replaces a table, and one with fewer rows than the table holds\n"
@@ -92,7 +92,8 @@ static const char usage[] =
     "Exit status: 0 when every load succeeded and matched the file's row count,\n"
     "1 when a load failed or was refused (the message names the file and line of\n"
     "a bad row; the old table is kept),\n"
-    "2 on bad usage or a bad config (a table name too long for a backend),\n"
+    "2 on bad usage or a bad config (a table name too long for a backend, or one\n"
+    "that is also another dataset's table on the same database),\n"
     "128+N when stopped by signal N.\n";
 
 static void report(const struct backend_conf *bc, const struct load_opts *o,
@@ -285,9 +286,11 @@ int main(int argc, char **argv)
         conf_free(&conf);
         return ZB_EXIT_USAGE;
     }
-    /* Every name a load derives must fit the backend, before any load starts. */
+    /* Every name a load derives must fit the backend, and its table be no
+     * other's, before any load starts. */
     for (int i = 0; i < nchosen && !describe; i++) {
-        if (load_check_names(chosen[i], &o, &err) < 0) {
+        if (load_check_names(chosen[i], &o, &err) < 0 ||
+            load_check_tables(&conf, chosen[i], &o, &err) < 0) {
             fprintf(stderr, "loader: %s\n", err.msg);
             conf_free(&conf);
             return ZB_EXIT_USAGE;

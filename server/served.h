@@ -25,8 +25,9 @@
 /* (dataset, backend) pairs the server can serve: --datasets times
  * --backends. */
 #define SRV_MAX_SERVED 32
-/* The longest key a request may name, in bytes after percent-decoding. */
-#define SRV_KEY_MAX 255
+/* The longest key a request may name, in bytes after percent-decoding: the
+ * loader's limit (lib/dataset.h), so every row loaded can be looked up. */
+#define SRV_KEY_MAX ZB_KEY_MAX
 
 /* How a request's key is checked before any database work: the postal
  * dataset's 7 digits, an integer key column's optional '-' and 1-18

@@ -142,10 +142,63 @@ START_TEST(long_lines_are_an_error)
 }
 END_TEST
 
+/* What would fail only once used is refused when the config is read, with
+ * its line: a table name SQL reserves (the SQL around it would not parse,
+ * after a whole load), a NUL byte (the value would end there), an empty
+ * value (an empty socket would win over host, and libpq would then try
+ * its own default socket). */
+START_TEST(values_that_would_fail_later)
+{
+    expect_error("[backend x]\ndriver = pg\ntable = select\n",
+                 ":3: table: 'select' is a word SQL reserves");
+    expect_error("[backend x]\ndriver = mysql\ntable = Order\n",
+                 ":3: table: 'Order' is a word SQL reserves");
+    /* A dataset's table on a backend is TABLE_BACKEND: current_date. */
+    expect_error("[backend date]\ndriver = pg\n\n[dataset current]\nfile = c.csv\n",
+                 ":5: [dataset current]: its table on backend date, current_date, is a word SQL "
+                 "reserves");
+    expect_error("[backend x]\ndriver = pg\nhost = 127.0.0.1\nsocket =\n",
+                 ":4: socket: empty value");
+    expect_error("[backend x]\ndriver = pg\nsocket = ${ZB_TEST_UNSET:-}\n",
+                 ":3: socket: empty value");
+    expect_error("[backend x]\ndriver = pg\napplication_name =\n",
+                 ":3: application_name: empty value");
+    /* A NUL byte (written by hand: the helpers take C strings). */
+    snprintf(path, sizeof path, "%s/nul.conf", test_dir("conf"));
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite("[backend x]\ndriver = sqlite\npath = a.sqlite\0.bak\n", 1, 50, f);
+    fclose(f);
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&c, path, &err), -1);
+    char want[1200];
+    snprintf(want, sizeof want, "%s:3: NUL byte at byte 16", path);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    conf_free(&c);
+    /* The same from the command line. */
+    ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(conf_set(&c, "pg", "socket", "", &err), -1);
+    ck_assert_msg(strstr(err.msg, "socket: empty value"), "%s", err.msg);
+    ck_assert_int_eq(conf_set(&c, "pg", "table", "user", &err), -1);
+    ck_assert_msg(strstr(err.msg, "'user' is a word SQL reserves"), "%s", err.msg);
+    conf_free(&c);
+    load_text(&c, "[backend date]\ndriver = pg\n\n[dataset current]\nfile = c.csv\ntable = cur\n",
+              &err);
+    conf_free(&c);
+    const char *sets[] = { "dataset.current.table=current" };
+    ck_assert_int_eq(conf_open(&c, path, sets, 1, &err), -1);
+    ck_assert_msg(strstr(err.msg, "--set dataset.current.table=current: ") &&
+                  strstr(err.msg, ":5: [dataset current]: its table on backend date, current_date"),
+                  "%s", err.msg);
+    conf_free(&c);
+}
+END_TEST
+
 Suite *suite_conf(void)
 {
     TCase *t = test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
-        long_lines_are_an_error));
+        long_lines_are_an_error, values_that_would_fail_later));
     return suite_of("conf", t, NULL);
 }

@@ -1,8 +1,10 @@
 /* The RFC 4180 reader: quoting, line ends inside fields, delimiters,
  * encodings, and errors that name file:line:column. */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "csv.h"
 #include "helpers.h"
@@ -146,10 +148,112 @@ START_TEST(errors_name_file_line_and_column)
 }
 END_TEST
 
+/* Lines end in CRLF or LF (RFC 4180). A carriage return not followed by a
+ * line feed is data only inside quotes; in an unquoted field it is an error
+ * naming the field, never a line end, never part of a value. */
+START_TEST(carriage_returns)
+{
+    char out[4096];
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(read_all("a,\"x\ry\"\r\n1,\"\r\"\n", NULL, out, sizeof out, &err), 2);
+    ck_assert_str_eq(out, "1:a|q:x\ry\n2:1|q:\r\n");
+    ck_assert_int_eq(read_all("a,b\r\n1,2\r\n", NULL, out, sizeof out, &err), 2);
+    ck_assert_str_eq(out, "1:a|b\n2:1|2\n");
+    const char *bare = ": carriage return (CR) without a line feed in an unquoted field";
+    char want[200];
+    /* A file whose lines end in CR alone: its first line end, not "no rows". */
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("a,b\rc,d\r", NULL, want);
+    snprintf(want, sizeof want, ":2:2%s", bare);
+    expect_error("a,b\r\n1,x\ry\r\n", NULL, want);
+    /* A trailing CR at the end of the file is not stored in the value. */
+    snprintf(want, sizeof want, ":2:2%s", bare);
+    expect_error("a,b\r\n1,2\r", NULL, want);
+    snprintf(want, sizeof want, ":2:1%s", bare);
+    expect_error("a,b\n\rx\n", NULL, want);
+    /* After a closing quote, a CR is the same error, not "text after the quote". */
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("a,\"b\"\rc\n", NULL, want);
+    /* Quotes read as text, and one record per line: the same rule. */
+    struct csv_opts tsv = { .delimiter = '\t', .no_quotes = true };
+    snprintf(want, sizeof want, ":1:2%s", bare);
+    expect_error("1\tx\ry\n", &tsv, want);
+    struct csv_opts one = { .one_line = true };
+    expect_error("1,x\ry\r\n", &one, want);
+}
+END_TEST
+
+/* Appends text to the file at path. */
+static void append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "ab");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Opens text as a file, lets change() alter it, then reads every record:
+ * the record count, or -1 with err. */
+static long read_changed(const char *text, void (*change)(const char *path), char *out,
+                         size_t len, struct zb_err *err)
+{
+    struct csv_reader *r = csv_open(file_with("grow.csv", text), NULL, err);
+    ck_assert_ptr_nonnull(r);
+    change(path);
+    int n, rc;
+    const char *const *f;
+    long records = 0;
+    size_t k = 0;
+    out[0] = 0;
+    while ((rc = csv_next(r, &n, &f, err)) == 1) {
+        for (int i = 0; i < n; i++)
+            k += (size_t)snprintf(out + k, len - k, "%s%s", i ? "|" : "", f[i]);
+        k += (size_t)snprintf(out + k, len - k, "\n");
+        records++;
+    }
+    csv_close(r);
+    return rc < 0 ? -1 : records;
+}
+
+static void torn_line(const char *p) { append(p, "4"); }
+static void whole_line(const char *p) { append(p, "3,4\n"); }
+static void nothing(const char *p) { (void)p; }
+static void rewritten(const char *p)
+{
+    write_file(p, "a,b\n5,6\n");
+    struct timespec times[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+    ck_assert_int_eq(utimensat(AT_FDCWD, p, times, 0), 0);
+}
+
+/* A file written while it is read is refused at its end, naming the last
+ * line: its last line may be cut where the writer had got to ("3," of
+ * "3,400"), and its rows are of no one version of the file. A file that
+ * did not change is read whole, a last line without a line end too. */
+START_TEST(a_file_that_changes_while_read)
+{
+    char out[4096], want[1200];
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(read_changed("a,b\n1,2\n3,", torn_line, out, sizeof out, &err), -1);
+    snprintf(want, sizeof want, "%s:3: the file changed while it was read (10 bytes when opened, "
+             "11 now)", path);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s (read: %s)", want, err.msg, out);
+    ck_assert_int_eq(read_changed("a,b\n1,2\n", whole_line, out, sizeof out, &err), -1);
+    snprintf(want, sizeof want, "%s:3: the file changed while it was read (8 bytes when opened, "
+             "12 now)", path);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    ck_assert_int_eq(read_changed("a,b\n1,2\n", rewritten, out, sizeof out, &err), -1);
+    snprintf(want, sizeof want, "%s:2: the file changed while it was read (rewritten: 8 bytes "
+             "then and now, modified since it was opened)", path);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    ck_assert_int_eq(read_changed("a,b\n1,2\n3,4", nothing, out, sizeof out, &err), 3);
+    ck_assert_str_eq(out, "a|b\n1|2\n3|4\n");
+}
+END_TEST
+
 Suite *suite_csv(void)
 {
     TCase *t = test_case("reader", NULL, NULL, 0, TESTS(
         rfc4180_records, delimiters_and_quotes_as_text, encodings,
-        errors_name_file_line_and_column));
+        errors_name_file_line_and_column, carriage_returns, a_file_that_changes_while_read));
     return suite_of("csv", t, NULL);
 }

@@ -42,6 +42,9 @@ END_TEST
 START_TEST(csv_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/csv", fuzz_csv), 0); }
 END_TEST
 
+START_TEST(conf_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/conf", fuzz_conf), 0); }
+END_TEST
+
 START_TEST(http_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/http", fuzz_http), 0); }
 END_TEST
 
@@ -54,6 +57,6 @@ END_TEST
 Suite *suite_fuzz(void)
 {
     TCase *t = test_case("corpus", NULL, NULL, 60, TESTS(
-        kenall_corpus, csv_corpus, http_corpus, resp_corpus, hdrlog_corpus));
+        kenall_corpus, csv_corpus, conf_corpus, http_corpus, resp_corpus, hdrlog_corpus));
     return suite_of("fuzz", t, NULL);
 }

@@ -10,6 +10,8 @@
 
 int fuzz_kenall(const uint8_t *data, size_t size);
 int fuzz_csv(const uint8_t *data, size_t size);
+/* The config file (lib/conf.c). */
+int fuzz_conf(const uint8_t *data, size_t size);
 /* Starts the server's HTTP daemon in-process at first call (fuzz_http.c). */
 int fuzz_http(const uint8_t *data, size_t size);
 /* loadgen's response parser, and its HdrHistogram log reader. */
