@@ -11,6 +11,7 @@ PKGS     := libmicrohttpd sqlite3 libpq libmariadb apr-1 apr-util-1 inih check o
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   ?=
+VERSION  := $(shell cat VERSION)
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g $(OPT) -Ilib $(PKG_CFLAGS) -MMD -MP
 LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
@@ -35,6 +36,10 @@ all: $(foreach p,$(PROGRAMS),$(if $(wildcard $(DIR_$(p))/*.c),$(BIN)/$(p)))
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The one place the version enters the code (lib/cli.c's zb_version).
+$(BUILD)/obj/lib/cli.o: CFLAGS += -DZB_VERSION='"$(VERSION)"'
+$(BUILD)/obj/lib/cli.o: VERSION
 
 $(LIBZB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

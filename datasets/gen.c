@@ -175,7 +175,7 @@ int main(int argc, const char *const *argv)
     static const apr_getopt_option_t opts[] = {
         { "rows", 'n', 1, "rows" }, { "seed", 's', 1, "seed" },     { "sjis", 'J', 0, "sjis" },
         { "lf", 'L', 0, "lf" },     { "truth", 'T', 1, "truth" },   { "output", 'o', 1, "out" },
-        { "help", 'h', 0, "help" }, { NULL, 0, 0, NULL },
+        { "help", 'h', 0, "help" }, { "version", 'V', 0, "version" }, { NULL, 0, 0, NULL },
     };
     apr_getopt_t *g;
     apr_getopt_init(&g, pool, argc, argv);
@@ -194,6 +194,7 @@ int main(int argc, const char *const *argv)
         case 'T': truth_path = arg; break;
         case 'o': out_path = arg; break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        case 'V': cli_version("gen", NULL); return ZB_EXIT_OK;
         }
     }
     if (st != APR_EOF)

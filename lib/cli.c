@@ -61,3 +61,11 @@ sigset_t cli_stop_signals(void)
     signal(SIGPIPE, SIG_IGN);
     return sigs;
 }
+
+const char zb_version[] = ZB_VERSION;
+
+void cli_version(const char *prog, const char *extra)
+{
+    printf("%s (zipbench) %s%s%s%s\n", prog, zb_version, extra ? " (" : "", extra ? extra : "",
+           extra ? ")" : "");
+}

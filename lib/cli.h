@@ -26,6 +26,12 @@ int cli_choice(const char *prog, const char *flag, const char *arg, const char *
  * ZB_EXIT_USAGE. */
 int cli_usage_error(const char *prog);
 
+/* The project's one version (the tree's VERSION file), which every
+ * program's -V/--version prints: "PROG (zipbench) 0.9.0". extra, when not
+ * NULL, follows in parentheses (the libraries a program was built with). */
+extern const char zb_version[];
+void cli_version(const char *prog, const char *extra);
+
 /* For a program that stops on SIGINT or SIGTERM by sigwait: blocks both in
  * this thread and in every thread it starts afterwards (they inherit the
  * mask), ignores SIGPIPE (a peer gone shows as EPIPE), and returns the set

@@ -161,6 +161,7 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, O_JSON },        { "quiet", no_argument, NULL, 'q' },
         { "limit", required_argument, NULL, O_LIMIT }, { "allow-shrink", no_argument, NULL, O_SHRINK },
         { "describe", no_argument, NULL, O_DESCRIBE }, { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { "write-keys", required_argument, NULL, O_WRITE_KEYS },
         { NULL, 0, NULL, 0 },
     };
@@ -173,7 +174,7 @@ int main(int argc, char **argv)
     bool json = false;
     int ch;
     long n;
-    while ((ch = getopt_long(argc, argv, "f:b:m:B:c:qh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "f:b:m:B:c:qhV", longopts, NULL)) != -1) {
         const char *arg = optarg;
         switch (ch) {
         case 'f': dataset = arg; break;
@@ -219,6 +220,7 @@ int main(int argc, char **argv)
         case O_JSON: json = true; break;
         case 'q': o.quiet = true; break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        case 'V': cli_version("loader", NULL); return ZB_EXIT_OK;
         default: return cli_usage_error("loader");   /* getopt_long said what was wrong */
         }
     }

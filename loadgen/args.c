@@ -447,8 +447,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case 'f': cfg->tls_protocol = arg; break;
         case 'E': cfg->client_cert = arg; break;
         case 'V':
-            printf("loadgen %s (ab-compatible flags, epoll engine, %s)\n", LOADGEN_VERSION,
-                   tls_library());
+            cli_version("loadgen", tls_library());
             exit(ZB_EXIT_OK);
         case 'h':
             fputs(loadgen_usage, stdout);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "cli.h"
 #include "loadgen.h"
 
 #define V2_COOKIE 0x1c849313u             /* V2EncodingCookieBase | 0x10 */
@@ -344,7 +345,7 @@ void hdrlog_header(FILE *f, double start_epoch_s, double interval_s, const char 
     fprintf(f, "#[Histogram log format version 1.3]\n");
     fprintf(f, "#[StartTime: %.3f (seconds since epoch), %s]\n", start_epoch_s, when);
     fprintf(f, "#[BaseTime: %.3f (seconds since epoch)]\n", start_epoch_s);
-    fprintf(f, "#[loadgen %s: values in ns, Interval_Max in ms]\n", LOADGEN_VERSION);
+    fprintf(f, "#[loadgen %s: values in ns, Interval_Max in ms]\n", zb_version);
     fprintf(f, "#[loadgen interval: %.3f s]\n", interval_s);
     fprintf(f, "#[loadgen command: %s]\n", cmdline);
     fprintf(f, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\","

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "loadgen.h"
 #include "util.h"
 
@@ -353,7 +354,7 @@ int request_build(struct request *r, const struct config *cfg, const struct targ
         bad = bad || append(&buf, &len, &cap, "Host: %s%s%s%s\r\n", v6 ? "[" : "", t->host,
                             v6 ? "]" : "", port) < 0;
     if (!user_has(cfg, "User-Agent"))
-        bad = bad || append(&buf, &len, &cap, "User-Agent: loadgen/%s\r\n", LOADGEN_VERSION) < 0;
+        bad = bad || append(&buf, &len, &cap, "User-Agent: loadgen/%s\r\n", zb_version) < 0;
     if (!user_has(cfg, "Accept"))
         bad = bad || append(&buf, &len, &cap, "Accept: */*\r\n") < 0;
     if (!cfg->keepalive && !user_has(cfg, "Connection"))

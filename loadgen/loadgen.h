@@ -15,7 +15,6 @@
 
 #include "hist.h"
 
-#define LOADGEN_VERSION "1.1"
 #define HEAD_MAX 8192          /* response head bigger than this: exception */
 #define MAX_HEADERS 64         /* -H lines */
 #define MAX_ADDRS 16           /* addresses of one name tried */
@@ -260,7 +259,7 @@ struct provenance {
     char hostname[256];
     char cpu_model[256];       /* /proc/cpuinfo's model name (else the machine) */
     char kernel[512];          /* "Linux 6.1.0-18-amd64 x86_64" */
-    char loadgen[64];          /* LOADGEN_VERSION */
+    char loadgen[64];          /* zb_version */
 };
 /* This machine and this loadgen; a field it cannot read stays "". */
 void provenance_here(struct provenance *p);

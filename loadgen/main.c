@@ -352,7 +352,7 @@ static int run(struct config *cfg)
     }
     if (!cfg->json) {
         FILE *out = report_out(cfg);
-        fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", LOADGEN_VERSION);
+        fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", zb_version);
         fprintf(out, "Benchmarking %s ", tgt.host);
         if (cfg->proxy)
             fprintf(out, "[through %s:%d] ", tgt.connect_host, tgt.connect_port);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "cli.h"
 #include "loadgen.h"
 
 /* The value of the first "key<tabs>: value" line of /proc/cpuinfo with one
@@ -43,7 +44,7 @@ static bool cpuinfo_model(char *out, size_t outlen)
 void provenance_here(struct provenance *p)
 {
     memset(p, 0, sizeof *p);
-    snprintf(p->loadgen, sizeof p->loadgen, "%s", LOADGEN_VERSION);
+    snprintf(p->loadgen, sizeof p->loadgen, "%s", zb_version);
     struct utsname u;
     bool named = uname(&u) == 0;
     if (named) {

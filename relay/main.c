@@ -132,7 +132,7 @@ int main(int argc, char **argv)
                 return ZB_EXIT_USAGE;
             break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
-        case 'V': puts("zipbench relay 0.1"); return ZB_EXIT_OK;
+        case 'V': cli_version("relay", NULL); return ZB_EXIT_OK;
         default: return cli_usage_error("relay");
         }
     }

@@ -25,7 +25,6 @@
 #include "cli.h"
 #include "server.h"
 
-#define VERSION "0.2"
 
 static const char usage[] =
 "NAME\n"
@@ -353,10 +352,14 @@ static int parse_flags(int argc, const char *const *argv, apr_pool_t *pool, stru
             break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
         case 'V':
-            printf("zipbench server %s (libmicrohttpd %s, APR %s, APR-util %s, SQLite %s, "
-                   "libpq %d)\n", VERSION, MHD_get_version(), apr_version_string(),
-                   apu_version_string(), sqlite3_libversion(), PQlibVersion());
+        {
+            char libs[256];
+            snprintf(libs, sizeof libs, "libmicrohttpd %s, APR %s, APR-util %s, SQLite %s, libpq %d",
+                     MHD_get_version(), apr_version_string(), apu_version_string(),
+                     sqlite3_libversion(), PQlibVersion());
+            cli_version("server", libs);
             return ZB_EXIT_OK;
+        }
         }
     }
     if (st != APR_EOF)

@@ -249,6 +249,7 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, O_JSON },        { "markdown", no_argument, NULL, O_MARKDOWN },
         { "dataset", required_argument, NULL, O_DATASET }, { "users", required_argument, NULL, O_USERS },
         { "sync", required_argument, NULL, O_SYNC },  { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct sb_opts o = { .prefix = "sb_", .scratch = "build/bench", .dataset = "build/ken_all.csv",
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
     enum sb_format fmt = SB_TEXT;
     int ch;
     /* glibc's getopt_long permutes: "sqlbench all --quick" works. */
-    while ((ch = getopt_long(argc, argv, "b:r:c:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "b:r:c:hV", longopts, NULL)) != -1) {
         switch (ch) {
         case 'b': backends = optarg; break;
         case O_SCALE:
@@ -316,6 +317,7 @@ int main(int argc, char **argv)
         case O_JSON: fmt = SB_JSON; break;
         case O_MARKDOWN: fmt = SB_MARKDOWN; break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        case 'V': cli_version("sqlbench", NULL); return ZB_EXIT_OK;
         default: return usage_error();   /* getopt_long said what was wrong */
         }
     }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "cli.h"
 #include "loadgen.h"
 
 /* ---- the server ---- */
@@ -1594,7 +1595,7 @@ START_TEST(json_provenance)
     provenance_str("cpu_model", v, sizeof v);
     ck_assert_msg(strcmp(v, "null") && v[0], "cpu_model '%s'", v);
     provenance_str("loadgen", v, sizeof v);
-    ck_assert_str_eq(v, LOADGEN_VERSION);
+    ck_assert_str_eq(v, zb_version);
     /* Two agents on one machine: it is named once. */
     rc = loadgen("merge --json %s %s", log, log);
     ck_assert_msg(rc == 0, "merge rc %d: %s", rc, OUT);
