@@ -149,6 +149,10 @@ fuzz:
 bench: all dataset
 	scripts/bench
 
+# Man pages from the help texts: build/man/zipbench.1 and zipbench-CMD.1.
+man: all
+	node bench/man.mjs $(BUILD)/man
+
 # The main job: load the real list into SQLite, serve it, measure it.
 run: all dataset
 	scripts/run
@@ -156,5 +160,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize valgrind fuzz bench clean dataset run hdrjs
+.PHONY: all test sanitize valgrind fuzz bench clean dataset run hdrjs man
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
