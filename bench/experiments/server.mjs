@@ -1,43 +1,45 @@
-// Experiment 2: the lookup server under load. req/s of GET /zip/B/random
-// for every backend and connection strategy at c 1, 10 and 100, with ab
-// and loadgen, next to nginx serving a static file of the size of a
-// typical answer, in the same run; and what the server's own targets
-// (issue 12) ask for: the server's and the database's CPU per request
-// (/proc around each run), the share of each server thread (20 fresh
-// bursts of connections), the spread of the pooled cells, pgbench on the
-// same PostgreSQL, and one backend's rate while another is under load;
-// and the server over HTTPS (--tls-cert/--tls-key), keep-alive and a full
-// handshake per request, next to nginx's HTTPS on the same certificate.
+// Experiment 2: the lookup server under load. Answered lookups per second
+// of GET /zip/B/{key} for every backend and connection strategy at c 1, 10
+// and 100 (loadgen; ab at c 10, the 2008 study's tool), next to nginx
+// serving a static file of the size of a typical answer and pgbench on the
+// same PostgreSQL and table, in the same run. Beside each rate, the CPU
+// each tier spent per answered lookup (loadgen, the server, the database:
+// /proc around each run). The c 10 figures (the 2008 study's setting) are
+// the headline: they get more runs, so their 95% intervals reach +-5%, and
+// every comparison of two cells is a ratio of the same rounds (rank.mjs),
+// named a win only where its interval excludes 1. The headline's figures
+// go to DIR/data/answer.json, which RESULTS.md's answer is made from. Also:
+// the share of each server thread (fresh bursts of connections), one
+// backend's rate while another is under load, and HTTPS, keep-alive and a
+// full handshake per request, next to nginx's HTTPS on the same certificate.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
-import { table, fmtRatio, fmtPct } from '../lib/table.mjs';
+import { table, fmtPct } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
 import { run, sleep } from '../lib/run.mjs';
-import { get, getJSON, status } from '../lib/http.mjs';
+import { get, getJSON } from '../lib/http.mjs';
 import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
 import { ab, loadgen, warmRun } from '../lib/clients.mjs';
-import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
+import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote, cellErrors } from '../lib/goodput.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
 import { median } from '../lib/stats.mjs';
-import { clockTicks, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
+import { ratioOf, verdict, ranking, rankingText, extraSummary } from '../lib/rank.mjs';
+import { provenance } from '../lib/provenance.mjs';
+import { clockTicks, nproc, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { programs } from '../lib/machine.mjs';
-import { explain } from '../lib/calibration.mjs';
+import { explain, loadCalibration } from '../lib/calibration.mjs';
 
-// The connection strategies the running server offers, per backend: the
-// query parameter that picks each. A server that knows ?strategy= answers
-// an unknown one with 400; one that does not has ?persistent= only.
-async function strategies(port, backends) {
-  const known = (await status(port, `/zip/${backends[0]}/random?strategy=no-such-strategy`)) === 400;
-  const out = {};
-  for (const b of backends) {
-    if (!known) { out[b] = [['pooled', 'persistent=1'], ['per-request', 'persistent=0']]; continue; }
-    out[b] = [['pooled', 'strategy=pooled'], ['per-request', 'strategy=per-request']];
-    if ((await status(port, `/zip/${b}/random?strategy=pipelined`)) === 200) out[b].push(['pipelined', 'strategy=pipelined']);
-  }
-  return out;
-}
+// The connection strategies of each backend, as the server names them
+// (?strategy=): pipelining is PostgreSQL's alone (the server's --help).
+const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined'] : [])];
+
+// The headline: the cells at this concurrency (the 2008 study's) are
+// repeated until their 95% interval is within the target, up to this many
+// runs; the others stop at the experiment's --max-runs.
+const HEADLINE_C = 10;
+const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30 };
 
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
 
@@ -76,117 +78,154 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const nginxUrl = `http://127.0.0.1:${ng.port}/lookup.json`;
   const nginxPid = pidInFile(ng.pidFile);
   if (!nginxPid) throw new Error(`nginx: no pid in ${ng.pidFile}`);
-  const strat = await strategies(port, avail);
   const pids = await dbPids(ctx);
   // CPU ticks of what serves each target: the server or nginx, and the database.
   const serverTicks = target => (target === 'nginx' ? treeTicks(nginxPid) : processTicks(srv.pid));
   const dbTicks = target => (target === 'pg' ? treeTicks(pids.pg)
     : target === 'innodb' || target === 'myisam' ? processTicks(pids.mariadb) : 0);
 
-  const tools = fs.existsSync(ctx.bin('loadgen')) ? ['ab', 'loadgen'] : ['ab'];
+  const haveLoadgen = fs.existsSync(ctx.bin('loadgen'));
+  const tool = haveLoadgen ? 'loadgen' : 'ab';
   const cells = new Cells(ctx, 'server');
   // The server's own count of why it gave 503s (overload, down), per
   // backend, where its /stats has those counters.
   const split = async (p, b) => serverSplit((await getJSON(p, '/stats'))?.backends?.find(x => x.name === b));
-  const measure = (key, tool, target, url, c) => cells.add(key, async () => {
+  const measure = (key, client, target, url, c) => cells.add(key, async () => {
     const s0 = serverTicks(target), d0 = dbTicks(target);
     const before = target === 'nginx' ? null : await split(port, target);
-    const r = tool === 'ab' ? await ab(ctx, { url: url.replace('{key}', 'random'), c, seconds })
-                            : await loadgen(ctx, { url, c, seconds, keys });
+    const r = client === 'ab' ? await ab(ctx, { url: url.replace('{key}', 'random'), c, seconds })
+                              : await loadgen(ctx, { url, c, seconds, keys });
     const server = before ? splitDelta(before, await split(port, target)) : null;
-    return rateRun(r, { server }, r && { serverUs: ticksToUs(serverTicks(target) - s0, r.completed),
-                                         dbUs: ticksToUs(dbTicks(target) - d0, r.completed) });
-  }, { warm: () => warmRun(ctx, { url, c, keys }) });
-  for (const tool of tools) for (const c of levels) {
-    measure(`${tool} nginx - ${c}`, tool, 'nginx', nginxUrl, c);
-    for (const b of avail) for (const [s, q] of strat[b])
-      measure(`${tool} ${b} ${s} ${c}`, tool, b, `http://127.0.0.1:${port}/zip/${b}/{key}?${q}`, c);
+    const g = rateRun(r, { server });
+    if (!r) return g;
+    const answered = g.value * r.seconds;
+    return { ...g, serverUs: ticksToUs(serverTicks(target) - s0, answered),
+             dbUs: target === 'nginx' || target === 'sqlite' ? NaN : ticksToUs(dbTicks(target) - d0, answered),
+             clientUs: Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq * r.completed / (answered || NaN) : NaN };
+  }, { warm: () => warmRun(ctx, { url, c, keys }), ...(c === HEADLINE_C && client === tool && !ctx.quick ? HEADLINE_RUNS : {}) });
+  const targets = ['nginx', ...avail];
+  const rowsOf = t => (t === 'nginx' ? [['nginx', '-']] : strategiesOf(t).map(s => [t, s]));
+  const urlOf = (b, s) => (b === 'nginx' ? nginxUrl : `http://127.0.0.1:${port}/zip/${b}/{key}?strategy=${s}`);
+  // loadgen at every level; ab, the 2008 study's client, at c 10 beside it.
+  for (const c of levels) for (const t of targets) for (const [b, s] of rowsOf(t)) {
+    measure(`${tool} ${b} ${s} ${c}`, tool, b, urlOf(b, s), c);
+    if (tool !== 'ab' && c === HEADLINE_C) measure(`ab ${b} ${s} ${c}`, 'ab', b, urlOf(b, s), c);
   }
   // HTTPS: a second server with --tls-cert/--tls-key on scripts/nginx's
   // certificate (self-signed P-256), SQLite and pg pooled at c 10, with
   // keep-alive and with a new connection (a full handshake) per request,
   // next to nginx's HTTPS listener serving the same static file.
   const https = await httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid });
-  // pgbench on the same PostgreSQL, interleaved with the cells above.
-  const pgb = avail.includes('pg') ? await pgbenchCells(ctx, cells, work, keys, seconds) : null;
+  // pgbench on the same PostgreSQL and table, interleaved with the cells above.
+  const pgb = avail.includes('pg') ? await pgbenchCells(ctx, cells, work, keys, seconds, pids) : null;
   // Isolation: SQLite pooled while pg per-request runs at c 10 on the same server.
-  const iso = avail.includes('sqlite') && avail.includes('pg') && tools.includes('loadgen');
+  const iso = avail.includes('sqlite') && avail.includes('pg') && haveLoadgen;
   if (iso)
     cells.add('isolation sqlite pooled 10', async () => {
-      const [, q] = strat.pg.find(x => x[0] === 'per-request');
-      const [, qs] = strat.sqlite.find(x => x[0] === 'pooled');
-      const other = loadgen(ctx, { url: `http://127.0.0.1:${port}/zip/pg/{key}?${q}`, c: 10, seconds: seconds + 1, keys });
+      const other = loadgen(ctx, { url: urlOf('pg', 'per-request'), c: 10, seconds: seconds + 1, keys });
       await sleep(300);
-      const r = await loadgen(ctx, { url: `http://127.0.0.1:${port}/zip/sqlite/{key}?${qs}`, c: 10, seconds, keys });
+      const r = await loadgen(ctx, { url: urlOf('sqlite', 'pooled'), c: 10, seconds, keys });
       await other;
       return rateRun(r);
-    }, { warm: () => warmRun(ctx, { url: `http://127.0.0.1:${port}/zip/sqlite/{key}?${strat.sqlite.find(x => x[0] === 'pooled')[1]}`, c: 10, keys }) });
+    }, { warm: () => warmRun(ctx, { url: urlOf('sqlite', 'pooled'), c: 10, keys }) });
   await cells.measure();
   const stats = await getJSON(port, '/stats');
   const threads = stats?.server?.threads ?? 2;
-  const balance = await balanceRuns(ctx, port, srv, avail.filter(b => b === 'sqlite' || b === 'pg'), strat, keys, threads);
+  const balance = await balanceRuns(ctx, port, srv, avail.filter(b => b === 'sqlite' || b === 'pg'), keys, threads);
   const version = (await run(ctx.bin('server'), ['-V'])).stdout.trim();
 
   const cell = k => cells.get(k);
-  const med = k => cells.median(k);
+  const key = (b, s, c, t = tool) => `${t} ${b} ${s} ${c}`;
   const lines = ['## Experiment 2: the lookup server (build/bin/server), req/s', '',
     `Command: \`${ctx.command('server')}\`. Server: \`${version}\`, ${threads} threads; ` +
     'client, server and databases share the machine.',
     `Data: \`${ctx.dataset}\` loaded into the bench's own tables (\`bench_lookup*\`, \`${path.relative(ctx.root, benchSqlite(ctx, 'lookup'))}\`); ` +
     `keys \`${keys}\` (${countLines(keys)} codes). Backends: ${avail.join(', ')}.` +
     (skipped.length ? ` Skipped (database not up): ${skipped.join(', ')}.` : ''),
-    `Each run: ${seconds} s, HTTP keep-alive; the runs of all cells interleaved. Strategies: ` +
-    [...new Set(avail.flatMap(b => strat[b].map(([s, q]) => `${s} = \`?${q}\``)))].join(', ') + '.',
-    `- ab: \`ab -q -k -c C -t ${seconds} -n 50000000 'http://127.0.0.1:${port}/zip/B/random?STRATEGY'\` ` +
+    `Each run: ${seconds} s, HTTP keep-alive, after a warm-up at its concurrency; the runs of all cells interleaved, ` +
+    `round by round. The c=${HEADLINE_C} cells are repeated until their 95% interval is within ` +
+    `+-${Math.round(100 * ctx.repeat.target)}% (${HEADLINE_RUNS.minRuns}-${HEADLINE_RUNS.maxRuns} runs), the others up to ` +
+    `${ctx.repeat.maxRuns}. Strategies: \`?strategy=pooled\`, \`per-request\`, \`pipelined\` (pg only).`,
+    `- loadgen: \`build/bin/loadgen -q -k -c C -t ${seconds} --keys ${keys} --json 'http://127.0.0.1:${port}/zip/B/{key}?strategy=S'\`.`,
+    `- ab (c ${HEADLINE_C}): \`ab -q -k -c ${HEADLINE_C} -t ${seconds} -n 50000000 'http://127.0.0.1:${port}/zip/B/random?strategy=S'\` ` +
     '(the server draws the key; ab counts bodies of another length than the first as failed: ignored, non-2xx shown).',
-    `- loadgen: \`build/bin/loadgen -q -k -c C -t ${seconds} --keys ${keys} --json 'http://127.0.0.1:${port}/zip/B/{key}?STRATEGY'\`.`,
     `- nginx (\`scripts/nginx\`, one worker per core, keep-alive) serving a static ${size}-byte file ` +
     '(the median size of a lookup answer here), same clients, same run.', ''];
-  const rowsOf = b => (b === 'nginx' ? [['nginx', '-']] : strat[b].map(([s]) => [b, s]));
-  const targets = ['nginx', ...avail];
-  // The errors column: per level, the errors of the row's cells by kind.
+  const rateCells = [];
   const errCol = keysByLevel => keysByLevel.map(([c, k]) => (fmtErrors(cell(k)) ? `c=${c}: ${fmtErrors(cell(k))}` : ''))
     .filter(Boolean).join('; ');
-  const rateCells = [];
-  for (const tool of tools) {
-    lines.push(`### ${tool}: answered lookups per second (goodput)`, '');
-    const head = ['backend', 'connection', ...levels.map(c => `c=${c}`)];
-    const rows = [], ratios = [];
-    for (const t of targets) for (const [b, s] of rowsOf(t)) {
-      const label = b === 'nginx' ? `nginx (static ${size} B)` : b;
-      const k = c => `${tool} ${b} ${s} ${c}`;
-      rateCells.push(...levels.map(c => cell(k(c))));
-      rows.push([label, s, ...levels.map(c => fmtCell(cell(k(c)))), errCol(levels.map(c => [c, k(c)]))]);
-      if (b !== 'nginx')
-        ratios.push([b, s, ...levels.map(c => fmtRatio(med(`${tool} ${b} ${s} ${c}`) / med(`${tool} nginx - ${c}`)))]);
-    }
-    lines.push(table([...head, 'errors'], rows, 'll' + 'r'.repeat(levels.length) + 'l'),
-               'Ratio server/nginx (medians):', '', table(head, ratios, 'll' + 'r'.repeat(levels.length)));
+  const width = c => (c && c.values.length && Number.isFinite(c.summary.halfWidth) ? `+-${(100 * c.summary.halfWidth).toFixed(1)}%` : '-');
+  lines.push(`### ${tool}: answered lookups per second (goodput)`, '');
+  const head = ['backend', 'strategy', ...levels.flatMap(c => [`c=${c}`, 'width'])];
+  const rows = [];
+  for (const t of targets) for (const [b, s] of rowsOf(t)) {
+    const label = b === 'nginx' ? `nginx (static ${size} B)` : b;
+    rateCells.push(...levels.map(c => cell(key(b, s, c))));
+    rows.push([label, s, ...levels.flatMap(c => [fmtCell(cell(key(b, s, c))), width(cell(key(b, s, c)))]),
+               errCol(levels.map(c => [c, key(b, s, c)]))]);
   }
-  lines.push(errorNote(rateCells.filter(Boolean)), '', cells.machineNote(), '');
+  lines.push(table([...head, 'errors'], rows, 'll' + 'rr'.repeat(levels.length) + 'l'),
+    '*width*: the wider side of the 95% interval, as a share of the median.', '');
 
-  // CPU per request, from /proc around each run (loadgen's runs where it ran).
-  const tool = tools[tools.length - 1];
-  const cpuOf = (k, field) => { const c = cell(k); return c && c.extras.length ? median(c.extras.map(e => e[field])) : NaN; };
+  // The ranking at each level: a '>' only where the same-round ratio of a
+  // cell over the next one excludes 1.
+  const backendKeys = c => targets.flatMap(t => rowsOf(t).map(([b, s]) => key(b, s, c)));
+  const label = k => { const [, b, s] = k.split(' '); return b === 'nginx' ? 'nginx (static)' : `${b} ${s}`; };
+  const ranks = Object.fromEntries(levels.map(c => [c, ranking(cells, backendKeys(c))]));
+  lines.push('### Ranking, from the same rounds', '',
+    '`>`: faster than the next, the 95% interval of their same-round ratio above 1; `~`: no clear difference.', '',
+    ...levels.map(c => `- c=${c}: ${rankingText(ranks[c], label)}`), '');
+
+  // Against nginx, and each backend's pooled against per-request, same rounds.
+  const ratioRows = [];
+  for (const b of avail) for (const s of strategiesOf(b))
+    ratioRows.push([b, s, ...levels.map(c => fmtRatioCI(ratioOf(cells, key(b, s, c), key('nginx', '-', c))))]);
+  lines.push('### Over nginx serving the same bytes (same-round ratio [95% CI])', '',
+             table(['backend', 'strategy', ...levels.map(c => `c=${c}`)], ratioRows, 'll' + 'r'.repeat(levels.length)));
+  const connRows = avail.map(b => [b, ...levels.map(c => {
+    const r = ratioOf(cells, key(b, 'pooled', c), key(b, 'per-request', c));
+    return `${fmtRatioCI(r)}${verdict(r) === '~' ? ' (no clear difference)' : ''}`;
+  })]);
+  lines.push('### Pooled over per-request (same-round ratio [95% CI]): what a connection per request costs', '',
+             table(['backend', ...levels.map(c => `c=${c}`)], connRows, 'l' + 'r'.repeat(levels.length)));
+
+  // CPU per answered lookup, per tier, with intervals; the capacity they imply.
   const us = x => (Number.isFinite(x) ? x.toFixed(1) : '-');
-  const c10 = levels.includes(10) ? 10 : levels[0];
+  const usCI = x => (Number.isFinite(x.lo) ? `${us(x.median)} [${us(x.lo)}-${us(x.hi)}]` : us(x.median));
+  const cores = nproc();
+  const cpuRow = (lab, s, k) => {
+    const c = cell(k);
+    const cl = extraSummary(c, 'clientUs'), sv = extraSummary(c, 'serverUs'), db = extraSummary(c, 'dbUs');
+    const own = sv.median + (Number.isFinite(db.median) ? db.median : 0);
+    const bound = cores * 1e6 / (own + (Number.isFinite(cl.median) ? cl.median : 0));
+    return [lab, s, usCI(cl), usCI(sv), Number.isFinite(db.median) ? usCI(db) : (lab === 'sqlite' ? 'in the server' : '-'),
+            fmtK(1e6 / own), fmtK(bound), Number.isFinite(bound) && c?.values.length ? `${Math.round(100 * c.summary.median / bound)}%` : '-'];
+  };
   const cpuRows = [];
-  for (const t of targets) for (const [b, s] of rowsOf(t))
-    cpuRows.push([b, s, ...levels.map(c => `${us(cpuOf(`${tool} ${b} ${s} ${c}`, 'serverUs'))} / ${b === 'sqlite' || b === 'nginx' ? '-' : us(cpuOf(`${tool} ${b} ${s} ${c}`, 'dbUs'))}`)]);
-  lines.push(`### CPU per request: the server's / the database's (µs, ${tool}, median over the runs)`, '',
-    'From /proc around each run: the server process\'s utime + stime (nginx: master and workers), the',
-    'database\'s (PostgreSQL: the postmaster and its backends, those that exited included; MariaDB:',
-    'mariadbd), over the requests completed. SQLite runs inside the server.', '',
-    table(['backend', 'connection', ...levels.map(c => `c=${c}`)], cpuRows, 'll' + 'r'.repeat(levels.length)));
+  for (const t of targets) for (const [b, s] of rowsOf(t)) cpuRows.push(cpuRow(b === 'nginx' ? 'nginx' : b, s, key(b, s, HEADLINE_C)));
+  if (pgb) for (const [k, lab] of [['pgbench lookup 10', 'pgbench, the same query'], ['pgbench select-only 10', 'pgbench -S']])
+    cpuRows.push(cpuRow(lab, '-', k));
+  lines.push(`### CPU per answered lookup at c=${HEADLINE_C}, per tier (µs, median [95% CI] over the runs)`, '',
+    'From /proc around each run: loadgen\'s own (or pgbench\'s) utime + stime, the server\'s (nginx: master and ' +
+    'workers), the database\'s (PostgreSQL: the postmaster and its backends, those that exited included; MariaDB: ' +
+    'mariadbd), over the lookups answered. SQLite runs inside the server. *per core*: lookups per second one core ' +
+    `could serve at the server's and the database's cost; *bound*: the rate at which all three tiers fill this ` +
+    `machine's ${cores} cores; *of bound*: the measured rate's share of it. CPU per lookup holds still where rates ` +
+    'swing: carry it to your own machine, not the rate.', '',
+    table(['target', 'strategy', 'client µs', 'server µs', 'database µs', 'per core', `bound (${cores} cores)`, 'of bound'],
+          cpuRows, 'llrrrrrr'));
 
-  // Spread of the pooled cells at c >= 10.
-  const spreadRows = [];
-  for (const tl of tools) for (const b of avail) for (const c of levels.filter(x => x >= 10)) {
-    const cl = cell(`${tl} ${b} pooled ${c}`);
-    if (cl && cl.values.length) spreadRows.push([tl, b, c, cl.values.length, (cl.summary.max / cl.summary.min).toFixed(2)]);
+  // ab beside loadgen at the headline level.
+  if (tool !== 'ab') {
+    const abRows = [];
+    for (const t of targets) for (const [b, s] of rowsOf(t))
+      abRows.push([b, s, fmtCell(cell(key(b, s, HEADLINE_C, 'ab'))), fmtCell(cell(key(b, s, HEADLINE_C))),
+                   fmtRatioCI(ratioOf(cells, key(b, s, HEADLINE_C, 'ab'), key(b, s, HEADLINE_C)))]);
+    lines.push(`### ab, the 2008 study's client, beside loadgen at c=${HEADLINE_C}`, '',
+               table(['backend', 'strategy', 'ab req/s', 'loadgen req/s', 'ab / loadgen'], abRows, 'llrrr'));
   }
-  lines.push('### Spread of the pooled cells at c >= 10: max/min over all their interleaved runs', '',
-             table(['tool', 'backend', 'c', 'runs', 'max/min'], spreadRows));
+  lines.push(errorNote([...rateCells, ...cells.keys().filter(k => k.startsWith('ab ')).map(cell)].filter(Boolean)), '',
+             cells.machineNote(), '');
 
   // Thread balance.
   if (balance.length) {
@@ -200,22 +239,26 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     }
   }
 
-  // pgbench next to the server, and isolation.
+  // pgbench next to the server.
   if (pgb) {
-    const rows = [['pgbench -S -M prepared -c 10 -j 2 (select-only)', fmtCell(cell('pgbench select-only 10'))],
-                  ['pgbench -M prepared -c 10 -j 2, the server\'s lookup (custom script)', fmtCell(cell('pgbench lookup 10'))]];
-    for (const [s] of strat.pg) rows.push([`zipbench pg ${s}, loadgen -c 10`, fmtCell(cell(`loadgen pg ${s} 10`))]);
-    lines.push('### pgbench on the same PostgreSQL, same run (transactions or requests per second, c 10)', '',
-      table(['client', 'per second'], rows),
-      `pgbench: \`${pgb.selectCmd}\` and \`${pgb.lookupCmd}\` with ${pgb.scriptFile}:`, '', '```', pgb.script.trim(), '```',
+    const rows2 = [['pgbench -M prepared -c 10 -j 2, the server\'s lookup (custom script)', fmtCell(cell('pgbench lookup 10')), '-'],
+                   ['pgbench -S -M prepared -c 10 -j 2 (select-only, pgbench_accounts)', fmtCell(cell('pgbench select-only 10')), '-']];
+    for (const s of strategiesOf('pg'))
+      rows2.push([`zipbench pg ${s} over HTTP, loadgen -c 10`, fmtCell(cell(key('pg', s, 10))),
+                  fmtRatioCI(ratioOf(cells, key('pg', s, 10), 'pgbench lookup 10'))]);
+    lines.push('### pgbench on the same PostgreSQL and table, same run (lookups or transactions per second, c 10)', '',
+      table(['client', 'per second', 'zipbench / pgbench, the same query'], rows2, 'lrr'),
+      `pgbench: \`${pgb.lookupCmd}\` with ${pgb.scriptFile}, and \`${pgb.selectCmd}\`:`, '', '```', pgb.script.trim(), '```',
       'The custom script asks for a random loaded code as the server\'s lookup does; the code comes from a',
       'key table by id in the same statement (pgbench has no list of strings to draw from).', '');
   }
-  if (iso)
+  if (iso) {
+    const r = ratioOf(cells, 'isolation sqlite pooled 10', key('sqlite', 'pooled', 10));
     lines.push('### Isolation: SQLite pooled at c 10 while pg per-request runs at c 10 on the same server', '',
-      table(['SQLite pooled, loadgen -c 10', 'req/s'], [['alone', fmtCell(cell('loadgen sqlite pooled 10'))],
+      table(['SQLite pooled, loadgen -c 10', 'req/s'], [['alone', fmtCell(cell(key('sqlite', 'pooled', 10)))],
                                                          ['while pg per-request runs at c 10', fmtCell(cell('isolation sqlite pooled 10'))]]),
-      `Kept: ${fmtPct(med('isolation sqlite pooled 10') / med('loadgen sqlite pooled 10'), 0)} of the solo rate (both clients share the cores).`, '');
+      `Kept: ${fmtRatioCI(r)} of the solo rate, same rounds (both clients share the cores).`, '');
+  }
 
   if (https)
     lines.push('### HTTPS: the server with --tls-cert/--tls-key, next to nginx (loadgen, c 10)', '',
@@ -227,28 +270,71 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
       table(['target', 'keep-alive req/s', 'µs CPU/req', 'new connection req/s', 'µs CPU/req', 'new/keep-alive', 'errors'],
             https.targets.map(t => {
               const ka = `https ${t} keep-alive`, nw = `https ${t} new`;
-              return [t, fmtCell(cell(ka)), us(cpuOf(ka, 'serverUs')), fmtCell(cell(nw)),
-                      us(cpuOf(nw, 'serverUs')), fmtRatio(med(nw) / med(ka)),
+              return [t, fmtCell(cell(ka)), us(extraSummary(cell(ka), 'serverUs').median), fmtCell(cell(nw)),
+                      us(extraSummary(cell(nw), 'serverUs').median), fmtRatioCI(ratioOf(cells, nw, ka)),
                       [fmtErrors(cell(ka)) && `keep-alive: ${fmtErrors(cell(ka))}`, fmtErrors(cell(nw)) && `new: ${fmtErrors(cell(nw))}`].filter(Boolean).join('; ')];
             }), 'lrrrrrl'), '');
 
-  lines.push(targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, c10, cpuOf, tool }));
   lines.push(statsTable(stats), explain(ctx, 'server'), '');
 
-  // Raw runs and the plot's data: medians per backend, strategy and c,
-  // from the bundled load generator where it ran (ab otherwise).
+  // Raw runs, the answer's figures and the plot's data.
   const raw = [];
   for (const k of cells.keys()) for (const v of cell(k).values) raw.push([...k.split(' '), v.toFixed(0)]);
   writeData(ctx.out, 'server-runs.tsv', raw);
   writeCells(ctx.out, 'server', cells.keys().map(cell));
+  writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, size });
   const dat = [];
-  for (const b of avail) for (const [s] of strat[b]) for (const c of levels) {
-    const x = cell(`${tool} ${b} ${s} ${c}`);
+  for (const b of avail) for (const s of strategiesOf(b)) for (const c of levels) {
+    const x = cell(key(b, s, c));
     if (x && x.values.length) dat.push([b, s, c, ...errorBar(x.summary).map(v => v.toFixed(0))]);
   }
   writeData(ctx.out, 'lookups.dat', dat);
   plot(ctx.out, dat);
   return lines.join('\n');
+}
+
+const fmtK = x => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-');
+// "3.41x [3.20-3.66]", or with the count of rounds where too few.
+function fmtRatioCI(r) {
+  if (!Number.isFinite(r.value)) return '-';
+  return Number.isFinite(r.lo) ? `${r.value.toFixed(2)}x [${r.lo.toFixed(2)}-${r.hi.toFixed(2)}]` : `${r.value.toFixed(2)}x (n=${r.n})`;
+}
+
+// What RESULTS.md's answer is made of (lib/summary.mjs renders it): per
+// backend, strategy and level the rate and its interval, the CPU of each
+// tier, the ratios over nginx, over per-request and over pgbench, all of
+// the same rounds, and the ranking at each level.
+function writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, size }) {
+  const fig = k => { const c = cells.get(k); if (!c || !c.values.length) return null;
+    const s = c.summary; return { median: s.median, lo: s.lo, hi: s.hi, n: s.n, halfWidth: s.halfWidth, errors: cellErrors(c) }; };
+  const calib = loadCalibration(ctx);
+  const out = { provenance: provenance(), tool, levels, headline: HEADLINE_C, size, backends: {}, nginx: {},
+                connect_us: calib?.connect_us ?? null, ranking: {}, best: {} };
+  for (const c of levels) {
+    out.nginx[c] = fig(key('nginx', '-', c));
+    out.ranking[c] = ranks[c].map(x => ({ key: x.key.split(' ').slice(1, 3).join(' '), next: x.next }));
+  }
+  for (const b of avail) {
+    out.backends[b] = {};
+    for (const s of strategiesOf(b)) {
+      const per = {};
+      for (const c of levels) {
+        const k = key(b, s, c);
+        per[c] = fig(k) && { ...fig(k), cpu: { client: extraSummary(cells.get(k), 'clientUs'), server: extraSummary(cells.get(k), 'serverUs'),
+                                               db: extraSummary(cells.get(k), 'dbUs') },
+                             over_nginx: ratioOf(cells, k, key('nginx', '-', c)),
+                             over_per_request: s === 'per-request' ? null : ratioOf(cells, k, key(b, 'per-request', c)) };
+      }
+      out.backends[b][s] = per;
+    }
+    // Its strategies ranked at each level: "pooled ~ pipelined > per-request".
+    out.best[b] = Object.fromEntries(levels.map(c => [c, rankingText(ranking(cells, strategiesOf(b).map(s => key(b, s, c))),
+                                                                     k => k.split(' ')[2])]));
+  }
+  if (pgb) out.pgbench = { lookup: fig('pgbench lookup 10'), select_only: fig('pgbench select-only 10'),
+                           over: Object.fromEntries(strategiesOf('pg').map(s => [s, ratioOf(cells, key('pg', s, 10), 'pgbench lookup 10')])) };
+  fs.mkdirSync(path.join(ctx.out, 'data'), { recursive: true });
+  fs.writeFileSync(path.join(ctx.out, 'data', 'answer.json'), JSON.stringify(out, null, 1) + '\n');
 }
 
 // The HTTPS cells (loadgen only): null when loadgen is not built or the
@@ -282,7 +368,7 @@ async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, ng
 
 // pgbench -S and a custom script with the server's lookup, as cells of
 // the same run; null when pgbench or its tables cannot be had.
-async function pgbenchCells(ctx, cells, work, keys, seconds) {
+async function pgbenchCells(ctx, cells, work, keys, seconds, pids) {
   const pgbench = programs.pgbench();
   if (!pgbench) return null;
   const env = await dbEnv(ctx);
@@ -301,24 +387,33 @@ async function pgbenchCells(ctx, cells, work, keys, seconds) {
   const scriptFile = path.join(work, 'lookup.sql');
   fs.writeFileSync(scriptFile, script);
   const common = ['-n', '-M', 'prepared', '-c', '10', '-j', '2', '-T', String(seconds)];
+  // Its rate, and the CPU per transaction of pgbench itself (the client:
+  // /usr/bin/time) and of the database (/proc around the run).
   const tps = async extra => {
-    const r = await run(pgbench, [...common, ...extra], { env, log: ctx.logFile });
+    const d0 = treeTicks(pids.pg);
+    const r = await run('/usr/bin/time', ['-f', 'cpu %U %S', pgbench, ...common, ...extra], { env, log: ctx.logFile });
+    const d1 = treeTicks(pids.pg);
     const m = r.stdout.match(/tps = ([\d.]+) \(without initial connection time\)/);
-    return m ? Number(m[1]) : NaN;
+    const done = r.stdout.match(/number of transactions actually processed: (\d+)/);
+    const t = r.stderr.match(/^cpu ([\d.]+) ([\d.]+)$/m);
+    if (!m || !done) return NaN;
+    const n = Number(done[1]);
+    return { value: Number(m[1]), clientUs: t ? (Number(t[1]) + Number(t[2])) * 1e6 / n : NaN, dbUs: ticksToUs(d1 - d0, n) };
   };
-  cells.add('pgbench select-only 10', () => tps(['-S']));
-  cells.add('pgbench lookup 10', () => tps(['-f', scriptFile]));
+  const runs = ctx.quick ? {} : HEADLINE_RUNS;
+  cells.add('pgbench select-only 10', () => tps(['-S']), runs);
+  cells.add('pgbench lookup 10', () => tps(['-f', scriptFile]), runs);
   return { script, scriptFile, selectCmd: `pgbench ${['-S', ...common].join(' ')}`,
            lookupCmd: `pgbench ${[...common, '-f', 'lookup.sql'].join(' ')}` };
 }
 
 // Per-thread CPU shares of the server over runs of loadgen -k -c 10 -t 1,
 // each a new process and so a fresh burst of connections.
-async function balanceRuns(ctx, port, srv, backends, strat, keys, threads) {
+async function balanceRuns(ctx, port, srv, backends, keys, threads) {
   const out = [];
   const runs = ctx.quick ? 3 : 20;
   for (const b of backends) {
-    const [, q] = strat[b].find(x => x[0] === 'pooled');
+    const q = 'strategy=pooled';
     const res = [];
     for (let i = 0; i < runs; i++) {
       const before = new Map(threadTicks(srv.pid).map(t => [t.tid, t.ticks]));
@@ -338,59 +433,6 @@ async function balanceRuns(ctx, port, srv, backends, strat, keys, threads) {
     out.push({ backend: b, runs: res });
   }
   return out;
-}
-
-// The targets of issue 12, met or not, from this run's figures.
-function targetsOfIssue12(ctx, { cells, tools, avail, strat, balance, pgb, iso, c10, cpuOf, tool }) {
-  const med = k => cells.median(k);
-  // a/b from the runs of one round (both cells are interleaved in the same
-  // rounds), so the box's swings between rounds cancel.
-  const ratio = (a, b) => {
-    const { value, summary: x } = cells.sameRoundRatio(a, b);
-    return { value, how: !x ? 'ratio of medians' : `same-round median of ${x.n}, range ${fmtRatio(x.min)}-${fmtRatio(x.max)}` };
-  };
-  const lines = ['### The server\'s targets (issue 12), from this run', ''];
-  const say = (text, ok) => lines.push(`- ${text}: ${ok === null ? 'not measured' : ok ? 'met' : 'NOT met'}.`);
-  for (const bal of balance)
-    say(`Balance, ${bal.backend} pooled: every loop thread at >= 30% of the server's CPU in ${bal.runs.filter(r => r.lowest >= 0.3).length} of ${bal.runs.length} runs (target: all)`,
-        bal.runs.every(r => r.lowest >= 0.3));
-  let worst = 0, worstAt = '';
-  for (const tl of tools) for (const b of avail) for (const c of [10, 100]) {
-    const cl = cells.get(`${tl} ${b} pooled ${c}`);
-    if (cl && cl.values.length > 1 && cl.summary.max / cl.summary.min > worst) {
-      worst = cl.summary.max / cl.summary.min;
-      worstAt = `${tl} ${b} c=${c}`;
-    }
-  }
-  if (worst)
-    say(`Spread: the widest pooled cell at c >= 10 has max/min ${worst.toFixed(2)} (${worstAt}; target <= 1.3 over 5 or more interleaved runs)`, worst <= 1.3);
-  else
-    say('Spread of the pooled cells at c >= 10 (target: max/min <= 1.3 over 5 or more interleaved runs): one run per cell here (--min-runs 5 measures it)', null);
-  if (pgb) {
-    for (const [s, want] of [['pooled', 0.8], ['pipelined', 1.0]]) {
-      if (!strat.pg.some(x => x[0] === s)) { say(`pg ${s} at c 10 >= ${want}x pgbench -S: the server has no ${s} strategy`, null); continue; }
-      const r = ratio(`loadgen pg ${s} 10`, 'pgbench select-only 10');
-      const l = ratio(`loadgen pg ${s} 10`, 'pgbench lookup 10');
-      say(`pg ${s} at c 10: ${fmtRatio(r.value)} pgbench -S -M prepared -c 10 -j 2 (${r.how}; target >= ${want}x); ` +
-          `${fmtRatio(l.value)} pgbench with the lookup script`, Number.isFinite(r.value) ? r.value >= want : null);
-    }
-  }
-  if (avail.includes('sqlite')) {
-    const r = ratio(`${tool} sqlite pooled ${c10}`, `${tool} nginx - ${c10}`);
-    say(`SQLite pooled at c ${c10}: ${fmtRatio(r.value)} nginx serving a static file of the same size (${r.how}; target >= 0.7x)`,
-        Number.isFinite(r.value) ? r.value >= 0.7 : null);
-  }
-  if (avail.includes('pg')) {
-    const x = cpuOf(`${tool} pg pooled ${c10}`, 'serverUs');
-    say(`Server CPU per request, pg pooled at c ${c10}: ${Number.isFinite(x) ? x.toFixed(1) : '-'} µs (target <= 20)`, Number.isFinite(x) ? x <= 20 : null);
-  }
-  if (iso) {
-    const r = ratio('isolation sqlite pooled 10', 'loadgen sqlite pooled 10');
-    say(`Isolation: SQLite pooled keeps ${fmtPct(r.value, 0)} of its solo req/s while pg per-request runs at c 10 (${r.how}; target >= 90%)`,
-        Number.isFinite(r.value) ? r.value >= 0.9 : null);
-  }
-  lines.push('- The Apache + mod_php ratio (>= 3x at `ab -k -c 10`, persistent): experiment 3.', '');
-  return lines.join('\n');
 }
 
 function statsTable(stats) {

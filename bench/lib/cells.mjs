@@ -30,7 +30,7 @@ export class Cells {
 
   // One cell measured by its own run: run() gives a number (NaN or null:
   // the run failed, and is not counted). meta.warm: the cell's warm-up (see
-  // addBatch).
+  // addBatch); meta.minRuns, meta.maxRuns: this cell's bounds on its runs.
   add(key, run, meta = {}) {
     this.addBatch([key], async () => ({ [key]: await run() }), meta);
   }
@@ -61,10 +61,13 @@ export class Cells {
     return [...unit.keys].filter(k => !this.cells.get(k).done);
   }
 
+  // A cell's own bounds on its runs (meta.minRuns, meta.maxRuns: the
+  // headline figures get more), else the experiment's.
   #settle(c) {
     const s = summarize(c.values, this.target);
-    if (c.values.length >= this.minRuns && s.within) c.done = true;
-    else if (c.values.length >= this.maxRuns || c.failed > this.maxRuns) {
+    const minRuns = c.meta.minRuns ?? this.minRuns, maxRuns = Math.max(minRuns, c.meta.maxRuns ?? this.maxRuns);
+    if (c.values.length >= minRuns && s.within) c.done = true;
+    else if (c.values.length >= maxRuns || c.failed > maxRuns) {
       c.done = true;
       c.capped = !s.within;
     }
@@ -127,7 +130,7 @@ export class Cells {
         this.ctx.warn(`${this.name}: ${c.key}: ` + (c.values.length >= 6
           ? `95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% after ${c.values.length} runs`
           : c.values.length ? `${c.values.length} runs, too few for a 95% interval` : `no run succeeded (${c.failed} failed)`) +
-          ` (cap: ${c.timeCap ? this.budgetS + ' s' : this.maxRuns + ' runs'})`);
+          ` (cap: ${c.timeCap ? this.budgetS + ' s' : Math.max(c.meta.minRuns ?? 0, c.meta.maxRuns ?? this.maxRuns) + ' runs'})`);
     }
     return this;
   }

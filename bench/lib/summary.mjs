@@ -9,7 +9,7 @@ import { commitText, machineKey } from './provenance.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
-const LEVELS = [1, 10, 100];
+const label = k => { const [b, s] = k.split(' '); return b === 'nginx' ? 'nginx (static)' : `${LABEL[b] || b} ${s}`; };
 
 const readJSON = file => { try { return JSON.parse(fs.readFileSync(file, 'utf8')); } catch { return null; } };
 
@@ -23,55 +23,43 @@ export function fmtFigure(f, digits = big) {
 const ratio = (a, b) => (a && b && Number.isFinite(a.median) && Number.isFinite(b.median) && b.median > 0
   ? `${(a.median / b.median).toFixed(2)}x` : NOT);
 
-// The answer: markdown lines, from the data files in dataDir.
+// "12,345 [11,900-12,700]" and, where the interval is wider than +-5%,
+// its width: "(+-12%)".
+function fmtRate(f) {
+  const t = fmtFigure(f);
+  return f && Number.isFinite(f.halfWidth) && f.halfWidth > 0.05 ? `${t} (+-${Math.round(100 * f.halfWidth)}%)` : t;
+}
+// "3.41x [3.20-3.66]" of a same-round ratio {value, lo, hi, n}.
+function fmtRatioCI(r) {
+  if (!r || !Number.isFinite(r.value)) return NOT;
+  const d = r.value >= 100 ? 0 : r.value >= 10 ? 1 : 2;
+  return Number.isFinite(r.lo) ? `${r.value.toFixed(d)}x [${r.lo.toFixed(d)}-${r.hi.toFixed(d)}]` : `${r.value.toFixed(d)}x (n=${r.n})`;
+}
+const usText = x => (x && Number.isFinite(x.median) ? x.median.toFixed(1) : '-');
+const STRATEGY = { pooled: 'pooled', 'per-request': 'per-request', pipelined: 'pipelined' };
+
+// The answer: markdown lines, from the data files in dataDir: the server
+// experiment's answer.json (one run, one machine: its figures, intervals,
+// CPU per tier and same-round ratios), then the other experiments' figures,
+// each under the run it comes from.
 export function answer(dataDir) {
-  const server = readJSON(path.join(dataDir, 'server.json')) || {};
+  const ans = readJSON(path.join(dataDir, 'answer.json'));
   const php = readJSON(path.join(dataDir, 'php.json')) || {};
   const bulk = readJSON(path.join(dataDir, 'bulk.json')) || {};
-  const calib = readJSON(path.join(dataDir, 'calibrate.json')) || {};
-  const tool = Object.keys(server).some(k => k.startsWith('loadgen ')) ? 'loadgen' : 'ab';
-  const at = (b, s, c) => server[`${tool} ${b} ${s} ${c}`];
   const backends = ['sqlite', 'pg', 'innodb', 'myisam'];
-  const strategiesOf = b => [...new Set(Object.keys(server).filter(k => k.startsWith(`${tool} ${b} `)).map(k => k.split(' ')[2]))];
-  // The best strategy: the highest answered req/s at c 10 (else at the
-  // highest c measured).
-  const best = b => {
-    const ss = strategiesOf(b);
-    const c = LEVELS.filter(l => ss.some(s => at(b, s, l))).sort((x, y) => (x === 10 ? -1 : y === 10 ? 1 : y - x))[0];
-    return ss.reduce((top, s) => ((at(b, s, c)?.median ?? -1) > (at(b, top, c)?.median ?? -1) ? s : top), ss[0]);
-  };
-  const lines = ['## The answer', '',
-    `Answered lookups per second (goodput: 2xx only, errors apart), ${tool === 'loadgen' ? '`loadgen -k`' : '`ab -k`'} ` +
-    'at concurrency c (experiment 2), ' +
-    'random loaded keys, median [95% confidence interval of the median] (n: runs, where too few for an interval; ' +
-    '`E`: some runs had errors, not counted). Client, server and database share the machine: read ratios, ' +
-    'measured in the same run, before absolute figures.', ''];
-  // Experiment 3's keys: "STACK TOOL BACKEND PERSISTENT C", STACK apache
-  // (mod_php; "php" in data written before PHP-FPM was measured), fpm or
-  // zipbench.
+  const lines = ['## The answer', ''];
+  if (!ans) lines.push(`Lookups over HTTP: ${NOT} (\`scripts/bench --only calibrate,server\`).`, '');
+  else lines.push(...lookups(ans));
+  // PHP: experiment 3's own run.
   const phpTool = Object.keys(php).some(k => / loadgen /.test(k)) ? 'loadgen' : 'ab';
-  const phpAt = (stack, b) => php[`${stack} ${phpTool} ${b} 1 10`] ?? (stack === 'apache' ? php[`php ${phpTool} ${b} 1 10`] : undefined);
-  const rows = backends.map(b => {
-    const s = best(b);
-    const overPhp = [ratio(phpAt('zipbench', b), phpAt('apache', b)), ratio(phpAt('zipbench', b), phpAt('fpm', b))];
-    if (!s) return [LABEL[b], NOT, '', '', '', '', ...overPhp];
-    return [LABEL[b], s, ...LEVELS.map(c => fmtFigure(at(b, s, c))), ratio(at(b, s, 10), server[`${tool} nginx - 10`]), ...overPhp];
-  });
-  lines.push('| backend | best strategy | c=1 | c=10 | c=100 | / nginx static, c=10 | / Apache+mod_php, c=10 | / PHP-FPM, c=10 |',
-             '|---|---|---:|---:|---:|---:|---:|---:|', ...rows.map(r => `| ${r.join(' | ')} |`), '',
-    '*/ nginx static*: the best strategy over nginx serving a file of the same size (experiment 2, same client, ' +
-    'same run). */ Apache+mod_php*, */ PHP-FPM*: zipbench pooled over PHP with persistent connections behind ' +
-    'Apache (mod_php) and behind nginx (PHP-FPM), the same lookups, the ratio of the medians (experiment 3).', '');
-  // The cost of a connection: pooled against a connection per request.
-  const conn = backends.filter(b => b !== 'sqlite').map(b => {
-    const pooled = at(b, 'pooled', 10), per = at(b, 'per-request', 10);
-    const us = calib.connect_us?.[b === 'myisam' ? 'innodb' : b];
-    const connect = `one connect + close: ${Number.isFinite(us) ? `${big(us)} µs` : NOT} (calibration)`;
-    if (!pooled && !per) return `- ${LABEL[b]}: pooled against per-request ${NOT}; ${connect}.`;
-    return `- ${LABEL[b]}: pooled ${fmtFigure(pooled)}, per-request ${fmtFigure(per)} req/s: ` +
-      `pooled is ${ratio(pooled, per)} per-request; ${connect}.`;
-  });
-  lines.push('The cost of a connection (per-request against pooled, c=10; experiment 2 and the calibration):', '', ...conn, '');
+  const phpAt = (stack, b) => php[`${stack} ${phpTool} ${b} 1 10`];
+  const phpLines = backends.filter(b => phpAt('zipbench', b)).map(b =>
+    `- ${LABEL[b]}: zipbench pooled ${fmtFigure(phpAt('zipbench', b))}, Apache + mod_php ${fmtFigure(phpAt('apache', b))}, ` +
+    `nginx + PHP-FPM ${fmtFigure(phpAt('fpm', b))} req/s: ${ratio(phpAt('zipbench', b), phpAt('apache', b))} and ` +
+    `${ratio(phpAt('zipbench', b), phpAt('fpm', b))} (ratios of medians).`);
+  if (phpLines.length)
+    lines.push('Against PHP with persistent connections, c=10 (the php experiment, its own run; its section has the same-round ratios):', '',
+               ...phpLines, '');
   // Bulk: zipbench against the backend's own loader, the postal list.
   const bl = backends.map(b => {
     const ours = bulk[`postal ${b} zipbench`];
@@ -82,7 +70,59 @@ export function answer(dataDir) {
       `${fmtFigure(nat)} rows/s: ${ratio(ours, nat)}.`;
   });
   lines.push('Bulk load of the postal list against the native loader (rows/s; the bulk experiment):', '', ...bl, '');
-  lines.push(...sources({ 'server.json': server, 'php.json': php, 'bulk.json': bulk, 'calibrate.json': calib }), '');
+  lines.push(...sources({ 'answer.json': ans || {}, 'php.json': php, 'bulk.json': bulk }), '');
+  return lines;
+}
+
+// The lookups over HTTP (the server experiment's answer.json): the ranking
+// at the headline level, every backend and strategy with its intervals,
+// ratios and CPU per tier, the cost of a connection, the native client.
+function lookups(ans) {
+  const backends = ['sqlite', 'pg', 'innodb', 'myisam'];
+  const lines = [];
+  const H = ans.headline, levels = ans.levels;
+  const tool = ans.tool === 'loadgen' ? '`loadgen -k`' : '`ab -k`';
+  lines.push(`Answered lookups per second over HTTP (2xx only; errors counted apart), ${tool} at concurrency c, ` +
+    `random loaded keys; median [95% confidence interval of the median], and the interval's width where it is wider ` +
+    `than +-5%. c=${H} is the 2008 study's setting and the headline: its cells are repeated until the interval is ` +
+    'within +-5%. Client, server and database share this machine\'s cores, so read the ratios (taken from runs of ' +
+    'the same rounds) and the CPU per lookup before the rates: they are what carries to another machine.', '',
+    `At c=${H}, fastest first (\`>\`: faster than the next, the same-round ratio's 95% interval above 1; ` +
+    `\`~\`: no clear difference): ${(ans.ranking[H] || []).map(x => label(x.key) + (x.next ? ` ${x.next} ` : '')).join('')}.`, '');
+  const head = ['backend', 'strategy', ...levels.map(c => `c=${c}`), `/ nginx static, c=${H}`, `/ per-request, c=${H}`,
+                `client / server / database µs per lookup, c=${H}`, 'lookups/s per core (server + database)'];
+  const rows = [];
+  for (const b of backends) {
+    const strategies = ans.backends[b];
+    if (!strategies) { rows.push([LABEL[b], NOT, ...levels.map(() => ''), '', '', '', '']); continue; }
+    for (const [s, per] of Object.entries(strategies)) {
+      const h = per[H];
+      const cpu = h?.cpu;
+      const own = cpu ? cpu.server.median + (Number.isFinite(cpu.db.median) ? cpu.db.median : 0) : NaN;
+      rows.push([LABEL[b], STRATEGY[s] || s, ...levels.map(c => fmtRate(per[c])), fmtRatioCI(h?.over_nginx),
+                 s === 'per-request' ? '-' : fmtRatioCI(h?.over_per_request),
+                 cpu ? `${usText(cpu.client)} / ${usText(cpu.server)} / ${b === 'sqlite' ? 'in the server' : usText(cpu.db)}` : NOT,
+                 Number.isFinite(own) ? big(1e6 / own) : '-']);
+    }
+  }
+  const nginxRow = ['nginx, a static file of the same size', '-', ...levels.map(c => fmtRate(ans.nginx[c])), '1x', '-', '', ''];
+  lines.push(`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`,
+             ...[...rows, nginxRow].map(r => `| ${r.join(' | ')} |`), '');
+  lines.push(`The best strategy of each backend, per concurrency (same-round ratios, as above): ` +
+    Object.entries(ans.best || {}).map(([b, per]) => `${LABEL[b]}: ${levels.map(c => `c=${c} ${per[c]}`).join(', ')}`).join('; ') + '.', '');
+  // The cost of a connection, with the calibration that explains it here.
+  const conn = backends.filter(b => ans.backends[b]?.pooled && b !== 'sqlite').map(b => {
+    const r = ans.backends[b].pooled[H]?.over_per_request;
+    const us = ans.connect_us?.[b === 'myisam' ? 'innodb' : b];
+    return `- ${LABEL[b]}: pooled is ${fmtRatioCI(r)} per-request here, where one connect + close costs ` +
+      `${Number.isFinite(us) ? (us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${big(us)} µs`) : 'what the calibration did not measure'} ` +
+      '(calibration, same machine): the ratio belongs to this machine\'s connect cost, not to the database alone.';
+  });
+  if (conn.length) lines.push(`The cost of a connection per request (c=${H}):`, '', ...conn, '');
+  if (ans.pgbench)
+    lines.push(`Against PostgreSQL's own client on the same query and table (pgbench -M prepared -c 10 -j 2, same rounds): ` +
+      Object.entries(ans.pgbench.over).map(([s, r]) => `zipbench ${s} over HTTP / pgbench ${fmtRatioCI(r)}`).join(', ') +
+      `; pgbench ${fmtFigure(ans.pgbench.lookup)} lookups/s.`, '');
   return lines;
 }
 

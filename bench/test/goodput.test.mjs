@@ -87,38 +87,50 @@ test('fmtCell: fewer runs than an interval needs show the count, never a range',
   assert.match(fmtCell(cells.get('a')), /^20 \(n=3\)( \*)?$/);   // * if this box is busy
 });
 
-test('answer: from the data files; a missing line says so', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-answer-'));
-  const f = (median, lo = NaN, hi = NaN, n = 6, total = 0) => ({ n, median, lo: Number.isFinite(lo) ? lo : null,
-                                                                 hi: Number.isFinite(hi) ? hi : null, errors: { total } });
-  fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({
-    'loadgen nginx - 10': f(20000, 19000, 21000),
-    'loadgen pg pooled 10': f(10000, 9500, 10500), 'loadgen pg pipelined 10': f(15000, 14000, 16000, 6, 3),
-    'loadgen pg per-request 10': f(500, 480, 520), 'loadgen pg pipelined 100': f(16000, NaN, NaN, 1),
+// An answer.json as the server experiment writes it: pg only, two levels.
+function answerFixture(dir) {
+  const f = (median, lo, hi, n = 10) => ({ median, lo, hi, n, halfWidth: Math.max(median - lo, hi - median) / median, errors: { total: 0 } });
+  const r = (value, lo, hi) => ({ value, lo, hi, n: 10 });
+  const cpu = { client: { median: 9 }, server: { median: 16 }, db: { median: 22 } };
+  fs.writeFileSync(path.join(dir, 'answer.json'), JSON.stringify({
+    tool: 'loadgen', levels: [1, 10], headline: 10, size: 400, connect_us: { pg: 14384 },
+    nginx: { 1: f(20000, 19500, 20500), 10: f(40000, 39000, 41000) },
+    ranking: { 1: [{ key: 'nginx -', next: '>' }, { key: 'pg pooled', next: null }],
+               10: [{ key: 'nginx -', next: '>' }, { key: 'pg pooled', next: '~' }, { key: 'pg pipelined', next: '>' }, { key: 'pg per-request', next: null }] },
+    best: { pg: { 1: 'pooled > per-request', 10: 'pooled ~ pipelined > per-request' } },
+    backends: { pg: {
+      pooled: { 1: f(9000, 8800, 9100), 10: { ...f(20000, 19500, 20400), cpu, over_nginx: r(0.5, 0.49, 0.51), over_per_request: r(366, 350, 380) } },
+      pipelined: { 1: f(8000, 7000, 9000), 10: { ...f(19800, 19000, 21000), cpu, over_nginx: r(0.49, 0.47, 0.52), over_per_request: r(360, 340, 390) } },
+      'per-request': { 1: f(50, 48, 52), 10: { ...f(54, 50, 58), cpu, over_nginx: r(0.001, 0.001, 0.001), over_per_request: null } } } },
+    pgbench: { lookup: f(30000, 29000, 31000), over: { pooled: r(0.66, 0.64, 0.7) } },
   }));
-  fs.writeFileSync(path.join(dir, 'php.json'), JSON.stringify({
-    'zipbench loadgen pg 1 10': f(9000), 'php loadgen pg 1 10': f(3000) }));
+}
+
+test('answer: every strategy with its interval, its width past +-5%, same-round ratios and CPU; a missing part says so', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-answer-'));
+  answerFixture(dir);
   const text = answer(dir).join('\n');
-  assert.match(text, /\| PostgreSQL \| pipelined \| not measured in this run \| 15,000 \[14,000-16,000\] E \| 16,000 \(n=1\) \| 0\.75x \| 3\.00x \|/);
-  assert.match(text, /pooled 10,000 \[9,500-10,500\], per-request 500 \[480-520\] req\/s: pooled is 20\.00x per-request/);
+  assert.match(text, /At c=10, fastest first .*: nginx \(static\) > PostgreSQL pooled ~ PostgreSQL pipelined > PostgreSQL per-request\./);
+  assert.match(text, /\| PostgreSQL \| pooled \| 9,000 \[8,800-9,100\] \| 20,000 \[19,500-20,400\] \| 0\.50x \[0\.49-0\.51\] \| 366x \[350-380\] \| 9\.0 \/ 16\.0 \/ 22\.0 \| 26,316 \|/);
+  assert.match(text, /\| PostgreSQL \| pipelined \| 8,000 \[7,000-9,000\] \(\+-13%\) \|/);      // wider than +-5%: its width
+  assert.match(text, /PostgreSQL: c=1 pooled > per-request, c=10 pooled ~ pipelined > per-request/);
+  assert.match(text, /- PostgreSQL: pooled is 366x \[350-380\] per-request here, where one connect \+ close costs 14\.4 ms/);
+  assert.match(text, /zipbench pooled over HTTP \/ pgbench 0\.66x \[0\.64-0\.70\]/);
   assert.match(text, /\| SQLite \| not measured in this run \|/);
   assert.match(text, /- SQLite: not measured in this run\./);      // no bulk data
+  fs.rmSync(path.join(dir, 'answer.json'));
+  assert.match(answer(dir).join('\n'), /Lookups over HTTP: not measured in this run/);
 });
 
 test('answer: zipbench over Apache + mod_php and over PHP-FPM, from the php experiment\'s keys', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-answer-'));
   const f = median => ({ n: 1, median, lo: null, hi: null, errors: { total: 0 } });
-  fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify({ 'loadgen pg pooled 10': f(10000) }));
   fs.writeFileSync(path.join(dir, 'php.json'), JSON.stringify({
     'zipbench loadgen pg 1 10': f(9000), 'apache loadgen pg 1 10': f(3000), 'fpm loadgen pg 1 10': f(4500),
     'zipbench ab pg 1 10': f(1), 'apache ab pg 1 10': f(1) }));
   const text = answer(dir).join('\n');
-  assert.match(text, /\| \/ Apache\+mod_php, c=10 \| \/ PHP-FPM, c=10 \|/);
-  assert.match(text, /\| PostgreSQL \| pooled \| .* \| 3\.00x \| 2\.00x \|$/m);
-  assert.match(text, /\| InnoDB \(MariaDB\) \| not measured in this run \|/);
-  // php measured without the server experiment: its ratios still shown
-  fs.rmSync(path.join(dir, 'server.json'));
-  assert.match(answer(dir).join('\n'), /\| PostgreSQL \| not measured in this run \|  \|  \|  \|  \| 3\.00x \| 2\.00x \|/);
+  assert.match(text, /- PostgreSQL: zipbench pooled 9,000 \(n=1\), Apache \+ mod_php 3,000 \(n=1\), nginx \+ PHP-FPM 4,500 \(n=1\) req\/s: 3\.00x and 2\.00x/);
+  assert.doesNotMatch(text, /InnoDB \(MariaDB\): zipbench pooled/);
 });
 
 test('relPaths: no machine path in a results file', () => {

@@ -80,10 +80,10 @@ test('answer: names its sources, and says when they come from different machines
   const p = provenance();
   const cell = m => ({ n: 1, median: m, lo: null, hi: null, values: [m], errors: { total: 0 } });
   const write = (f, d) => fs.writeFileSync(path.join(dir, f), JSON.stringify(d));
-  write('server.json', { provenance: p, 'loadgen sqlite pooled 10': cell(100) });
+  write('answer.json', { provenance: p, tool: 'loadgen', levels: [10], headline: 10, backends: {}, nginx: {}, ranking: {}, best: {} });
   write('bulk.json', { provenance: p, 'postal sqlite zipbench': cell(5) });
   let text = answer(dir).join('\n');
-  assert.match(text, new RegExp(`Made from server\\.json .* UTC, commit ${p.commit.slice(0, 12)}`));
+  assert.match(text, new RegExp(`Made from answer\\.json .* UTC, commit ${p.commit.slice(0, 12)}`));
   assert.doesNotMatch(text, /different machines/);
   const other = { ...p, machine: { ...p.machine, hostname: 'elsewhere', cpu: 'Intel Xeon' } };
   assert.notEqual(machineKey(other), machineKey(p));
