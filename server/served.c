@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "served.h"
 
 #define PROBE_NS (200u * 1000u * 1000u)   /* while down: 200 ms between probes */
@@ -89,13 +90,13 @@ void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
     pthread_mutex_unlock(&sb->reason_lock);
     if (was)
-        fprintf(stderr, "server: backend %s: down: %s\n", sb->label, sb->down_reason);
+        srv_log("server: backend %s: down: %s", sb->label, sb->down_reason);
 }
 
 void served_mark_up(struct srv_backend *sb)
 {
     if (!atomic_load_explicit(&sb->up, RELAXED) && !atomic_exchange(&sb->up, true))
-        fprintf(stderr, "server: backend %s: up again\n", sb->label);
+        srv_log("server: backend %s: up again", sb->label);
 }
 
 /* A lookup or a connect failed inside the database: the client gets
@@ -111,7 +112,7 @@ void served_log_error(const struct srv_backend *sb, const char *what, const char
         left_out++;
         return;
     }
-    fprintf(stderr, "server: backend %s: %s: %s (%u more not logged)\n", sb->label, what, msg,
+    srv_log("server: backend %s: %s: %s (%u more not logged)", sb->label, what, msg,
             left_out);
     last_ns = now;
     left_out = 0;
@@ -213,7 +214,7 @@ static void *load_keys(void *arg)
         atomic_store_explicit(&sb->keys, keys, memory_order_release);
     } else {
         snprintf(sb->keys_error, sizeof sb->keys_error, "keys not loaded: %.400s", err.msg);
-        fprintf(stderr, "server: backend %s: keys not loaded, will retry on demand: %s\n",
+        srv_log("server: backend %s: keys not loaded, will retry on demand: %s",
                 sb->label, err.msg);
         if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
             served_mark_down(sb, &err);

@@ -12,6 +12,7 @@
 #include "dbconn.h"
 #include "http.h"
 #include "lookup.h"
+#include "log.h"
 #include "server.h"
 
 /* ---- a loop's turns ---- */
@@ -162,8 +163,8 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         struct zb_err e = { 0 };
         bool ok = served_start(sb, srv->loops, &e) == 0;
         if (!ok)
-            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->label, e.msg);
+            srv_log("server: backend %s: not available at start, will retry on demand: %s",
+                    sb->label, e.msg);
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
