@@ -36,6 +36,7 @@
 #include "http.h"
 #include "json.h"
 #include "lookup.h"
+#include "reason.h"
 #include "stats.h"
 
 enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
@@ -245,45 +246,22 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
 static struct req *req_get(struct loop *l);
 static void req_free(struct req *rq);
 
-/* Whether a path starts at msg + i: after one of the characters that may
- * precede a path in a message, or at the start. */
-static bool path_starts(const char *msg, size_t i)
+/* The failure's words for the client (reason.h); the database's own
+ * message goes to the log, at most once a second per loop, unless the
+ * log has said it already (the backend went down) or it is the server's
+ * own state (stopping, overloaded). */
+static const char *say_why(struct req *rq, struct srv_backend *sb, const struct zb_err *err,
+                           bool overload, const char *what, const char *log_as, char *buf,
+                           size_t len)
 {
-    return i == 0 || strchr(" \t\"'(=[", msg[i - 1]);
-}
-
-/* What a client may read of err about sb: msg with each file path in it
- * (an absolute one, or one of sb's own path, socket or password_file
- * settings as written) replaced by "<path>". The server's log has the
- * whole text (a backend going down is logged with its reason). */
-static const char *client_safe(const struct srv_backend *sb, const char *msg, char *out,
-                               size_t len)
-{
-    const char *own[] = { sb ? sb->conf.path : NULL, sb ? sb->conf.socket : NULL,
-                          sb ? sb->conf.password_file : NULL };
-    size_t o = 0;
-    for (size_t i = 0; msg[i] && o + 7 < len;) {
-        size_t skip = 0;
-        if (path_starts(msg, i)) {
-            if (msg[i] == '/')
-                skip = strcspn(msg + i, " \t\"'),;]");
-            for (int k = 0; k < 3 && !skip; k++)
-                if (own[k] && strchr(own[k], '/') && !strncmp(msg + i, own[k], strlen(own[k])))
-                    skip = strlen(own[k]);
-        }
-        if (skip) {
-            /* "…/file: reason": the colon is the message's, not the path's. */
-            while (skip > 1 && msg[i + skip - 1] == ':')
-                skip--;
-            memcpy(out + o, "<path>", 6);
-            o += 6;
-            i += skip;
-        } else {
-            out[o++] = msg[i++];
-        }
+    if (atomic_load_explicit(&rq->loop->srv->stopping, RELAXED)) {
+        snprintf(buf, len, "the server is stopping");
+        return buf;
     }
-    out[o] = 0;
-    return out;
+    bool unavailable = lookup_rc_of(err) == LOOKUP_UNAVAILABLE;
+    if (!unavailable || (!overload && atomic_load(&sb->up)))
+        served_log_error(sb, log_as, err->msg);
+    return reason_for_client(sb, err, overload, what, buf, len);
 }
 
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
@@ -293,12 +271,11 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         req_free(rq);
         return;
     }
-    char safe[512];
-    if (rc == LOOKUP_UNAVAILABLE) {
-        set_error(rq, 503, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
-    } else if (rc != LOOKUP_OK) {
-        served_log_error(rq->lb->sb, "lookup failed", err->msg);
-        set_error(rq, 500, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
+    char why[512];
+    if (rc != LOOKUP_OK) {
+        say_why(rq, rq->lb->sb, err, lk->overloaded, "the lookup", "lookup failed", why,
+                sizeof why);
+        set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, lk->key, "%s", why);
     } else if (lk->rows == 0) {
         set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");
     } else {
@@ -362,9 +339,11 @@ static bool start_random(struct req *rq)
     bool loading;
     const uint32_t *keys = served_keys(rq->lb->sb, &n, &loading, &err);
     if (!keys) {
-        char safe[512];
+        char why[512];
         if (!loading)
-            set_error(rq, 503, NULL, "%s", client_safe(rq->lb->sb, err.msg, safe, sizeof safe));
+            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lb->sb, &err, false,
+                                                             "the query of /random's key set",
+                                                             why, sizeof why));
         return !loading;
     }
     uint64_t *rng = &rq->loop->rng;
@@ -394,7 +373,8 @@ void http_keys_changed(struct loop *l)
         struct srv_backend *sb = rq->lb->sb;
         if (atomic_load(&sb->keys) || !atomic_load(&sb->keys_loading)) {
             APR_RING_REMOVE(rq, link);
-            start_random(rq);
+            if (!start_random(rq))   /* a load again: wait for it, as long as allowed */
+                APR_RING_INSERT_TAIL(&l->keys_waiting, rq, req, link);
         }
     }
 }
@@ -582,7 +562,8 @@ static void health_done(struct lookup *lk, int rc, const struct zb_err *err)
     struct health_item *it = (struct health_item *)lk;
     it->up = rc == LOOKUP_OK;
     if (err)
-        client_safe(lk->lb->sb, err->msg, it->reason, sizeof it->reason);
+        say_why(it->rq, lk->lb->sb, err, lk->overloaded, "the health check's lookup",
+                "health check failed", it->reason, sizeof it->reason);
     health_settle(it->rq);
 }
 

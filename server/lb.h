@@ -33,6 +33,7 @@ struct lookup {
     long rows;                     /* rows passed on so far */
     bool retried;                  /* a lost connection is retried once, if no row came */
     bool probe;                    /* it is the backend's probe while down */
+    bool overloaded;               /* it ended waiting past acquire_timeout_ms, the backend up */
     row_fn on_row;
     void *arg;
     /* Called once, when it is over: rc LOOKUP_*, err set unless OK. */

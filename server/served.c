@@ -20,6 +20,7 @@
 
 #define PROBE_NS (200u * 1000u * 1000u)   /* while down: 200 ms between probes */
 #define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
+#define KEYS_RETRY_NS (1000u * 1000u * 1000u)   /* after a failed key load: 1 s to the next */
 
 /* `"name":` for every column, so a row is written by copies only. */
 static int column_keys(struct srv_backend *sb, struct zb_err *err)
@@ -88,6 +89,7 @@ void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
     atomic_store(&sb->next_probe_ns, zb_now_ns() + PROBE_NS);
     pthread_mutex_lock(&sb->reason_lock);
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
+    sb->down_kind = err ? err->kind : ZB_ERR_CONN;
     pthread_mutex_unlock(&sb->reason_lock);
     if (was)
         srv_log("server: backend %s: down: %s", sb->label, sb->down_reason);
@@ -128,6 +130,14 @@ void served_down_error(struct srv_backend *sb, struct zb_err *err)
     pthread_mutex_lock(&sb->reason_lock);
     zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->label, sb->down_reason);
     pthread_mutex_unlock(&sb->reason_lock);
+}
+
+enum zb_err_kind served_down_kind(struct srv_backend *sb)
+{
+    pthread_mutex_lock(&sb->reason_lock);
+    enum zb_err_kind kind = sb->down_kind;
+    pthread_mutex_unlock(&sb->reason_lock);
+    return kind;
 }
 
 bool served_may_try(struct srv_backend *sb, bool *probe)
@@ -214,6 +224,8 @@ static void *load_keys(void *arg)
         atomic_store_explicit(&sb->keys, keys, memory_order_release);
     } else {
         snprintf(sb->keys_error, sizeof sb->keys_error, "keys not loaded: %.400s", err.msg);
+        sb->keys_kind = err.kind;
+        sb->keys_failed_ns = zb_now_ns();
         srv_log("server: backend %s: keys not loaded, will retry on demand: %s",
                 sb->label, err.msg);
         if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
@@ -252,7 +264,8 @@ const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, st
     }
     pthread_mutex_lock(&sb->keys_lock);
     bool probe = false;
-    if (atomic_load(&sb->keys_loading) || served_may_try(sb, &probe)) {
+    bool may_retry = zb_now_ns() - sb->keys_failed_ns >= KEYS_RETRY_NS;
+    if (atomic_load(&sb->keys_loading) || (may_retry && served_may_try(sb, &probe))) {
         start_load(sb);
         *loading = atomic_load(&sb->keys_loading);
     }
@@ -262,7 +275,7 @@ const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, st
         if (!atomic_load(&sb->up))
             served_down_error(sb, err);
         else
-            zb_fail(err, ZB_ERR_CONN, "backend %s: %s", sb->label, sb->keys_error);
+            zb_fail(err, sb->keys_kind, "backend %s: %s", sb->label, sb->keys_error);
     }
     pthread_mutex_unlock(&sb->keys_lock);
     return NULL;

@@ -66,7 +66,8 @@ struct srv_backend {
     _Atomic unsigned gen;
     _Atomic uint64_t next_probe_ns;
     pthread_mutex_t reason_lock;
-    char down_reason[512];         /* last connect error (under reason_lock) */
+    char down_reason[512];         /* last connect error (under reason_lock), for the log */
+    enum zb_err_kind down_kind;    /* and its kind (under reason_lock), for clients */
 
     /* Pooled connections of every loop, open or opening: at most
      * pool_hard_max. A loop that needs one more and finds none left sets
@@ -84,6 +85,8 @@ struct srv_backend {
     _Atomic(uint32_t *) keys;
     _Atomic size_t nkeys;
     char keys_error[512];          /* why the last load failed (under keys_lock) */
+    enum zb_err_kind keys_kind;    /* and its kind (under keys_lock) */
+    uint64_t keys_failed_ns;       /* when (under keys_lock): the next no sooner than 1 s after */
     apr_pool_t *pool;              /* the keys live here */
 };
 
@@ -104,8 +107,11 @@ void served_log_error(const struct srv_backend *sb, const char *what, const char
 /* Everything opened before the connection that failed is suspect. */
 void served_bump_gen(struct srv_backend *sb, unsigned seen);
 void served_down_error(struct srv_backend *sb, struct zb_err *err);
+/* The kind of the error that marked sb down last. */
+enum zb_err_kind served_down_kind(struct srv_backend *sb);
 /* The sorted key set, or NULL: then *loading says if a load is under way
- * (started here if none was and the backend is up); err says why not. */
+ * (started here if none was, the backend is up and no load failed in the
+ * last second); err says why not. */
 const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, struct zb_err *err);
 
 #endif

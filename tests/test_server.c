@@ -851,6 +851,55 @@ START_TEST(every_log_line_has_a_utc_timestamp)
 }
 END_TEST
 
+/* What a client must never read of a database's error: SQL, the table's
+ * or the database's name. NULL if body shows none of them. */
+static const char *leak_in(const char *body)
+{
+    static const char *const words[] = { "zt_nosuch", "zb_nosuchdb", "zipbench", "SELECT",
+                                         "select", "FROM", "relation", "sqlite:", "Table '" };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(body, words[i]))
+            return words[i];
+    return NULL;
+}
+
+/* A table that is not there (sqlite, pg, innodb) and a database that is
+ * not there (myisam): every 500, 503 and /health says what failed in the
+ * client's terms, with no SQL and no table or database name; the log has
+ * the database's own message. */
+START_TEST(answers_show_no_sql_and_no_names)
+{
+    SETUP_OK();
+    char log[1200], out[65536], req[512], raw[16384];
+    snprintf(log, sizeof log, "%s/names.log", dir);
+    pid_t pid = start_server(PORT2, log, "sqlite,pg,innodb,myisam",
+                             "--set sqlite.table=zt_nosuch --set pg.table=zt_nosuch "
+                             "--set innodb.table=zt_nosuch --set myisam.database=zb_nosuchdb");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
+    static const char *const paths[] = {
+        "/zip/sqlite/%s", "/zip/sqlite/%s?strategy=per-request", "/zip/pg/%s",
+        "/zip/pg/%s?strategy=per-request", "/zip/pg/%s?strategy=pipelined", "/zip/innodb/%s",
+        "/zip/innodb/%s?strategy=per-request", "/zip/myisam/%s", "/zip/sqlite/random",
+        "/zip/pg/random", "/zip/innodb/random", "/zip/myisam/random", "/health",
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, paths[i], codes[0]);
+        int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                         path);
+        http_raw(PORT2, req, (size_t)n, raw, sizeof raw);
+        int status = http_status(raw);
+        ck_assert_msg(status == 500 || status == 503, "%s: %.400s", path, raw);
+        const char *body = strstr(raw, "\r\n\r\n");
+        ck_assert_msg(body && strstr(body, "\"error\":\"") && !leak_in(body),
+                      "%s shows '%s': %.600s", path, body ? leak_in(body) : "", raw);
+    }
+    ck_assert_int_eq(term_server(pid), 0);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(strstr(out, "zt_nosuch") && strstr(out, "zb_nosuchdb"), "%s", out);
+}
+END_TEST
+
 /* Every pooled connection busy: the next request waits acquire_timeout_ms
  * for one, then gets 503, and the backend is not marked down. The one
  * connection of a pool of one is held by a lookup that a LOCK TABLE from
@@ -1262,7 +1311,7 @@ Suite *suite_server(void)
         methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
         per_request_connections, every_strategy_gives_the_same_rows,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
-        every_log_line_has_a_utc_timestamp,
+        every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
         https, pool_exhausted_503_after_acquire_timeout, suspended_request_whose_client_leaves,
         stop_with_requests_in_flight, database_dies_with_lookups_in_its_pipeline,
         postgres_outage_and_recovery)); /* last: it stops pg */
