@@ -128,6 +128,12 @@ struct backend_driver {
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */
     const char *text_key_exact;
+    /* Dialect: a query of one parameter, a table's name, whose one value
+     * (text, or no row when there is no such table) changes whenever a
+     * table of that name is created or replaced (swap_table): the server
+     * polls it to know when to read a table's keys again. NULL: cannot
+     * tell. */
+    const char *table_version_sql;
     /* Replace table `to` by table `from` atomically (old one dropped); it
      * may use the name `to`_old on the way (ZB_SWAP_SUFFIX). */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);

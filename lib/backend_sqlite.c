@@ -359,6 +359,12 @@ const struct backend_driver backend_sqlite = {
     .version = sqlite_version,
     .create_suffix = sqlite_create_suffix,
     .swap_table = sqlite_swap_table,
+    /* The table's first page, and the file's schema counter (bumped by
+     * every CREATE, DROP and RENAME: a table made anew on a freed page is
+     * told apart too). */
+    .table_version_sql = "SELECT rootpage || '.' || (SELECT schema_version FROM "
+                         "pragma_schema_version) FROM sqlite_schema "
+                         "WHERE type = 'table' AND name = ?",
     .ident_max = 0,   /* no limit */
     .try_load_lock = sqlite_try_load_lock,
 };

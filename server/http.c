@@ -35,6 +35,7 @@
 #include "accept.h"
 #include "http.h"
 #include "json.h"
+#include "keyset.h"
 #include "lookup.h"
 #include "reason.h"
 #include "stats.h"
@@ -335,10 +336,9 @@ static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
 static bool start_random(struct req *rq)
 {
     struct zb_err err = { 0 };
-    size_t n;
     bool loading;
-    const uint32_t *keys = served_keys(rq->lb->sb, &n, &loading, &err);
-    if (!keys) {
+    const struct key_set *set = keyset_get(rq->lb->sb, &loading, &err);
+    if (!set) {
         char why[512];
         if (!loading)
             set_error(rq, 503, NULL, "%s", reason_for_client(rq->lb->sb, &err, false,
@@ -348,6 +348,8 @@ static bool start_random(struct req *rq)
     }
     uint64_t *rng = &rq->loop->rng;
     uint32_t k = 0;
+    const uint32_t *keys = set->keys;
+    size_t n = set->n;
     if (n > 0 && !(rq->miss > 0 && zb_rand_unit(rng) < rq->miss)) {
         k = keys[zb_rand_below(rng, (uint32_t)n)];
     } else {
@@ -371,7 +373,7 @@ void http_keys_changed(struct loop *l)
     for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
         nx = APR_RING_NEXT(rq, link);
         struct srv_backend *sb = rq->lb->sb;
-        if (atomic_load(&sb->keys) || !atomic_load(&sb->keys_loading)) {
+        if (!keyset_pending(sb)) {
             APR_RING_REMOVE(rq, link);
             if (!start_random(rq))   /* a load again: wait for it, as long as allowed */
                 APR_RING_INSERT_TAIL(&l->keys_waiting, rq, req, link);

@@ -128,6 +128,7 @@ static void *run(void *arg)
             srv_log("server: loop %d: epoll_wait: %s", l->id, strerror(errno));
             break;
         }
+        atomic_store(&l->turns, atomic_load_explicit(&l->turns, RELAXED) + 1);
         l->now = zb_now_ns();
         for (int i = 0; i < n; i++) {
             struct watch *w = ev[i].data.ptr;

@@ -70,6 +70,10 @@ struct loop {
     struct watch wake;             /* the wake fd's */
     int wakefd;                    /* eventfd: something handed over, keys, stop */
     uint64_t now;                  /* the clock at the top of this iteration */
+    /* Iterations begun (one writer, seq_cst): a thread that replaces what
+     * loops read within an iteration (a key set) frees the old once every
+     * loop's count has moved. */
+    _Atomic uint64_t turns;
     uint64_t next_check_ns;        /* no deadline comes before this */
     const struct loop_hooks *hooks;
     const _Atomic bool *shutdown;  /* once set, the loop winds down and returns */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "keyset.h"
 #include "lb.h"
 #include "stats.h"
 
@@ -72,7 +73,8 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
         hist_merge_live(&h, &srv->loops[k].lb[i].st.latency);
     }
     hist_merge(all, &h);
-    size_t nkeys = atomic_load(&sb->keys) ? atomic_load(&sb->nkeys) : 0;
+    double keys_age_s;
+    size_t nkeys = keyset_size(sb, &keys_age_s);
     jb_printf(b, "%s{\"name\":", i ? "," : "");
     jb_cstr(b, bc->name);
     if (!sb->postal) {
@@ -98,6 +100,10 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
               "\"keys\":%zu,",
               s.connects, s.connects_per_request, s.connect_failures, s.reconnects, s.discarded,
               s.pipelined, s.batches, nkeys);
+    if (keys_age_s >= 0)
+        jb_printf(b, "\"keys_age_s\":%.1f,", keys_age_s);
+    else
+        JB_LIT(b, "\"keys_age_s\":null,");
     put_latency(b, &h);
     JB_LIT(b, "}");
 }
