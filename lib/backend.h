@@ -64,7 +64,8 @@ struct backend_driver {
 
     /* What it can do, asked instead of its name. in_process: the database
      * runs inside this process on a file (SQLite): no server, no connect
-     * cost, and its journal (PRAGMA journal_mode) is the caller's to set.
+     * cost, and its journal (PRAGMA journal_mode) is the caller's to set
+     * (a load sets WAL: try_load_lock).
      * analyze: the statement that refreshes a table's statistics, written
      * before the table's name ("ANALYZE ", MariaDB's "ANALYZE TABLE ").
      * Pipelining and the server's asynchronous calls: see async. */
@@ -147,7 +148,9 @@ struct backend_driver {
      * (its staging table and swap are the load's own). Held until db is
      * closed, or the process dies. 1: taken (or held already by db), 0:
      * another connection holds it, -1 on error. It never waits: the
-     * caller polls, so it can say it waits and can be interrupted. */
+     * caller polls, so it can say it waits and can be interrupted. Once
+     * taken, the database is ready for a load that readers watch (SQLite:
+     * WAL mode, so the server's readers never wait for it). */
     int  (*try_load_lock)(struct db *db, const char *table, struct zb_err *err);
 
     /* The non-blocking calls the server's event loops use; NULL for a

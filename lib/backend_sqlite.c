@@ -2,6 +2,16 @@
  * server opens them read-only, one per loop (SQLITE_OPEN_NOMUTEX: a
  * connection is only ever used by one thread at a time).
  *
+ * The server reads the file while the loader writes it, so a load puts
+ * the file in WAL mode before it writes (sqlite_try_load_lock): readers
+ * then read their snapshot and never wait for the writer, and a loader
+ * killed mid-load leaves only WAL frames no commit owns, which every
+ * reader ignores. A file whose writer kept a rollback journal and died
+ * mid-transaction has a hot journal, which a read-only connection cannot
+ * roll back ("attempt to write a readonly database", for good): it opens
+ * the file read-write once to have it rolled back, then reads on
+ * (hot_journal_rolled_back).
+ *
  * Its own config keys:
  *   busy_timeout_ms  how long a statement waits for another connection's
  *                    lock (a writer, the loader swapping tables) before it
@@ -25,6 +35,7 @@
 
 struct db {
     sqlite3 *h;
+    int busy_timeout_ms; /* busy_timeout_ms, for the hot journal's rollback */
     int lock_fd;         /* the load locks' file (try_load_lock), or -1 */
     char version[64];
 };
@@ -42,6 +53,26 @@ static int sql_fail(struct db *db, struct zb_err *err, const char *what)
     char brief[ZB_SQL_BRIEF + 1];
     return zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
                    "sqlite: %s: %s", zb_sql_brief(what, brief, sizeof brief), sqlite3_errmsg(db->h));
+}
+
+/* The last statement of a read-only connection failed on a hot journal
+ * (SQLITE_READONLY_ROLLBACK): a read-write connection of our own reads the
+ * schema, which rolls the journal back (SQLite does it before any read),
+ * and closes. true: done, the statement may be run again. */
+static bool hot_journal_rolled_back(struct db *db)
+{
+    if (sqlite3_extended_errcode(db->h) != SQLITE_READONLY_ROLLBACK)
+        return false;
+    const char *path = sqlite3_db_filename(db->h, "main");
+    sqlite3 *rw = NULL;
+    bool done = path && *path &&
+                sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+                    SQLITE_OK &&
+                sqlite3_busy_timeout(rw, db->busy_timeout_ms) == SQLITE_OK &&
+                sqlite3_exec(rw, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) ==
+                    SQLITE_OK;
+    sqlite3_close_v2(rw);
+    return done;
 }
 
 static int int_key(const char *value, long lo, long hi, long *out)
@@ -95,7 +126,8 @@ static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb
         return -1;
     }
     /* Wait for a writer (the loader swapping tables) instead of failing. */
-    sqlite3_busy_timeout(db->h, (int)key_or(bc, "busy_timeout_ms", 2000));
+    db->busy_timeout_ms = (int)key_or(bc, "busy_timeout_ms", 2000);
+    sqlite3_busy_timeout(db->h, db->busy_timeout_ms);
     long cache_mib = key_or(bc, "cache_mib", 64);
     if (bc->read_only && cache_mib > 0) {
         char pragma[64];
@@ -138,7 +170,10 @@ static int sqlite_prepare(struct db *db, const char *sql, int nparams, struct st
     struct stmt *st = calloc(1, sizeof *st);
     if (!st)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL) != SQLITE_OK) {
+    int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL);
+    if (rc != SQLITE_OK && hot_journal_rolled_back(db))
+        rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL);
+    if (rc != SQLITE_OK) {
         free(st);
         return sql_fail(db, err, sql);
     }
@@ -165,15 +200,21 @@ static int sqlite_run(struct stmt *st, const char *const *params, row_fn fn, voi
     size_t lens[64];
     if (ncols > 64)
         ncols = 64;
-    int rc, stop = 0;
-    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (!fn)
-            continue;
-        for (int c = 0; c < ncols; c++) {
-            vals[c] = (const char *)sqlite3_column_text(s, c);
-            lens[c] = (size_t)sqlite3_column_bytes(s, c);
+    int rc = sqlite3_step(s), stop = 0;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && hot_journal_rolled_back(st->db)) {
+        sqlite3_reset(s);   /* no row came: run it again from the start */
+        rc = sqlite3_step(s);
+    }
+    while (rc == SQLITE_ROW) {
+        if (fn) {
+            for (int c = 0; c < ncols; c++) {
+                vals[c] = (const char *)sqlite3_column_text(s, c);
+                lens[c] = (size_t)sqlite3_column_bytes(s, c);
+            }
+            if ((stop = fn(arg, ncols, vals, lens)))
+                break;
         }
-        stop = fn(arg, ncols, vals, lens);
+        rc = sqlite3_step(s);
     }
     if (!stop && rc != SQLITE_DONE) {
         sql_fail(st->db, err, sqlite3_sql(s));
@@ -201,9 +242,12 @@ static int sqlite_query(struct db *db, const char *sql, int nparams, const char 
                         row_fn fn, void *arg, long long *affected, struct zb_err *err)
 {
     struct stmt st = { .db = db, .nparams = nparams };
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL) != SQLITE_OK)
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL);
+    if (rc != SQLITE_OK && hot_journal_rolled_back(db))
+        rc = sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL);
+    if (rc != SQLITE_OK)
         return sql_fail(db, err, sql);
-    int rc = sqlite_run(&st, params, fn, arg, affected, err);
+    rc = sqlite_run(&st, params, fn, arg, affected, err);
     sqlite3_finalize(st.s);
     return rc;
 }
@@ -306,7 +350,28 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
+    /* The load is in the file now: the WAL is emptied, so that a reader
+     * with a read-only WAL index (PHP as www-data), which has to read the
+     * WAL itself, finds none to read. Best effort: it waits
+     * (busy_timeout_ms) for readers of older snapshots. */
+    sqlite3_exec(db->h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
     return 0;
+}
+
+/* A load's writer puts the file in WAL mode first (a mode the file keeps):
+ * the server's readers then never wait for it nor, after it was killed,
+ * need to write. The WAL and its index (-wal, -shm) are kept when the
+ * writer closes (SQLITE_FCNTL_PERSIST_WAL): a reader that may not create
+ * files beside the database (PHP as www-data) can read a WAL file only
+ * while they exist. A file that cannot be put in WAL mode (a file system
+ * without shared memory) keeps its journal: the server then rolls a hot
+ * one back itself (hot_journal_rolled_back). */
+static void journal_for_readers(struct db *db)
+{
+    char mode[16];
+    pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+    int persist = 1;
+    sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 }
 
 /* SQLite has no lock a session holds across transactions (a load in
@@ -333,8 +398,10 @@ static int sqlite_try_load_lock(struct db *db, const char *table, struct zb_err 
         h = (h ^ (unsigned char)*p) * 16777619u;
     struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = h & 0x3fffffff,
                         .l_len = 1 };
-    if (fcntl(db->lock_fd, F_OFD_SETLK, &fl) == 0)
+    if (fcntl(db->lock_fd, F_OFD_SETLK, &fl) == 0) {
+        journal_for_readers(db);
         return 1;
+    }
     if (errno == EAGAIN || errno == EACCES)
         return 0;
     return zb_fail(err, ZB_ERR_SYS, "sqlite: load lock: %s", strerror(errno));
