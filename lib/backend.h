@@ -65,7 +65,10 @@ struct backend_driver {
     /* What it can do, asked instead of its name. in_process: the database
      * runs inside this process on a file (SQLite): no server, no connect
      * cost, and its journal (PRAGMA journal_mode) is the caller's to set
-     * (a load sets WAL: try_load_lock).
+     * (a load sets WAL: try_load_lock). Its read-only connections never
+     * wait for another connection's lock: a statement that meets one fails
+     * at once with ZB_ERR_BUSY, for the caller (which must not block: the
+     * server's loops) to try again later.
      * analyze: the statement that refreshes a table's statistics, written
      * before the table's name ("ANALYZE ", MariaDB's "ANALYZE TABLE ").
      * Pipelining and the server's asynchronous calls: see async. */

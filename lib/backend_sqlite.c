@@ -13,9 +13,10 @@
  * (hot_journal_rolled_back).
  *
  * Its own config keys:
- *   busy_timeout_ms  how long a statement waits for another connection's
- *                    lock (a writer, the loader swapping tables) before it
- *                    fails with ZB_ERR_BUSY (default 2000)
+ *   busy_timeout_ms  how long a writer's statement (the loader's,
+ *                    sqlbench's) waits for another connection's lock before
+ *                    it fails with ZB_ERR_BUSY (default 2000); a read-only
+ *                    connection never waits (see sqlite_open)
  *   cache_mib        the page cache of a read-only connection, MiB (default
  *                    64). With SQLite's 2 MiB, random lookups on the real
  *                    list (~38 MB on disk) keep re-reading pages with pread:
@@ -35,7 +36,6 @@
 
 struct db {
     sqlite3 *h;
-    int busy_timeout_ms; /* busy_timeout_ms, for the hot journal's rollback */
     int lock_fd;         /* the load locks' file (try_load_lock), or -1 */
     char version[64];
 };
@@ -46,14 +46,29 @@ struct stmt {
     int nparams;
 };
 
-/* SQLITE_BUSY and SQLITE_LOCKED (primary codes) are lock conflicts. */
+/* SQLITE_BUSY and SQLITE_LOCKED (primary codes) are lock conflicts; so is
+ * a hot journal not rolled back yet (hot_journal_rolled_back met a lock):
+ * the statement may be tried again. */
+static enum zb_err_kind kind_of(sqlite3 *h)
+{
+    int code = sqlite3_errcode(h) & 0xff;
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED ||
+                   sqlite3_extended_errcode(h) == SQLITE_READONLY_ROLLBACK
+               ? ZB_ERR_BUSY
+               : ZB_ERR_SQL;
+}
+
 static int sql_fail(struct db *db, struct zb_err *err, const char *what)
 {
-    int code = sqlite3_errcode(db->h) & 0xff;
     char brief[ZB_SQL_BRIEF + 1];
-    return zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
-                   "sqlite: %s: %s", zb_sql_brief(what, brief, sizeof brief), sqlite3_errmsg(db->h));
+    return zb_fail(err, kind_of(db->h), "sqlite: %s: %s", zb_sql_brief(what, brief, sizeof brief),
+                   sqlite3_errmsg(db->h));
 }
+
+/* How long the rollback of a hot journal waits for other connections'
+ * locks: a caller that must not block (the server's loops) is held this
+ * long once, and tries again later if it was not enough. */
+#define ROLLBACK_WAIT_MS 100
 
 /* The last statement of a read-only connection failed on a hot journal
  * (SQLITE_READONLY_ROLLBACK): a read-write connection of our own reads the
@@ -68,7 +83,7 @@ static bool hot_journal_rolled_back(struct db *db)
     bool done = path && *path &&
                 sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
                     SQLITE_OK &&
-                sqlite3_busy_timeout(rw, db->busy_timeout_ms) == SQLITE_OK &&
+                sqlite3_busy_timeout(rw, ROLLBACK_WAIT_MS) == SQLITE_OK &&
                 sqlite3_exec(rw, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) ==
                     SQLITE_OK;
     sqlite3_close_v2(rw);
@@ -125,9 +140,10 @@ static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb
         free(db);
         return -1;
     }
-    /* Wait for a writer (the loader swapping tables) instead of failing. */
-    db->busy_timeout_ms = (int)key_or(bc, "busy_timeout_ms", 2000);
-    sqlite3_busy_timeout(db->h, db->busy_timeout_ms);
+    /* A writer waits for another's lock (two loads) instead of failing; a
+     * reader (the server's, whose loops must not block) never waits: it
+     * fails with ZB_ERR_BUSY and its caller tries again later. */
+    sqlite3_busy_timeout(db->h, bc->read_only ? 0 : (int)key_or(bc, "busy_timeout_ms", 2000));
     long cache_mib = key_or(bc, "cache_mib", 64);
     if (bc->read_only && cache_mib > 0) {
         char pragma[64];
@@ -153,10 +169,8 @@ static int sqlite_exec(struct db *db, const char *sql, struct zb_err *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int code = sqlite3_errcode(db->h) & 0xff;
         char brief[ZB_SQL_BRIEF + 1];
-        zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
-                "sqlite: %s: %s", zb_sql_brief(sql, brief, sizeof brief),
+        zb_fail(err, kind_of(db->h), "sqlite: %s: %s", zb_sql_brief(sql, brief, sizeof brief),
                 msg ? msg : sqlite3_errmsg(db->h));
         sqlite3_free(msg);
         return -1;
@@ -350,11 +364,6 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
-    /* The load is in the file now: the WAL is emptied, so that a reader
-     * with a read-only WAL index (PHP as www-data), which has to read the
-     * WAL itself, finds none to read. Best effort: it waits
-     * (busy_timeout_ms) for readers of older snapshots. */
-    sqlite3_exec(db->h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
     return 0;
 }
 
@@ -363,13 +372,18 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
  * need to write. The WAL and its index (-wal, -shm) are kept when the
  * writer closes (SQLITE_FCNTL_PERSIST_WAL): a reader that may not create
  * files beside the database (PHP as www-data) can read a WAL file only
- * while they exist. A file that cannot be put in WAL mode (a file system
- * without shared memory) keeps its journal: the server then rolls a hot
- * one back itself (hot_journal_rolled_back). */
+ * while they exist. The WAL is cut to nothing when the writer closes last
+ * (journal_size_limit 0, all of it in the file then): such a reader, its
+ * WAL index read-only, reads the whole WAL at each transaction. (A
+ * checkpoint that empties the WAL while readers read makes them wait.) A
+ * file that cannot be put in WAL mode (a file system without shared
+ * memory) keeps its journal: the server then rolls a hot one back itself
+ * (hot_journal_rolled_back). */
 static void journal_for_readers(struct db *db)
 {
     char mode[16];
     pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+    sqlite3_exec(db->h, "PRAGMA journal_size_limit = 0", NULL, NULL, NULL);
     int persist = 1;
     sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 }

@@ -137,7 +137,8 @@ static int table_version(struct srv_backend *sb, struct backend *vb, const struc
     out[0] = 0;
     if (vb->drv->query(vb->db, sb->drv->table_version_sql, 1, params, first_text, &t, NULL,
                        err) < 0) {
-        backend_close(vb);
+        if (err->kind != ZB_ERR_BUSY)   /* a lock: the connection is fine */
+            backend_close(vb);
         return -1;
     }
     return 0;
@@ -212,10 +213,10 @@ static void *watch(void *arg)
         if (sb->drv->table_version_sql && (asked || atomic_load(&sb->up))) {
             struct zb_err err = { 0 };
             v = table_version(sb, &vb, &vc, version, sizeof version, &err);
-            if (v < 0 && !poll_failed)
+            if (v < 0 && !poll_failed && err.kind != ZB_ERR_BUSY)
                 srv_log("server: backend %s: cannot tell whether the table was replaced: %s",
                         sb->label, err.msg);
-            poll_failed = v < 0;
+            poll_failed = v < 0 && err.kind != ZB_ERR_BUSY;   /* a lock: next time */
         }
         bool have = atomic_load(&ks->set) != NULL;
         bool moved = v == 0 && (known ? strcmp(version, seen) != 0 : have);

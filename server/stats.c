@@ -36,7 +36,7 @@ static double thread_cpu_s(pthread_t t)
 struct sums {
     unsigned long long requests, ok, not_found, e4xx, e5xx, connects, connects_per_request,
         connect_failures, reconnects, discarded, waits, timeouts, overload, down, open, in_use,
-        pipelined, batches;
+        pipelined, batches, lock_waits;
 };
 
 static void add(struct sums *s, const struct lb_stats *st)
@@ -59,6 +59,7 @@ static void add(struct sums *s, const struct lb_stats *st)
     s->in_use += READ(st->in_use);
     s->pipelined += READ(st->pipelined);
     s->batches += READ(st->batches);
+    s->lock_waits += READ(st->lock_waits);
 }
 
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
@@ -97,9 +98,9 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
               s.waits, s.timeouts);
     jb_printf(b, "\"connects\":%llu,\"connects_per_request\":%llu,\"connect_failures\":%llu,"
               "\"reconnects\":%llu,\"discarded\":%llu,\"pipelined\":%llu,\"batches\":%llu,"
-              "\"keys\":%zu,",
+              "\"lock_waits\":%llu,\"keys\":%zu,",
               s.connects, s.connects_per_request, s.connect_failures, s.reconnects, s.discarded,
-              s.pipelined, s.batches, nkeys);
+              s.pipelined, s.batches, s.lock_waits, nkeys);
     if (keys_age_s >= 0)
         jb_printf(b, "\"keys_age_s\":%.1f,", keys_age_s);
     else
