@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -44,10 +46,14 @@ enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
 /* A client connection (libmicrohttpd's socket context). */
 struct client {
-    APR_RING_ENTRY(client) link;   /* in its loop's awaiting list while waiting for a header */
+    /* In its loop's awaiting list while waiting for a header, or in its
+     * sending list while an answer goes out. */
+    APR_RING_ENTRY(client) link;
+    struct MHD_Connection *c;
     uint64_t since_ns;             /* connected, or its last answer was sent */
-    bool awaiting;
+    bool awaiting, sending;
     int fd;
+    int outq, inq;                 /* its socket's queues at the last look (sending; -1: none) */
 };
 
 struct health;
@@ -151,6 +157,8 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
     set_answer(rq, status);
 }
 
+static void client_sending(struct loop *l, struct MHD_Connection *c);
+
 static enum MHD_Result queue(struct req *rq)
 {
     struct MHD_Response *r =
@@ -167,6 +175,8 @@ static enum MHD_Result queue(struct req *rq)
     enum MHD_Result ret = MHD_queue_response(rq->c, rq->status, r);
     MHD_destroy_response(r);
     rq->state = RQ_QUEUED;
+    if (ret == MHD_YES)
+        client_sending(rq->loop, rq->c);
     return ret;
 }
 
@@ -1018,11 +1028,70 @@ static void client_got_header(struct loop *l, struct MHD_Connection *c)
 static void client_answered(struct loop *l, struct MHD_Connection *c)
 {
     struct client *cl = client_of(c);
+    if (cl && cl->sending) {
+        APR_RING_REMOVE(cl, link);
+        cl->sending = false;
+    }
     if (cl && !cl->awaiting)
         await_header(l, cl);
 }
 
-uint64_t http_header_deadlines(struct loop *l, uint64_t now)
+/* How often sending clients' sockets are looked at: a quarter of
+ * connection_timeout_s, at most a second. */
+static uint64_t moved_check_ns(const struct loop *l)
+{
+    uint64_t quarter = (uint64_t)l->srv->conf->server.connection_timeout_s * 250000000u;
+    return quarter < 1000000000u ? quarter : 1000000000u;
+}
+
+/* An answer is going out to c: its socket is looked at until it is out
+ * (client_answered). */
+static void client_sending(struct loop *l, struct MHD_Connection *c)
+{
+    struct client *cl = client_of(c);
+    if (!cl || cl->awaiting || cl->sending)
+        return;   /* refused before its header was whole: it closes */
+    cl->sending = true;
+    cl->outq = cl->inq = -1;
+    APR_RING_INSERT_TAIL(&l->sending, cl, client, link);
+    if (l->moved_check_ns <= l->now)
+        l->moved_check_ns = zb_now_ns() + moved_check_ns(l);
+    loop_deadline(l, l->moved_check_ns);
+}
+
+/* A slow reader's answers wait in its socket's send buffer, and the
+ * requests it pipelines meanwhile in the receive buffer, where
+ * libmicrohttpd, which counts only its own reads and writes as activity,
+ * does not see them move: it would close the connection at
+ * connection_timeout_s while it is being answered. So the sockets of the
+ * clients an answer goes out to are looked at every moved_check_ns, and
+ * when either queue moved since the last look, libmicrohttpd's idle timer
+ * is restarted (a timeout set to 0 and back restarts it). The idle time
+ * so counts from the last byte moved, either way. */
+static uint64_t keep_moving_clients(struct loop *l, uint64_t now)
+{
+    if (APR_RING_EMPTY(&l->sending, client, link))
+        return 0;
+    if (now < l->moved_check_ns)
+        return l->moved_check_ns;
+    unsigned timeout = (unsigned)l->srv->conf->server.connection_timeout_s;
+    struct client *cl;
+    APR_RING_FOREACH(cl, &l->sending, client, link) {
+        int out = -1, in = -1;
+        if (ioctl(cl->fd, SIOCOUTQ, &out) < 0 || ioctl(cl->fd, SIOCINQ, &in) < 0)
+            continue;
+        if (cl->outq >= 0 && (out != cl->outq || in != cl->inq)) {
+            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
+        }
+        cl->outq = out;
+        cl->inq = in;
+    }
+    l->moved_check_ns = now + moved_check_ns(l);
+    return l->moved_check_ns;
+}
+
+uint64_t http_deadlines(struct loop *l, uint64_t now)
 {
     uint64_t next = 0;
     int t = l->srv->conf->server.header_timeout_s;
@@ -1053,7 +1122,8 @@ uint64_t http_header_deadlines(struct loop *l, uint64_t now)
         set_error(rq, 503, NULL, "backend %s: its keys were not loaded within %d ms", bc->name,
                   bc->acquire_timeout_ms);
     }
-    return next;
+    uint64_t moved = keep_moving_clients(l, now);
+    return moved && (!next || moved < next) ? moved : next;
 }
 
 static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -1072,6 +1142,8 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
             cl->fd = ci ? ci->connect_fd : -1;
+            cl->c = c;
+            cl->sending = false;
             await_header(l, cl);
         }
         return;
@@ -1079,7 +1151,7 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
     DROP(l->open);
     BUMP(l->closed);
     if (cl) {
-        if (cl->awaiting)
+        if (cl->awaiting || cl->sending)
             APR_RING_REMOVE(cl, link);
         *(struct client **)cl = l->free_clients;
         l->free_clients = cl;
@@ -1090,6 +1162,7 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
 void http_loop_init(struct loop *l)
 {
     APR_RING_INIT(&l->awaiting, client, link);
+    APR_RING_INIT(&l->sending, client, link);
     APR_RING_INIT(&l->keys_waiting, req, link);
 }
 

@@ -103,6 +103,8 @@ struct loop {
     struct MHD_Daemon *mhd;
     struct watch mhd_watch;        /* libmicrohttpd's epoll fd's */
     struct client_list awaiting;   /* clients waiting for a request header, oldest first */
+    struct client_list sending;    /* clients an answer is going out to */
+    uint64_t moved_check_ns;       /* when their sockets are next looked at */
     struct req_list keys_waiting;  /* /random requests waiting for a key set */
     struct req *free_reqs;
     struct client *free_clients;

@@ -37,7 +37,7 @@ static uint64_t deadlines(struct loop *l, uint64_t now)
         if (t && (!next || t < next))
             next = t;
     }
-    uint64_t t = http_header_deadlines(l, now);
+    uint64_t t = http_deadlines(l, now);
     next = t && (!next || t < next) ? t : next;
     t = acceptor_deadlines(l, now);
     return t && (!next || t < next) ? t : next;

@@ -276,8 +276,8 @@ static double slowest_ms(const char *report, double *done, double *non2xx)
 }
 
 /* Bounds no answer of pg may pass while SQLite is written. A stall of the
- * loop would last as long as SQLite's lock (a reader waited out
- * busy_timeout_ms, 2 s, inline): 2 s and more for the lock held below.
+ * loop lasts as long as SQLite's lock (a reader that waits inline waits
+ * out busy_timeout_ms, 2 s): 2 s and more for the lock held below.
  * pg's own slowest answer is tens of ms on a quiet 2-core machine, and
  * was seen at 0.8 s on one loaded to 12 runnable threads. */
 #define PG_SLOWEST_MS 1000
