@@ -64,7 +64,11 @@ struct backend_driver {
 
     /* What it can do, asked instead of its name. in_process: the database
      * runs inside this process on a file (SQLite): no server, no connect
-     * cost, and its journal (PRAGMA journal_mode) is the caller's to set.
+     * cost, and its journal (PRAGMA journal_mode) is the caller's to set
+     * (a load sets WAL: try_load_lock). Its read-only connections never
+     * wait for another connection's lock: a statement that meets one fails
+     * at once with ZB_ERR_BUSY, for the caller (which must not block: the
+     * server's loops) to try again later.
      * analyze: the statement that refreshes a table's statistics, written
      * before the table's name ("ANALYZE ", MariaDB's "ANALYZE TABLE ").
      * Pipelining and the server's asynchronous calls: see async. */
@@ -131,6 +135,12 @@ struct backend_driver {
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */
     const char *text_key_exact;
+    /* Dialect: a query of one parameter, a table's name, whose one value
+     * (text, or no row when there is no such table) changes whenever a
+     * table of that name is created or replaced (swap_table): the server
+     * polls it to know when to read a table's keys again. NULL: cannot
+     * tell. */
+    const char *table_version_sql;
     /* Replace table `to` by table `from` atomically (old one dropped); it
      * may use the name `to` + ZB_SWAP_SUFFIX on the way. */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
@@ -144,7 +154,9 @@ struct backend_driver {
      * (its staging table and swap are the load's own). Held until db is
      * closed, or the process dies. 1: taken (or held already by db), 0:
      * another connection holds it, -1 on error. It never waits: the
-     * caller polls, so it can say it waits and can be interrupted. */
+     * caller polls, so it can say it waits and can be interrupted. Once
+     * taken, the database is ready for a load that readers watch (SQLite:
+     * WAL mode, so the server's readers never wait for it). */
     int  (*try_load_lock)(struct db *db, const char *table, struct zb_err *err);
 
     /* The non-blocking calls the server's event loops use; NULL for a

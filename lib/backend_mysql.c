@@ -1114,6 +1114,11 @@ const struct backend_driver backend_mysql = {
      * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
     .text_key_exact = " COLLATE utf8mb4_nopad_bin",
     .swap_table = my_swap_table,
+    /* The table's create time (InnoDB's is its .frm's change time, which
+     * RENAME sets), with its row count. */
+    .table_version_sql = "SELECT CONCAT_WS(' ', CREATE_TIME, TABLE_ROWS) FROM "
+                         "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                         "AND TABLE_NAME = ?",
     .recover = my_recover,
     .ident_max = 64,
     .try_load_lock = my_try_load_lock,

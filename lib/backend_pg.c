@@ -837,6 +837,8 @@ const struct backend_driver backend_pg = {
     .version = pg_version,
     .create_suffix = pg_create_suffix,
     .swap_table = pg_swap_table,
+    /* A table made anew has a new oid. */
+    .table_version_sql = "SELECT to_regclass(?)::oid::text",
     .ident_max = 63,   /* NAMEDATALEN - 1 */
     .try_load_lock = pg_try_load_lock,
     .async = &pg_async,

@@ -2,10 +2,21 @@
  * server opens them read-only, one per loop (SQLITE_OPEN_NOMUTEX: a
  * connection is only ever used by one thread at a time).
  *
+ * The server reads the file while the loader writes it, so a load puts
+ * the file in WAL mode before it writes (sqlite_try_load_lock): readers
+ * then read their snapshot and never wait for the writer, and a loader
+ * killed mid-load leaves only WAL frames no commit owns, which every
+ * reader ignores. A file whose writer kept a rollback journal and died
+ * mid-transaction has a hot journal, which a read-only connection cannot
+ * roll back ("attempt to write a readonly database", for good): it opens
+ * the file read-write once to have it rolled back, then reads on
+ * (hot_journal_rolled_back).
+ *
  * Its own config keys:
- *   busy_timeout_ms  how long a statement waits for another connection's
- *                    lock (a writer, the loader swapping tables) before it
- *                    fails with ZB_ERR_BUSY (default 2000)
+ *   busy_timeout_ms  how long a writer's statement (the loader's,
+ *                    sqlbench's) waits for another connection's lock before
+ *                    it fails with ZB_ERR_BUSY (default 2000); a read-only
+ *                    connection never waits (see sqlite_open)
  *   cache_mib        the page cache of a read-only connection, MiB (default
  *                    64). With SQLite's 2 MiB, random lookups on the real
  *                    list (~38 MB on disk) keep re-reading pages with pread:
@@ -35,13 +46,48 @@ struct stmt {
     int nparams;
 };
 
-/* SQLITE_BUSY and SQLITE_LOCKED (primary codes) are lock conflicts. */
+/* SQLITE_BUSY and SQLITE_LOCKED (primary codes) are lock conflicts; so is
+ * a hot journal not rolled back yet (hot_journal_rolled_back met a lock):
+ * the statement may be tried again. */
+static enum zb_err_kind kind_of(sqlite3 *h)
+{
+    int code = sqlite3_errcode(h) & 0xff;
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED ||
+                   sqlite3_extended_errcode(h) == SQLITE_READONLY_ROLLBACK
+               ? ZB_ERR_BUSY
+               : ZB_ERR_SQL;
+}
+
 static int sql_fail(struct db *db, struct zb_err *err, const char *what)
 {
-    int code = sqlite3_errcode(db->h) & 0xff;
     char brief[ZB_SQL_BRIEF + 1];
-    return zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
-                   "sqlite: %s: %s", zb_sql_brief(what, brief, sizeof brief), sqlite3_errmsg(db->h));
+    return zb_fail(err, kind_of(db->h), "sqlite: %s: %s", zb_sql_brief(what, brief, sizeof brief),
+                   sqlite3_errmsg(db->h));
+}
+
+/* How long the rollback of a hot journal waits for other connections'
+ * locks: a caller that must not block (the server's loops) is held this
+ * long once, and tries again later if it was not enough. */
+#define ROLLBACK_WAIT_MS 100
+
+/* The last statement of a read-only connection failed on a hot journal
+ * (SQLITE_READONLY_ROLLBACK): a read-write connection of our own reads the
+ * schema, which rolls the journal back (SQLite does it before any read),
+ * and closes. true: done, the statement may be run again. */
+static bool hot_journal_rolled_back(struct db *db)
+{
+    if (sqlite3_extended_errcode(db->h) != SQLITE_READONLY_ROLLBACK)
+        return false;
+    const char *path = sqlite3_db_filename(db->h, "main");
+    sqlite3 *rw = NULL;
+    bool done = path && *path &&
+                sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+                    SQLITE_OK &&
+                sqlite3_busy_timeout(rw, ROLLBACK_WAIT_MS) == SQLITE_OK &&
+                sqlite3_exec(rw, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) ==
+                    SQLITE_OK;
+    sqlite3_close_v2(rw);
+    return done;
 }
 
 static int int_key(const char *value, long lo, long hi, long *out)
@@ -94,8 +140,10 @@ static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb
         free(db);
         return -1;
     }
-    /* Wait for a writer (the loader swapping tables) instead of failing. */
-    sqlite3_busy_timeout(db->h, (int)key_or(bc, "busy_timeout_ms", 2000));
+    /* A writer waits for another's lock (two loads) instead of failing; a
+     * reader (the server's, whose loops must not block) never waits: it
+     * fails with ZB_ERR_BUSY and its caller tries again later. */
+    sqlite3_busy_timeout(db->h, bc->read_only ? 0 : (int)key_or(bc, "busy_timeout_ms", 2000));
     long cache_mib = key_or(bc, "cache_mib", 64);
     if (bc->read_only && cache_mib > 0) {
         char pragma[64];
@@ -121,10 +169,8 @@ static int sqlite_exec(struct db *db, const char *sql, struct zb_err *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int code = sqlite3_errcode(db->h) & 0xff;
         char brief[ZB_SQL_BRIEF + 1];
-        zb_fail(err, code == SQLITE_BUSY || code == SQLITE_LOCKED ? ZB_ERR_BUSY : ZB_ERR_SQL,
-                "sqlite: %s: %s", zb_sql_brief(sql, brief, sizeof brief),
+        zb_fail(err, kind_of(db->h), "sqlite: %s: %s", zb_sql_brief(sql, brief, sizeof brief),
                 msg ? msg : sqlite3_errmsg(db->h));
         sqlite3_free(msg);
         return -1;
@@ -138,7 +184,10 @@ static int sqlite_prepare(struct db *db, const char *sql, int nparams, struct st
     struct stmt *st = calloc(1, sizeof *st);
     if (!st)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL) != SQLITE_OK) {
+    int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL);
+    if (rc != SQLITE_OK && hot_journal_rolled_back(db))
+        rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->s, NULL);
+    if (rc != SQLITE_OK) {
         free(st);
         return sql_fail(db, err, sql);
     }
@@ -165,15 +214,21 @@ static int sqlite_run(struct stmt *st, const char *const *params, row_fn fn, voi
     size_t lens[64];
     if (ncols > 64)
         ncols = 64;
-    int rc, stop = 0;
-    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (!fn)
-            continue;
-        for (int c = 0; c < ncols; c++) {
-            vals[c] = (const char *)sqlite3_column_text(s, c);
-            lens[c] = (size_t)sqlite3_column_bytes(s, c);
+    int rc = sqlite3_step(s), stop = 0;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE && hot_journal_rolled_back(st->db)) {
+        sqlite3_reset(s);   /* no row came: run it again from the start */
+        rc = sqlite3_step(s);
+    }
+    while (rc == SQLITE_ROW) {
+        if (fn) {
+            for (int c = 0; c < ncols; c++) {
+                vals[c] = (const char *)sqlite3_column_text(s, c);
+                lens[c] = (size_t)sqlite3_column_bytes(s, c);
+            }
+            if ((stop = fn(arg, ncols, vals, lens)))
+                break;
         }
-        stop = fn(arg, ncols, vals, lens);
+        rc = sqlite3_step(s);
     }
     if (!stop && rc != SQLITE_DONE) {
         sql_fail(st->db, err, sqlite3_sql(s));
@@ -201,9 +256,12 @@ static int sqlite_query(struct db *db, const char *sql, int nparams, const char 
                         row_fn fn, void *arg, long long *affected, struct zb_err *err)
 {
     struct stmt st = { .db = db, .nparams = nparams };
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL) != SQLITE_OK)
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL);
+    if (rc != SQLITE_OK && hot_journal_rolled_back(db))
+        rc = sqlite3_prepare_v2(db->h, sql, -1, &st.s, NULL);
+    if (rc != SQLITE_OK)
         return sql_fail(db, err, sql);
-    int rc = sqlite_run(&st, params, fn, arg, affected, err);
+    rc = sqlite_run(&st, params, fn, arg, affected, err);
     sqlite3_finalize(st.s);
     return rc;
 }
@@ -309,6 +367,27 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, st
     return 0;
 }
 
+/* A load's writer puts the file in WAL mode first (a mode the file keeps):
+ * the server's readers then never wait for it nor, after it was killed,
+ * need to write. The WAL and its index (-wal, -shm) are kept when the
+ * writer closes (SQLITE_FCNTL_PERSIST_WAL): a reader that may not create
+ * files beside the database (PHP as www-data) can read a WAL file only
+ * while they exist. The WAL is cut to nothing when the writer closes last
+ * (journal_size_limit 0, all of it in the file then): such a reader, its
+ * WAL index read-only, reads the whole WAL at each transaction. (A
+ * checkpoint that empties the WAL while readers read makes them wait.) A
+ * file that cannot be put in WAL mode (a file system without shared
+ * memory) keeps its journal: the server then rolls a hot one back itself
+ * (hot_journal_rolled_back). */
+static void journal_for_readers(struct db *db)
+{
+    char mode[16];
+    pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+    sqlite3_exec(db->h, "PRAGMA journal_size_limit = 0", NULL, NULL, NULL);
+    int persist = 1;
+    sqlite3_file_control(db->h, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+}
+
 /* SQLite has no lock a session holds across transactions (a load in
  * autocommit mode is thousands of them), so the load lock is an open file
  * description lock (F_OFD_SETLK) on one byte of a file beside the
@@ -333,8 +412,10 @@ static int sqlite_try_load_lock(struct db *db, const char *table, struct zb_err 
         h = (h ^ (unsigned char)*p) * 16777619u;
     struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = h & 0x3fffffff,
                         .l_len = 1 };
-    if (fcntl(db->lock_fd, F_OFD_SETLK, &fl) == 0)
+    if (fcntl(db->lock_fd, F_OFD_SETLK, &fl) == 0) {
+        journal_for_readers(db);
         return 1;
+    }
     if (errno == EAGAIN || errno == EACCES)
         return 0;
     return zb_fail(err, ZB_ERR_SYS, "sqlite: load lock: %s", strerror(errno));
@@ -359,6 +440,12 @@ const struct backend_driver backend_sqlite = {
     .version = sqlite_version,
     .create_suffix = sqlite_create_suffix,
     .swap_table = sqlite_swap_table,
+    /* The table's first page, and the file's schema counter (bumped by
+     * every CREATE, DROP and RENAME: a table made anew on a freed page is
+     * told apart too). */
+    .table_version_sql = "SELECT rootpage || '.' || (SELECT schema_version FROM "
+                         "pragma_schema_version) FROM sqlite_schema "
+                         "WHERE type = 'table' AND name = ?",
     .ident_max = 0,   /* no limit */
     .try_load_lock = sqlite_try_load_lock,
 };

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "accept.h"
+#include "log.h"
 
 #define ACCEPT_BATCH 16
 #define ACCEPT_PAUSE_MS 500
@@ -127,7 +128,7 @@ static void watch_again(struct loop *l)
     if (l->listening)
         return;
     if (watch_listen(l, &err) < 0)
-        fprintf(stderr, "server: %s\n", err.msg);
+        srv_log("server: %s", err.msg);
     else
         l->listening = true;
 }
@@ -143,8 +144,8 @@ static void pause_accepting(struct loop *l, int err)
     if ((!logged || now - logged >= ACCEPT_LOG_MS * 1000000ull) &&
         atomic_compare_exchange_strong(&srv->accept_pause.logged_ns, &logged, now)) {
         atomic_fetch_sub(&srv->accept_pause.failures, failures);
-        fprintf(stderr, "server: accept: %s: not accepting for %d ms (%llu time%s since the "
-                "last such line; raise the fd limit or lower max_connections)\n", strerror(err),
+        srv_log("server: accept: %s: not accepting for %d ms (%llu time%s since the "
+                "last such line; raise the fd limit or lower max_connections)", strerror(err),
                 ACCEPT_PAUSE_MS, (unsigned long long)failures, failures == 1 ? "" : "s");
     }
     atomic_store(&srv->accept_pause.resume_ns, resume);

@@ -28,24 +28,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "accept.h"
 #include "http.h"
 #include "json.h"
+#include "keyset.h"
 #include "lookup.h"
+#include "reason.h"
 #include "stats.h"
 
 enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
 /* A client connection (libmicrohttpd's socket context). */
 struct client {
-    APR_RING_ENTRY(client) link;   /* in its loop's awaiting list while waiting for a header */
+    /* In its loop's awaiting list while waiting for a header, or in its
+     * sending list while an answer goes out. */
+    APR_RING_ENTRY(client) link;
+    struct MHD_Connection *c;
     uint64_t since_ns;             /* connected, or its last answer was sent */
-    bool awaiting;
+    bool awaiting, sending;
     int fd;
+    int outq, inq;                 /* its socket's queues at the last look (sending; -1: none) */
 };
 
 struct health;
@@ -149,6 +157,8 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
     set_answer(rq, status);
 }
 
+static void client_sending(struct loop *l, struct MHD_Connection *c);
+
 static enum MHD_Result queue(struct req *rq)
 {
     struct MHD_Response *r =
@@ -165,6 +175,8 @@ static enum MHD_Result queue(struct req *rq)
     enum MHD_Result ret = MHD_queue_response(rq->c, rq->status, r);
     MHD_destroy_response(r);
     rq->state = RQ_QUEUED;
+    if (ret == MHD_YES)
+        client_sending(rq->loop, rq->c);
     return ret;
 }
 
@@ -245,45 +257,22 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
 static struct req *req_get(struct loop *l);
 static void req_free(struct req *rq);
 
-/* Whether a path starts at msg + i: after one of the characters that may
- * precede a path in a message, or at the start. */
-static bool path_starts(const char *msg, size_t i)
+/* The failure's words for the client (reason.h); the database's own
+ * message goes to the log, at most once a second per loop, unless the
+ * log has said it already (the backend went down) or it is the server's
+ * own state (stopping, overloaded). */
+static const char *say_why(struct req *rq, struct srv_backend *sb, const struct zb_err *err,
+                           bool overload, const char *what, const char *log_as, char *buf,
+                           size_t len)
 {
-    return i == 0 || strchr(" \t\"'(=[", msg[i - 1]);
-}
-
-/* What a client may read of err about sb: msg with each file path in it
- * (an absolute one, or one of sb's own path, socket or password_file
- * settings as written) replaced by "<path>". The server's log has the
- * whole text (a backend going down is logged with its reason). */
-static const char *client_safe(const struct srv_backend *sb, const char *msg, char *out,
-                               size_t len)
-{
-    const char *own[] = { sb ? sb->conf.path : NULL, sb ? sb->conf.socket : NULL,
-                          sb ? sb->conf.password_file : NULL };
-    size_t o = 0;
-    for (size_t i = 0; msg[i] && o + 7 < len;) {
-        size_t skip = 0;
-        if (path_starts(msg, i)) {
-            if (msg[i] == '/')
-                skip = strcspn(msg + i, " \t\"'),;]");
-            for (int k = 0; k < 3 && !skip; k++)
-                if (own[k] && strchr(own[k], '/') && !strncmp(msg + i, own[k], strlen(own[k])))
-                    skip = strlen(own[k]);
-        }
-        if (skip) {
-            /* "…/file: reason": the colon is the message's, not the path's. */
-            while (skip > 1 && msg[i + skip - 1] == ':')
-                skip--;
-            memcpy(out + o, "<path>", 6);
-            o += 6;
-            i += skip;
-        } else {
-            out[o++] = msg[i++];
-        }
+    if (atomic_load_explicit(&rq->loop->srv->stopping, RELAXED)) {
+        snprintf(buf, len, "the server is stopping");
+        return buf;
     }
-    out[o] = 0;
-    return out;
+    bool unavailable = lookup_rc_of(err) == LOOKUP_UNAVAILABLE;
+    if (!unavailable || (!overload && atomic_load(&sb->up)))
+        served_log_error(sb, log_as, err->msg);
+    return reason_for_client(sb, err, overload, what, buf, len);
 }
 
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
@@ -293,12 +282,11 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         req_free(rq);
         return;
     }
-    char safe[512];
-    if (rc == LOOKUP_UNAVAILABLE) {
-        set_error(rq, 503, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
-    } else if (rc != LOOKUP_OK) {
-        served_log_error(rq->lb->sb, "lookup failed", err->msg);
-        set_error(rq, 500, lk->key, "%s", client_safe(rq->lb->sb, err->msg, safe, sizeof safe));
+    char why[512];
+    if (rc != LOOKUP_OK) {
+        say_why(rq, rq->lb->sb, err, lk->overloaded, "the lookup", "lookup failed", why,
+                sizeof why);
+        set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, lk->key, "%s", why);
     } else if (lk->rows == 0) {
         set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");
     } else {
@@ -358,17 +346,20 @@ static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
 static bool start_random(struct req *rq)
 {
     struct zb_err err = { 0 };
-    size_t n;
     bool loading;
-    const uint32_t *keys = served_keys(rq->lb->sb, &n, &loading, &err);
-    if (!keys) {
-        char safe[512];
+    const struct key_set *set = keyset_get(rq->lb->sb, &loading, &err);
+    if (!set) {
+        char why[512];
         if (!loading)
-            set_error(rq, 503, NULL, "%s", client_safe(rq->lb->sb, err.msg, safe, sizeof safe));
+            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lb->sb, &err, false,
+                                                             "the query of /random's key set",
+                                                             why, sizeof why));
         return !loading;
     }
     uint64_t *rng = &rq->loop->rng;
     uint32_t k = 0;
+    const uint32_t *keys = set->keys;
+    size_t n = set->n;
     if (n > 0 && !(rq->miss > 0 && zb_rand_unit(rng) < rq->miss)) {
         k = keys[zb_rand_below(rng, (uint32_t)n)];
     } else {
@@ -392,9 +383,10 @@ void http_keys_changed(struct loop *l)
     for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
         nx = APR_RING_NEXT(rq, link);
         struct srv_backend *sb = rq->lb->sb;
-        if (atomic_load(&sb->keys) || !atomic_load(&sb->keys_loading)) {
+        if (!keyset_pending(sb)) {
             APR_RING_REMOVE(rq, link);
-            start_random(rq);
+            if (!start_random(rq))   /* a load again: wait for it, as long as allowed */
+                APR_RING_INSERT_TAIL(&l->keys_waiting, rq, req, link);
         }
     }
 }
@@ -582,7 +574,8 @@ static void health_done(struct lookup *lk, int rc, const struct zb_err *err)
     struct health_item *it = (struct health_item *)lk;
     it->up = rc == LOOKUP_OK;
     if (err)
-        client_safe(lk->lb->sb, err->msg, it->reason, sizeof it->reason);
+        say_why(it->rq, lk->lb->sb, err, lk->overloaded, "the health check's lookup",
+                "health check failed", it->reason, sizeof it->reason);
     health_settle(it->rq);
 }
 
@@ -1035,11 +1028,70 @@ static void client_got_header(struct loop *l, struct MHD_Connection *c)
 static void client_answered(struct loop *l, struct MHD_Connection *c)
 {
     struct client *cl = client_of(c);
+    if (cl && cl->sending) {
+        APR_RING_REMOVE(cl, link);
+        cl->sending = false;
+    }
     if (cl && !cl->awaiting)
         await_header(l, cl);
 }
 
-uint64_t http_header_deadlines(struct loop *l, uint64_t now)
+/* How often sending clients' sockets are looked at: a quarter of
+ * connection_timeout_s, at most a second. */
+static uint64_t moved_check_ns(const struct loop *l)
+{
+    uint64_t quarter = (uint64_t)l->srv->conf->server.connection_timeout_s * 250000000u;
+    return quarter < 1000000000u ? quarter : 1000000000u;
+}
+
+/* An answer is going out to c: its socket is looked at until it is out
+ * (client_answered). */
+static void client_sending(struct loop *l, struct MHD_Connection *c)
+{
+    struct client *cl = client_of(c);
+    if (!cl || cl->awaiting || cl->sending)
+        return;   /* refused before its header was whole: it closes */
+    cl->sending = true;
+    cl->outq = cl->inq = -1;
+    APR_RING_INSERT_TAIL(&l->sending, cl, client, link);
+    if (l->moved_check_ns <= l->now)
+        l->moved_check_ns = zb_now_ns() + moved_check_ns(l);
+    loop_deadline(l, l->moved_check_ns);
+}
+
+/* A slow reader's answers wait in its socket's send buffer, and the
+ * requests it pipelines meanwhile in the receive buffer, where
+ * libmicrohttpd, which counts only its own reads and writes as activity,
+ * does not see them move: it would close the connection at
+ * connection_timeout_s while it is being answered. So the sockets of the
+ * clients an answer goes out to are looked at every moved_check_ns, and
+ * when either queue moved since the last look, libmicrohttpd's idle timer
+ * is restarted (a timeout set to 0 and back restarts it). The idle time
+ * so counts from the last byte moved, either way. */
+static uint64_t keep_moving_clients(struct loop *l, uint64_t now)
+{
+    if (APR_RING_EMPTY(&l->sending, client, link))
+        return 0;
+    if (now < l->moved_check_ns)
+        return l->moved_check_ns;
+    unsigned timeout = (unsigned)l->srv->conf->server.connection_timeout_s;
+    struct client *cl;
+    APR_RING_FOREACH(cl, &l->sending, client, link) {
+        int out = -1, in = -1;
+        if (ioctl(cl->fd, SIOCOUTQ, &out) < 0 || ioctl(cl->fd, SIOCINQ, &in) < 0)
+            continue;
+        if (cl->outq >= 0 && (out != cl->outq || in != cl->inq)) {
+            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
+        }
+        cl->outq = out;
+        cl->inq = in;
+    }
+    l->moved_check_ns = now + moved_check_ns(l);
+    return l->moved_check_ns;
+}
+
+uint64_t http_deadlines(struct loop *l, uint64_t now)
 {
     uint64_t next = 0;
     int t = l->srv->conf->server.header_timeout_s;
@@ -1070,7 +1122,8 @@ uint64_t http_header_deadlines(struct loop *l, uint64_t now)
         set_error(rq, 503, NULL, "backend %s: its keys were not loaded within %d ms", bc->name,
                   bc->acquire_timeout_ms);
     }
-    return next;
+    uint64_t moved = keep_moving_clients(l, now);
+    return moved && (!next || moved < next) ? moved : next;
 }
 
 static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -1089,6 +1142,8 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
             const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
             cl->fd = ci ? ci->connect_fd : -1;
+            cl->c = c;
+            cl->sending = false;
             await_header(l, cl);
         }
         return;
@@ -1096,7 +1151,7 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
     DROP(l->open);
     BUMP(l->closed);
     if (cl) {
-        if (cl->awaiting)
+        if (cl->awaiting || cl->sending)
             APR_RING_REMOVE(cl, link);
         *(struct client **)cl = l->free_clients;
         l->free_clients = cl;
@@ -1107,6 +1162,7 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
 void http_loop_init(struct loop *l)
 {
     APR_RING_INIT(&l->awaiting, client, link);
+    APR_RING_INIT(&l->sending, client, link);
     APR_RING_INIT(&l->keys_waiting, req, link);
 }
 

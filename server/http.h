@@ -22,7 +22,7 @@ int  http_sleep_ms(struct loop *l);
 void http_keys_changed(struct loop *l);
 /* Connections whose header did not come whole within header_timeout_s
  * are closed; returns the next such deadline (0: none). */
-uint64_t http_header_deadlines(struct loop *l, uint64_t now);
+uint64_t http_deadlines(struct loop *l, uint64_t now);
 /* On shutdown: requests still waiting (for keys) are answered 503. */
 void http_wind_down(struct loop *l);
 /* The daemon stopped (its connections closed). */

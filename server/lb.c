@@ -63,6 +63,7 @@ static void finish(struct lookup *lk, int rc, const struct zb_err *err, bool ove
         lk->probe = false;
         served_end_probe(sb);
     }
+    lk->overloaded = rc == LOOKUP_UNAVAILABLE && overload;
     lk->done(lk, rc, rc == LOOKUP_OK ? NULL : err);
 }
 

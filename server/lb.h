@@ -33,6 +33,7 @@ struct lookup {
     long rows;                     /* rows passed on so far */
     bool retried;                  /* a lost connection is retried once, if no row came */
     bool probe;                    /* it is the backend's probe while down */
+    bool overloaded;               /* it ended waiting past acquire_timeout_ms, the backend up */
     row_fn on_row;
     void *arg;
     /* Called once, when it is over: rc LOOKUP_*, err set unless OK. */
@@ -54,6 +55,7 @@ struct lb_stats {
     counter open;                  /* pooled connections open now */
     counter in_use;                /* of which with a lookup now */
     counter pipelined, batches;    /* lookups sent in pipeline mode, flushes */
+    counter lock_waits;            /* in-process lookups that met a writer's lock and waited */
     struct hist latency;           /* ns, hist_record_own */
 };
 
@@ -80,6 +82,10 @@ struct lb {
      * of one loop iteration share one read transaction (lookup.c) */
     struct inline_conn *inline_idle;
     bool inline_txn;
+    /* in-process lookups that met a writer's lock, tried again at
+     * inline_retry_ns (lookup.c) */
+    struct lookup_list inline_waiting;
+    uint64_t inline_retry_ns;
     struct lb_stats st;
 };
 

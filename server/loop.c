@@ -21,6 +21,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loop.h"
 
 int loop_watch(struct loop *l, int fd, uint32_t events, struct watch *w, struct zb_err *err)
@@ -46,7 +47,7 @@ void loop_wake(struct loop *l)
 {
     uint64_t one = 1;
     if (write(l->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
-        fprintf(stderr, "server: loop %d: cannot wake: %s\n", l->id, strerror(errno));
+        srv_log("server: loop %d: cannot wake: %s", l->id, strerror(errno));
 }
 
 void loop_wake_all(struct loop *l)
@@ -111,7 +112,7 @@ static void name_and_pin(struct loop *l)
         CPU_ZERO(&cpus);
         CPU_SET(l->id % get_nprocs(), &cpus);
         if (pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus))
-            fprintf(stderr, "server: loop %d: cannot pin to a CPU\n", l->id);
+            srv_log("server: loop %d: cannot pin to a CPU", l->id);
     }
 }
 
@@ -124,9 +125,10 @@ static void *run(void *arg)
     while (!atomic_load_explicit(l->shutdown, RELAXED)) {
         int n = epoll_wait(l->epfd, ev, 64, timeout_ms(l));
         if (n < 0 && errno != EINTR) {
-            fprintf(stderr, "server: loop %d: epoll_wait: %s\n", l->id, strerror(errno));
+            srv_log("server: loop %d: epoll_wait: %s", l->id, strerror(errno));
             break;
         }
+        atomic_store(&l->turns, atomic_load_explicit(&l->turns, RELAXED) + 1);
         l->now = zb_now_ns();
         for (int i = 0; i < n; i++) {
             struct watch *w = ev[i].data.ptr;

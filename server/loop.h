@@ -70,6 +70,10 @@ struct loop {
     struct watch wake;             /* the wake fd's */
     int wakefd;                    /* eventfd: something handed over, keys, stop */
     uint64_t now;                  /* the clock at the top of this iteration */
+    /* Iterations begun (one writer, seq_cst): a thread that replaces what
+     * loops read within an iteration (a key set) frees the old once every
+     * loop's count has moved. */
+    _Atomic uint64_t turns;
     uint64_t next_check_ns;        /* no deadline comes before this */
     const struct loop_hooks *hooks;
     const _Atomic bool *shutdown;  /* once set, the loop winds down and returns */
@@ -99,6 +103,8 @@ struct loop {
     struct MHD_Daemon *mhd;
     struct watch mhd_watch;        /* libmicrohttpd's epoll fd's */
     struct client_list awaiting;   /* clients waiting for a request header, oldest first */
+    struct client_list sending;    /* clients an answer is going out to */
+    uint64_t moved_check_ns;       /* when their sockets are next looked at */
     struct req_list keys_waiting;  /* /random requests waiting for a key set */
     struct req *free_reqs;
     struct client *free_clients;

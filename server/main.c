@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "log.h"
 #include "server.h"
 
 
@@ -185,12 +186,12 @@ static int listen_on(const char *bind_addr, int port, bool allow_remote)
     snprintf(portstr, sizeof portstr, "%d", port);
     int rc = getaddrinfo(bind_addr, portstr, &hints, &ai);
     if (rc) {
-        fprintf(stderr, "server: --bind %s: %s\n", bind_addr, gai_strerror(rc));
+        srv_log("server: --bind %s: %s", bind_addr, gai_strerror(rc));
         return -2;
     }
     if (!is_loopback(ai->ai_addr) && !allow_remote) {
-        fprintf(stderr, "server: refusing to listen on %s, which is not a loopback address: "
-                "the server has no authentication; pass --allow-remote to do it anyway\n",
+        srv_log("server: refusing to listen on %s, which is not a loopback address: "
+                "the server has no authentication; pass --allow-remote to do it anyway",
                 bind_addr);
         freeaddrinfo(ai);
         return -2;
@@ -200,7 +201,7 @@ static int listen_on(const char *bind_addr, int port, bool allow_remote)
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
-        fprintf(stderr, "server: cannot listen on %s:%d: %s\n", bind_addr, port, strerror(errno));
+        srv_log("server: cannot listen on %s:%d: %s", bind_addr, port, strerror(errno));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(ai);
@@ -229,11 +230,11 @@ static char *read_pem(const char *path, const char *flag)
         fclose(f);
         if (!bad && buf && strstr(buf, "-----BEGIN "))
             return buf;
-        fprintf(stderr, "server: %s %s: not a PEM file\n", flag, path);
+        srv_log("server: %s %s: not a PEM file", flag, path);
         free(buf);
         return NULL;
     }
-    fprintf(stderr, "server: %s %s: %s\n", flag, path, strerror(errno));
+    srv_log("server: %s %s: %s", flag, path, strerror(errno));
     return NULL;
 }
 
@@ -249,21 +250,21 @@ static int select_datasets(const struct zb_conf *conf, const char *list,
         snprintf(name, sizeof name, "%.*s", (int)len, p);
         const struct dataset_conf *dc = conf_dataset(conf, name);
         if (!dc) {
-            fprintf(stderr, "server: --datasets: no [dataset %s] in %s\n", name, conf->file);
+            srv_log("server: --datasets: no [dataset %s] in %s", name, conf->file);
             return -1;
         }
         if (!strcmp(name, "zip")) {
-            fprintf(stderr, "server: --datasets: dataset zip: /zip/ is the postal dataset's "
-                    "route; give the dataset another name\n");
+            srv_log("server: --datasets: dataset zip: /zip/ is the postal dataset's "
+                    "route; give the dataset another name");
             return -1;
         }
         for (int i = 0; i < n; i++)
             if (out[i] == dc) {
-                fprintf(stderr, "server: --datasets: %s named twice\n", name);
+                srv_log("server: --datasets: %s named twice", name);
                 return -1;
             }
         if (n == ZB_MAX_DATASETS) {
-            fprintf(stderr, "server: --datasets: more than %d\n", ZB_MAX_DATASETS);
+            srv_log("server: --datasets: more than %d", ZB_MAX_DATASETS);
             return -1;
         }
         out[n++] = dc;
@@ -395,7 +396,7 @@ static int configure(struct zb_conf *conf, const struct flags *f, struct plan *p
 {
     struct zb_err err = { 0 };
     if (conf_apply_sets(conf, f->sets, f->nsets, &err) < 0) {
-        fprintf(stderr, "server: %s\n", err.msg);
+        srv_log("server: %s", err.msg);
         return ZB_EXIT_USAGE;
     }
     static const struct { const char *flag, *key; } flagkeys[] = {
@@ -403,24 +404,24 @@ static int configure(struct zb_conf *conf, const struct flags *f, struct plan *p
     const char *flagvals[] = { f->port, f->bind_addr, f->threads };
     for (int i = 0; i < 3; i++)
         if (flagvals[i] && conf_set(conf, NULL, flagkeys[i].key, flagvals[i], &err) < 0) {
-            fprintf(stderr, "server: %s: %s\n", flagkeys[i].flag, err.msg);
+            srv_log("server: %s: %s", flagkeys[i].flag, err.msg);
             return ZB_EXIT_USAGE;
         }
     /* The backends to serve, named ones checked before anything starts. */
     if ((p->nchosen = conf_select(conf, f->backends, p->chosen, &err)) < 0) {
-        fprintf(stderr, "server: --backends: %s\n", err.msg);
+        srv_log("server: --backends: %s", err.msg);
         return ZB_EXIT_USAGE;
     }
     static const struct dataset_conf *named[ZB_MAX_DATASETS];
     if ((p->ndatasets = select_datasets(conf, f->datasets, named)) < 0)
         return ZB_EXIT_USAGE;
     if (p->nchosen == 0) {
-        fprintf(stderr, "server: %s: no [backend NAME] section to serve\n", f->conf_file);
+        srv_log("server: %s: no [backend NAME] section to serve", f->conf_file);
         return ZB_EXIT_FAIL;
     }
     for (int i = 0; i < p->ndatasets; i++) {
         if (dataset_describe(&p->described[i], named[i], &err) < 0) {
-            fprintf(stderr, "server: dataset %s: %s\n", named[i]->name, err.msg);
+            srv_log("server: dataset %s: %s", named[i]->name, err.msg);
             return ZB_EXIT_FAIL;
         }
         p->data[i] = &p->described[i];
@@ -439,15 +440,15 @@ static int fit_fd_limit(struct zb_conf *conf, const struct plan *p)
     long own = own_fds(p->chosen, p->nchosen, p->ndatasets, sc->threads);
     long limit = raise_fd_limit(sc->max_connections + own);
     if (limit - own < 1) {
-        fprintf(stderr, "server: the fd limit (RLIMIT_NOFILE) is %ld, and the server needs about "
-                "%ld for itself (loops, database connections): raise it (ulimit -n)\n", limit,
+        srv_log("server: the fd limit (RLIMIT_NOFILE) is %ld, and the server needs about "
+                "%ld for itself (loops, database connections): raise it (ulimit -n)", limit,
                 own);
         return -1;
     }
     if (sc->max_connections > limit - own) {
-        fprintf(stderr, "server: max_connections %d lowered to %ld: the fd limit (RLIMIT_NOFILE) "
+        srv_log("server: max_connections %d lowered to %ld: the fd limit (RLIMIT_NOFILE) "
                 "is %ld and the server keeps about %ld for itself (loops, database "
-                "connections); raise it (ulimit -n) for more\n", sc->max_connections,
+                "connections); raise it (ulimit -n) for more", sc->max_connections,
                 limit - own, limit, own);
         sc->max_connections = (int)(limit - own);
     }
@@ -466,19 +467,19 @@ static int serve(struct server *srv, struct zb_conf *conf, struct plan *p, int l
     char names[1024];
     if (server_start(srv, conf, p->data, p->ndatasets, p->chosen, p->nchosen, listen_fd, pool,
                      names, sizeof names, &err) < 0) {
-        fprintf(stderr, "server: %s\n", err.msg);
+        srv_log("server: %s", err.msg);
         return ZB_EXIT_FAIL;
     }
-    fprintf(stderr, "zipbench server listening on %s:%d, %d thread%s,%s backends:%s\n", sc->bind,
+    srv_log("zipbench server listening on %s:%d, %d thread%s,%s backends:%s", sc->bind,
             sc->port, srv->nloops, srv->nloops == 1 ? "" : "s", srv->tls_cert ? " HTTPS," : "",
             names);
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "zipbench server stopping (%s): no new connections, finishing requests\n",
+    srv_log("zipbench server stopping (%s): no new connections, finishing requests",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     uint64_t requests = 0;
     server_stop(srv, &requests);
-    fprintf(stderr, "zipbench server stopped: %llu requests in %.1f s\n",
+    srv_log("zipbench server stopped: %llu requests in %.1f s",
             (unsigned long long)requests, (double)(zb_now_ns() - srv->started_ns) / 1e9);
     return ZB_EXIT_OK;
 }
@@ -502,7 +503,7 @@ int main(int argc, const char *const *argv)
     static struct server srv;
     struct zb_err err = { 0 };
     if (conf_load(&conf, f.conf_file, &err) < 0) {   /* a bad file: exit 1 */
-        fprintf(stderr, "server: %s\n", err.msg);
+        srv_log("server: %s", err.msg);
         conf_free(&conf);
         return ZB_EXIT_FAIL;
     }

@@ -1,16 +1,14 @@
 /* A backend serving one dataset, shared by every loop: its lookup SQL, its
- * outage state, its pool budget and (postal) its key set.
+ * outage state, its pool budget and (postal) its key set's watcher.
  *
  * Contract: written at start (served_init, served_start) by main's
  * thread; after that read by every loop, and changed only through the
  * atomics and locks below: the outage state (up, gen, probes), the pool
- * budget (pooled, starving), the keys (loaded by a thread of its own, which
- * wakes every loop when done). Calls only down: lib's drivers, the loop's
- * wake. */
+ * budget (pooled, starving); the key set is keyset.c's. Calls only down:
+ * lib's drivers. */
 #ifndef ZB_SERVED_H
 #define ZB_SERVED_H
 
-#include <apr_pools.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,7 +54,6 @@ struct srv_backend {
     char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
     char sql[1024];                /* zb_select_sql of the dataset's table */
     struct json_key colkey[ZB_MAX_COLUMNS];
-    struct loop *loops;            /* the loops, woken when keys come in */
 
     /* Outage handling: a connection error marks the backend down and bumps
      * gen, so every connection opened before it is discarded when next
@@ -67,7 +64,8 @@ struct srv_backend {
     _Atomic unsigned gen;
     _Atomic uint64_t next_probe_ns;
     pthread_mutex_t reason_lock;
-    char down_reason[512];         /* last connect error (under reason_lock) */
+    char down_reason[512];         /* last connect error (under reason_lock), for the log */
+    enum zb_err_kind down_kind;    /* and its kind (under reason_lock), for clients */
 
     /* Pooled connections of every loop, open or opening: at most
      * pool_hard_max. A loop that needs one more and finds none left sets
@@ -76,23 +74,14 @@ struct srv_backend {
     _Atomic int pooled;
     _Atomic uint64_t starving;
 
-    /* The distinct codes of the table, sorted, for /random (postal only):
-     * loaded by a thread of their own, which wakes every loop when done. */
-    pthread_mutex_t keys_lock;
-    pthread_t keys_thread;
-    bool keys_thread_started;
-    _Atomic bool keys_loading;
-    _Atomic(uint32_t *) keys;
-    _Atomic size_t nkeys;
-    char keys_error[512];          /* why the last load failed (under keys_lock) */
-    apr_pool_t *pool;              /* the keys live here */
+    struct keyset *keyset;         /* /random's codes (keyset.h), postal only */
 };
 
 int  served_init(struct srv_backend *sb, const struct backend_conf *bc,
-                 const struct dataset *data, int index, apr_pool_t *parent, struct zb_err *err);
+                 const struct dataset *data, int index, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
- * the loops run; then its keys start loading (loops woken when done). */
-int  served_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err);
+ * the loops run. */
+int  served_start(struct srv_backend *sb, struct zb_err *err);
 void served_destroy(struct srv_backend *sb);
 /* Outage state. may_try: true if a lookup may go to the database now; a
  * probe (*probe set) must be ended with served_end_probe. */
@@ -105,8 +94,6 @@ void served_log_error(const struct srv_backend *sb, const char *what, const char
 /* Everything opened before the connection that failed is suspect. */
 void served_bump_gen(struct srv_backend *sb, unsigned seen);
 void served_down_error(struct srv_backend *sb, struct zb_err *err);
-/* The sorted key set, or NULL: then *loading says if a load is under way
- * (started here if none was and the backend is up); err says why not. */
-const uint32_t *served_keys(struct srv_backend *sb, size_t *n, bool *loading, struct zb_err *err);
-
+/* The kind of the error that marked sb down last. */
+enum zb_err_kind served_down_kind(struct srv_backend *sb);
 #endif

@@ -11,7 +11,9 @@
 #include "accept.h"
 #include "dbconn.h"
 #include "http.h"
+#include "keyset.h"
 #include "lookup.h"
+#include "log.h"
 #include "server.h"
 
 /* ---- a loop's turns ---- */
@@ -35,7 +37,7 @@ static uint64_t deadlines(struct loop *l, uint64_t now)
         if (t && (!next || t < next))
             next = t;
     }
-    uint64_t t = http_header_deadlines(l, now);
+    uint64_t t = http_deadlines(l, now);
     next = t && (!next || t < next) ? t : next;
     t = acceptor_deadlines(l, now);
     return t && (!next || t < next) ? t : next;
@@ -139,7 +141,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         for (int i = 0; i < nchosen; i++) {
             struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
             srv->served[srv->nserved] = sb;
-            if (served_init(sb, chosen[i], datasets[d], srv->nserved++, pool, err) < 0 ||
+            if (served_init(sb, chosen[i], datasets[d], srv->nserved++, err) < 0 ||
                 check_strategy(sb, err) < 0)
                 goto fail;
         }
@@ -160,10 +162,12 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     for (int i = 0; i < srv->nserved; i++) {
         struct srv_backend *sb = srv->served[i];
         struct zb_err e = { 0 };
-        bool ok = served_start(sb, srv->loops, &e) == 0;
+        bool ok = served_start(sb, &e) == 0;
         if (!ok)
-            fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->label, e.msg);
+            srv_log("server: backend %s: not available at start, will retry on demand: %s",
+                    sb->label, e.msg);
+        if (keyset_start(sb, srv->loops, err) < 0)
+            goto fail;
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
@@ -217,9 +221,11 @@ void server_stop(struct server *srv, uint64_t *requests)
     if (requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
             *requests += READ(srv->loops[i].requests);
-    /* The key loaders first: they wake the loops when done. */
-    for (int i = 0; i < srv->nserved; i++)
+    /* The key sets' watchers first: they wake the loops. */
+    for (int i = 0; i < srv->nserved; i++) {
+        keyset_stop(srv->served[i]);
         served_destroy(srv->served[i]);
+    }
     for (int i = 0; i < srv->nloops; i++)
         loop_teardown(&srv->loops[i]);
     free(srv->loops);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "keyset.h"
 #include "lb.h"
 #include "stats.h"
 
@@ -35,7 +36,7 @@ static double thread_cpu_s(pthread_t t)
 struct sums {
     unsigned long long requests, ok, not_found, e4xx, e5xx, connects, connects_per_request,
         connect_failures, reconnects, discarded, waits, timeouts, overload, down, open, in_use,
-        pipelined, batches;
+        pipelined, batches, lock_waits;
 };
 
 static void add(struct sums *s, const struct lb_stats *st)
@@ -58,6 +59,7 @@ static void add(struct sums *s, const struct lb_stats *st)
     s->in_use += READ(st->in_use);
     s->pipelined += READ(st->pipelined);
     s->batches += READ(st->batches);
+    s->lock_waits += READ(st->lock_waits);
 }
 
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
@@ -72,7 +74,8 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
         hist_merge_live(&h, &srv->loops[k].lb[i].st.latency);
     }
     hist_merge(all, &h);
-    size_t nkeys = atomic_load(&sb->keys) ? atomic_load(&sb->nkeys) : 0;
+    double keys_age_s;
+    size_t nkeys = keyset_size(sb, &keys_age_s);
     jb_printf(b, "%s{\"name\":", i ? "," : "");
     jb_cstr(b, bc->name);
     if (!sb->postal) {
@@ -95,9 +98,13 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
               s.waits, s.timeouts);
     jb_printf(b, "\"connects\":%llu,\"connects_per_request\":%llu,\"connect_failures\":%llu,"
               "\"reconnects\":%llu,\"discarded\":%llu,\"pipelined\":%llu,\"batches\":%llu,"
-              "\"keys\":%zu,",
+              "\"lock_waits\":%llu,\"keys\":%zu,",
               s.connects, s.connects_per_request, s.connect_failures, s.reconnects, s.discarded,
-              s.pipelined, s.batches, nkeys);
+              s.pipelined, s.batches, s.lock_waits, nkeys);
+    if (keys_age_s >= 0)
+        jb_printf(b, "\"keys_age_s\":%.1f,", keys_age_s);
+    else
+        JB_LIT(b, "\"keys_age_s\":null,");
     put_latency(b, &h);
     JB_LIT(b, "}");
 }

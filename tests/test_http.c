@@ -455,11 +455,136 @@ START_TEST(answers_show_no_paths)
 }
 END_TEST
 
+/* Occurrences of what (at most 31 bytes) in a stream read in chunks:
+ * carry holds the tail of the last chunk, so a match cut in two counts. */
+struct stream_count {
+    char carry[32];
+    size_t ncarry;
+    long n;
+};
+
+static void count_in(struct stream_count *sc, const char *what, const char *chunk, size_t len)
+{
+    size_t wl = strlen(what);
+    char buf[4096 + 32];
+    while (len > 0) {
+        size_t take = len < 4096 ? len : 4096;
+        memcpy(buf, sc->carry, sc->ncarry);
+        memcpy(buf + sc->ncarry, chunk, take);
+        size_t n = sc->ncarry + take;
+        for (size_t i = 0; i + wl <= n; i++)
+            if (!memcmp(buf + i, what, wl) && i + wl > sc->ncarry)
+                sc->n++;
+        sc->ncarry = n < wl - 1 ? n : wl - 1;
+        memcpy(sc->carry, buf + n - sc->ncarry, sc->ncarry);
+        chunk += take;
+        len -= take;
+    }
+}
+
+/* The most a TCP socket's send buffer grows to here (tcp_wmem's third
+ * value), bytes. */
+static long tcp_send_buffer_max(void)
+{
+    long lo, mid, max = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+    if (!f || fscanf(f, "%ld %ld %ld", &lo, &mid, &max) != 3)
+        max = 4 << 20;
+    if (f)
+        fclose(f);
+    return max;
+}
+
+/* A client sends a long pipeline on one connection and reads the answers
+ * slowly, but without a pause: the answers fill the server's send buffer
+ * (up to tcp_wmem's maximum), which the reader then drains at a rate that
+ * makes room for more only every 2 connection_timeout_s. Bytes move all
+ * the while, but not through libmicrohttpd, which counts only its own
+ * reads and writes as activity: the server must not cut the connection
+ * while they move. */
+START_TEST(a_slow_reader_of_a_long_pipeline_is_answered)
+{
+    SETUP_OK();
+    enum { TIMEOUT_S = 1, TICK_MS = 10 };
+    char log[1200], args[4096];
+    snprintf(log, sizeof log, "%s/pipeline.log", dir);
+    snprintf(args, sizeof args, "--datasets words --backends sqlite --threads 1 %s "
+             "--set server.connection_timeout_s=%d --set server.header_timeout_s=%d", sets,
+             TIMEOUT_S, TIMEOUT_S);
+    pid_t pid = spawn_server(conf, PORT2, log, args);
+    ck_assert_msg(await_server(pid, PORT2), "server did not start");
+    static const char req[] = "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq(get(PORT2, "/words/sqlite/abc"), 200);
+    /* Answers for twice the send buffer, read at a third of it per 2
+     * timeouts: a dozen timeouts in all. */
+    long buffer = tcp_send_buffer_max(), answer = (long)strlen(raw) - 19;  /* no Connection: close */
+    long n = 2 * buffer / answer, per_tick = buffer / 3 / (2 * TIMEOUT_S * 1000 / TICK_MS);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)PORT2) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    size_t total = (size_t)n * (sizeof req - 1), sent = 0;
+    struct stream_count sc = { .n = 0 };
+    uint64_t t0 = zb_now_ns(), limit = t0 + 90ull * 1000000000u;
+    const char *end = NULL;
+    static char chunk[1 << 20];
+    while (sc.n < n && zb_now_ns() < limit) {
+        while (sent < total) {
+            size_t off = sent % (sizeof req - 1);
+            ssize_t w = send(fd, req + off, sizeof req - 1 - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            sent += (size_t)w;
+        }
+        ssize_t r = recv(fd, chunk, (size_t)per_tick < sizeof chunk ? (size_t)per_tick
+                                                                       : sizeof chunk,
+                         MSG_DONTWAIT);
+        if (r > 0) {
+            count_in(&sc, "HTTP/1.1 200 ", chunk, (size_t)r);
+        } else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            end = r == 0 ? "closed" : strerror(errno);
+            break;
+        }
+        usleep(TICK_MS * 1000);
+    }
+    double secs = (double)(zb_now_ns() - t0) / 1e9;
+    close(fd);
+    printf("http: a pipeline of %ld read slowly (%ld bytes every %d ms, send buffer up to %ld): "
+           "%ld answered in %.1f s (connection_timeout_s %d)%s%s\n", n, per_tick, TICK_MS, buffer,
+           sc.n, secs, TIMEOUT_S, end ? ", then " : "", end ? end : "");
+    fflush(stdout);
+    /* The same pipeline never read: nothing moves, and the connection is
+     * closed about connection_timeout_s after the last answer went in. */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    uint64_t t1 = zb_now_ns();
+    for (sent = 0; sent < total && zb_now_ns() - t1 < 2000000000u;) {
+        size_t off = sent % (sizeof req - 1);
+        ssize_t w = send(fd, req + off, sizeof req - 1 - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0)
+            sent += (size_t)w;
+        else
+            usleep(1000);
+    }
+    struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+    int ready = poll(&p, 1, 10 * TIMEOUT_S * 1000);
+    double closed_s = (double)(zb_now_ns() - t1) / 1e9;
+    close(fd);
+    printf("http: the same pipeline never read: closed after %.1f s\n", closed_s);
+    fflush(stdout);
+    ck_assert_int_eq(term_server(pid), 0);
+    ck_assert_msg(ready == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)),
+                  "a reader that reads nothing: not closed in %.1f s", closed_s);
+    ck_assert_msg(sc.n == n && !end, "%ld of %ld answered in %.1f s, then %s", sc.n, n, secs,
+                  end ? end : "the test's time ran out");
+}
+END_TEST
+
 Suite *suite_http(void)
 {
     TCase *t = test_case("http", setup, teardown, 120, TESTS(
         rfc9112_refusals_one_by_one, text_keys_mean_the_same_everywhere,
         slow_bodies_do_not_hold_slots, max_connections_fits_the_fd_limit,
-        emfile_pauses_accepting, answers_show_no_paths));
+        emfile_pauses_accepting, answers_show_no_paths, a_slow_reader_of_a_long_pipeline_is_answered));
     return suite_of("http", t, NULL);
 }

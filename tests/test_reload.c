@@ -7,13 +7,19 @@
  * 5xx, during the swaps or after.
  *
  * The server runs from conf_path() plus a [dataset reload] of our own, on
- * PORT; the database script is $ZB_DB (scripts/db). */
+ * PORT; the database script is $ZB_DB (scripts/db).
+ *
+ * A reload also changes which codes /random may draw: case "keys" reloads
+ * the postal table of every backend with fewer, other codes, and the
+ * server's key sets must follow. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
+#include "util.h"
 
 #define ROWS 1000
 #define PORT test_port(18096)
@@ -129,8 +135,154 @@ START_TEST(reload_with_changed_types_under_load)
 }
 END_TEST
 
+/* ---- /random after a reload: the key set follows the table ---- */
+
+#define KEY_ROWS 2000
+#define FEW_ROWS 300
+#define NPOSTAL 4
+
+static const char *const postal[NPOSTAL] = { "sqlite", "pg", "innodb", "myisam" };
+static char kdir[1024], kconf[1100], kcsv[1100], kfew[1100], klog[1100];
+static char keys_error[8192];
+static pid_t keys_pid;
+static long distinct_many, distinct_few;
+
+/* How many distinct codes csv holds. */
+static long distinct_codes(const char *csv, char *why, size_t len)
+{
+    char list[1200], out[256];
+    snprintf(list, sizeof list, "%s.keys", csv);
+    if (write_codes(csv, list, NULL, 0, why, len) < 0)
+        return -1;
+    if (run_cmd(out, sizeof out, "sort -u '%s' | wc -l", list)) {
+        snprintf(why, len, "sort: %s", out);
+        return -1;
+    }
+    return atol(out);
+}
+
+static int load_postal(const char *csv, const char *extra, char *out, size_t len)
+{
+    return run_cmd(out, len, "%s -q --conf %s --backend sqlite,pg,innodb,myisam --mode bulk "
+                   "--dataset %s %s", prog("loader"), kconf, csv, extra);
+}
+
+static void keys_setup(void)
+{
+    snprintf(kdir, sizeof kdir, "%s", build_path("test/reload-keys"));
+    snprintf(kcsv, sizeof kcsv, "%s/many.csv", kdir);
+    snprintf(kfew, sizeof kfew, "%s/few.csv", kdir);
+    snprintf(kconf, sizeof kconf, "%s/keys.conf", kdir);
+    snprintf(klog, sizeof klog, "%s/server.log", kdir);
+    char out[4096], sqlite_path[1200];
+    if (fresh_generated_set(kdir, kcsv, KEY_ROWS, 11, keys_error, sizeof keys_error) < 0)
+        return;
+    if (run_cmd(out, sizeof out, "%s --rows %d --seed 12 -o %s", prog("gen"), FEW_ROWS, kfew)) {
+        snprintf(keys_error, sizeof keys_error, "gen: %s", out);
+        return;
+    }
+    if ((distinct_many = distinct_codes(kcsv, keys_error, sizeof keys_error)) < 0 ||
+        (distinct_few = distinct_codes(kfew, keys_error, sizeof keys_error)) < 0)
+        return;
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/keys.sqlite", kdir);
+    const struct conf_change changes[] = {
+        { "backend sqlite", "path", sqlite_path },
+        { "backend sqlite", "table", "zt_keys" },
+        { "backend pg", "table", "zt_keys" },
+        { "backend innodb", "table", "zt_keys_innodb" },
+        { "backend myisam", "table", "zt_keys_myisam" },
+        { "*", "table", NULL },
+        { NULL, NULL, NULL },
+    };
+    if (write_conf_copy(kconf, changes, NULL, keys_error, sizeof keys_error) < 0)
+        return;
+    int rc = load_postal(kcsv, "", out, sizeof out);
+    if (rc) {
+        snprintf(keys_error, sizeof keys_error, "loader: exit %d: %s", rc, out);
+        return;
+    }
+    keys_pid = fixture_server(kconf, PORT, klog, "--backends sqlite,pg,innodb,myisam", keys_error,
+                              sizeof keys_error);
+}
+
+static void keys_teardown(void)
+{
+    term_server(keys_pid);
+    keys_pid = 0;
+}
+
+/* A figure of backend b in /stats (-1 if absent). */
+static double backend_stat(const char *stats, const char *b, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "{\"name\":\"%s\"", b);
+    const char *p = strstr(stats, pat);
+    return p ? json_num(p, key) : -1;
+}
+
+static void get_stats(char *out, size_t len)
+{
+    static const char req[] = "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (http_exchange(PORT, req, sizeof req - 1, out, len, 5000) <= 0)
+        out[0] = 0;
+}
+
+/* Waits up to limit_s until every backend's key set holds n keys: true
+ * if they all did; stats has the last /stats. */
+static bool keys_become(long n, int limit_s, char *stats, size_t len)
+{
+    for (int i = 0; i < limit_s * 10; i++) {
+        get_stats(stats, len);
+        int ok = 0;
+        for (int b = 0; b < NPOSTAL; b++)
+            ok += backend_stat(stats, postal[b], "keys") == (double)n;
+        if (ok == NPOSTAL)
+            return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/* A reload that leaves fewer, other codes: within seconds every backend's
+ * /random draws only codes of the new table (no 404), and /stats says
+ * how many keys it draws from and how old the set is. */
+START_TEST(random_follows_a_reload)
+{
+    ck_assert_msg(!keys_error[0], "setup: %s", keys_error);
+    static char stats[1 << 16];
+    ck_assert_msg(keys_become(distinct_many, 15, stats, sizeof stats), "keys before: want %ld: %s",
+                  distinct_many, stats);
+    char out[8192];
+    int rc = load_postal(kfew, "--allow-shrink", out, sizeof out);
+    ck_assert_msg(rc == 0, "loader: exit %d: %s", rc, out);
+    uint64_t t0 = zb_now_ns();
+    bool followed = keys_become(distinct_few, 20, stats, sizeof stats);
+    double took = (double)(zb_now_ns() - t0) / 1e9;
+    ck_assert_msg(followed, "keys after the reload: want %ld, after %.0f s: %s", distinct_few, took,
+                  stats);
+    printf("reload: the key sets followed a reload to %ld codes in %.1f s\n", distinct_few, took);
+    for (int b = 0; b < NPOSTAL; b++) {
+        double age = backend_stat(stats, postal[b], "keys_age_s");
+        ck_assert_msg(age >= 0 && age <= took + 1, "%s: keys_age_s %g: %s", postal[b], age, stats);
+        int ok = 0, other = 0;
+        char req[128], raw[16384];
+        int n = snprintf(req, sizeof req, "GET /zip/%s/random HTTP/1.1\r\nHost: x\r\n"
+                         "Connection: close\r\n\r\n", postal[b]);
+        for (int i = 0; i < 100; i++) {
+            http_exchange(PORT, req, (size_t)n, raw, sizeof raw, 5000);
+            if (http_status(raw) == 200)
+                ok++;
+            else if (!other++)
+                printf("reload: %s /random: %.300s\n", postal[b], raw);
+        }
+        ck_assert_msg(ok == 100, "%s: %d of 100 draws 200 after the reload", postal[b], ok);
+    }
+}
+END_TEST
+
 Suite *suite_reload(void)
 {
     TCase *t = test_case("reload", setup, teardown, 120, TESTS(reload_with_changed_types_under_load));
-    return suite_of("reload", t, NULL);
+    TCase *k = test_case("keys", keys_setup, keys_teardown, 120, TESTS(random_follows_a_reload));
+    return suite_of("reload", t, k, NULL);
 }

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -779,6 +780,126 @@ START_TEST(cli_exit_codes_and_clean_stop)
 }
 END_TEST
 
+/* Seconds since the epoch of a line's leading ISO 8601 UTC timestamp
+ * ("2025-01-31T23:59:59.123Z "), or -1 if it has none. */
+static double line_time(const char *line)
+{
+    struct tm tm = { 0 };
+    int ms = -1, used = 0;
+    if (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ %n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) != 7 || used != 25 || ms < 0)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (double)timegm(&tm) + ms / 1000.0;
+}
+
+/* Every line of text has a timestamp within [from, to] (a second's slack),
+ * in order; returns how many lines, or -1 with why. */
+static int timestamped_lines(const char *text, double from, double to, char *why, size_t len)
+{
+    int n = 0;
+    double last = 0;
+    for (const char *p = text; *p; n++) {
+        size_t l = strcspn(p, "\n");
+        double t = line_time(p);
+        if (t < 0 || t < from - 1 || t > to + 1 || t < last) {
+            snprintf(why, len, "line %d: %.*s", n + 1, (int)l, p);
+            return -1;
+        }
+        last = t;
+        p += l + (p[l] == '\n');
+    }
+    return n;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Every line the server logs opens with the time in ISO 8601 UTC: start,
+ * a backend not available, a config refused, stop. */
+START_TEST(every_log_line_has_a_utc_timestamp)
+{
+    SETUP_OK();
+    char out[16384], log[1200], why[1024];
+    snprintf(log, sizeof log, "%s/timestamps.log", dir);
+    double t0 = wall_s();
+    pid_t pid = start_server(PORT2, log, "sqlite,sqlite_np",
+                             "--set sqlite_np.path=/nonexistent/zipbench.sqlite");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
+    ck_assert_int_eq(term_server(pid), 0);
+    double t1 = wall_s();
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    int n = timestamped_lines(out, t0, t1, why, sizeof why);
+    ck_assert_msg(n >= 4, "%s\n%s", n < 0 ? why : "fewer than 4 lines", out);
+    ck_assert_msg(strstr(out, "Z server: backend sqlite_np: not available at start") &&
+                  strstr(out, "Z zipbench server listening on ") &&
+                  strstr(out, "Z zipbench server stopped: "), "%s", out);
+
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s/bad-ts.conf", dir);
+    write_file(bad, "[server]\nport = 80\n\n[backend x]\ndriver = sqlite\npool_min = lots\n");
+    t0 = wall_s();
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s", prog("server"), bad), 1);
+    n = timestamped_lines(out, t0, wall_s(), why, sizeof why);
+    ck_assert_msg(n == 1 && strstr(out, "Z server: ") && strstr(out, ":6:"), "%s\n%s",
+                  n < 0 ? why : "not one line", out);
+}
+END_TEST
+
+/* What a client must never read of a database's error: SQL, the table's
+ * or the database's name. NULL if body shows none of them. */
+static const char *leak_in(const char *body)
+{
+    static const char *const words[] = { "zt_nosuch", "zb_nosuchdb", "zipbench", "SELECT",
+                                         "select", "FROM", "relation", "sqlite:", "Table '" };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(body, words[i]))
+            return words[i];
+    return NULL;
+}
+
+/* A table that is not there (sqlite, pg, innodb) and a database that is
+ * not there (myisam): every 500, 503 and /health says what failed in the
+ * client's terms, with no SQL and no table or database name; the log has
+ * the database's own message. */
+START_TEST(answers_show_no_sql_and_no_names)
+{
+    SETUP_OK();
+    char log[1200], out[65536], req[512], raw[16384];
+    snprintf(log, sizeof log, "%s/names.log", dir);
+    pid_t pid = start_server(PORT2, log, "sqlite,pg,innodb,myisam",
+                             "--set sqlite.table=zt_nosuch --set pg.table=zt_nosuch "
+                             "--set innodb.table=zt_nosuch --set myisam.database=zb_nosuchdb");
+    ck_assert_msg(wait_ready(pid, PORT2), "server on %d did not start (or the port is taken)", PORT2);
+    static const char *const paths[] = {
+        "/zip/sqlite/%s", "/zip/sqlite/%s?strategy=per-request", "/zip/pg/%s",
+        "/zip/pg/%s?strategy=per-request", "/zip/pg/%s?strategy=pipelined", "/zip/innodb/%s",
+        "/zip/innodb/%s?strategy=per-request", "/zip/myisam/%s", "/zip/sqlite/random",
+        "/zip/pg/random", "/zip/innodb/random", "/zip/myisam/random", "/health",
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, paths[i], codes[0]);
+        int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                         path);
+        http_raw(PORT2, req, (size_t)n, raw, sizeof raw);
+        int status = http_status(raw);
+        ck_assert_msg(status == 500 || status == 503, "%s: %.400s", path, raw);
+        const char *body = strstr(raw, "\r\n\r\n");
+        ck_assert_msg(body && strstr(body, "\"error\":\"") && !leak_in(body),
+                      "%s shows '%s': %.600s", path, body ? leak_in(body) : "", raw);
+    }
+    ck_assert_int_eq(term_server(pid), 0);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(strstr(out, "zt_nosuch") && strstr(out, "zb_nosuchdb"), "%s", out);
+}
+END_TEST
+
 /* Every pooled connection busy: the next request waits acquire_timeout_ms
  * for one, then gets 503, and the backend is not marked down. The one
  * connection of a pool of one is held by a lookup that a LOCK TABLE from
@@ -1190,6 +1311,7 @@ Suite *suite_server(void)
         methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
         per_request_connections, every_strategy_gives_the_same_rows,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
+        every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
         https, pool_exhausted_503_after_acquire_timeout, suspended_request_whose_client_leaves,
         stop_with_requests_in_flight, database_dies_with_lookups_in_its_pipeline,
         postgres_outage_and_recovery)); /* last: it stops pg */

@@ -1,0 +1,345 @@
+/* The key set of /random (see keyset.h).
+ *
+ * One watcher thread per postal backend, on synchronous connections of
+ * its own (the loops never block): every KEYSET_CHECK_MS it asks the
+ * database for the table's version (the driver's table_version_sql: a
+ * value that changes whenever a table of that name is created or
+ * replaced), and reads the codes again when the version moved. It also
+ * reads them when a /random request finds no set (at most once a second
+ * after a read failed). A new set is published with one atomic store;
+ * the old one is freed once every loop has begun a new iteration, as no
+ * loop keeps a set past the iteration it took it in. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "keyset.h"
+#include "log.h"
+
+#define RETRY_NS (1000u * 1000u * 1000u)   /* after a failed read: 1 s to the next */
+#define POLL_TIMEOUT_MS 2000               /* a version poll waits no longer than this */
+#define READ_TIMEOUT_MS 30000              /* nor a read of every code */
+
+struct keyset {
+    struct srv_backend *sb;
+    struct loop *loops;
+    int nloops;
+    uint64_t *turns;               /* the loops' turns when a set was replaced (watcher only) */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;           /* the watcher waits on it: a read asked for, the stop */
+    _Atomic bool stop;
+    _Atomic bool loading;          /* a read is asked for or under way */
+    _Atomic(struct key_set *) set; /* the published set (seq_cst: see retire) */
+    char error[512];               /* why the last read failed (under lock) */
+    enum zb_err_kind error_kind;   /* and its kind (under lock) */
+    uint64_t failed_ns;            /* and when (under lock) */
+};
+
+/* ---- reading the codes ---- */
+
+struct codes {
+    uint32_t *keys;
+    size_t n, cap;
+};
+
+static int add_code(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct codes *c = arg;
+    if (ncols < 1 || !vals[0] || lens[0] != 7)
+        return 0;
+    uint32_t k = 0;
+    for (int i = 0; i < 7; i++) {
+        if (vals[0][i] < '0' || vals[0][i] > '9')
+            return 0;
+        k = k * 10 + (uint32_t)(vals[0][i] - '0');
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4096;
+        uint32_t *grown = realloc(c->keys, cap * sizeof *grown);
+        if (!grown)
+            return 1;
+        c->keys = grown;
+        c->cap = cap;
+    }
+    c->keys[c->n++] = k;
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every code of the table, sorted, on a connection of its own: a bigger
+ * query than a lookup, so more time, still bounded, as a frozen database
+ * must not hold the stop (which joins the watcher). NULL with err. */
+static struct key_set *read_codes(struct srv_backend *sb, struct zb_err *err)
+{
+    struct backend_conf bc = sb->conf;
+    if (bc.query_timeout_ms > 0 && bc.query_timeout_ms < READ_TIMEOUT_MS)
+        bc.query_timeout_ms = READ_TIMEOUT_MS;
+    struct backend b;
+    struct codes c = { 0 };
+    int rc = backend_open(&b, &bc, err);
+    if (rc == 0) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sb->conf.table);
+        rc = b.drv->query(b.db, sql, 0, NULL, add_code, &c, NULL, err);
+    }
+    backend_close(&b);
+    struct key_set *set = rc == 0 ? malloc(sizeof *set + c.n * sizeof *c.keys) : NULL;
+    if (rc == 0 && !set)
+        zb_fail(err, ZB_ERR_SYS, "out of memory for %zu keys", c.n);
+    if (set) {
+        qsort(c.keys, c.n, sizeof *c.keys, cmp_u32);
+        if (c.n)
+            memcpy(set->keys, c.keys, c.n * sizeof *c.keys);
+        set->n = c.n;
+        set->loaded_ns = zb_now_ns();
+    }
+    free(c.keys);
+    return set;
+}
+
+/* ---- the table's version ---- */
+
+struct text {
+    char *out;
+    size_t len;
+};
+
+static int first_text(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct text *t = arg;
+    (void)lens;
+    if (ncols > 0 && vals[0])
+        snprintf(t->out, t->len, "%s", vals[0]);
+    return 1;
+}
+
+/* The table's version into out ("" when there is no such table): 0, or -1
+ * with err (the connection is closed then, and opened again next time). */
+static int table_version(struct srv_backend *sb, struct backend *vb, const struct backend_conf *vc,
+                         char *out, size_t len, struct zb_err *err)
+{
+    if (!vb->db && backend_open(vb, vc, err) < 0) {
+        backend_close(vb);
+        return -1;
+    }
+    const char *params[] = { sb->conf.table };
+    struct text t = { out, len };
+    out[0] = 0;
+    if (vb->drv->query(vb->db, sb->drv->table_version_sql, 1, params, first_text, &t, NULL,
+                       err) < 0) {
+        if (err->kind != ZB_ERR_BUSY)   /* a lock: the connection is fine */
+            backend_close(vb);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- publishing ---- */
+
+/* Frees old once no loop can hold it: every loop has begun an iteration
+ * since the new set was published (each takes a set and is done with it
+ * within one), or the loops are gone (the stop). */
+static void retire(struct keyset *ks, struct key_set *old)
+{
+    if (!old)
+        return;
+    for (int i = 0; i < ks->nloops; i++)
+        ks->turns[i] = atomic_load(&ks->loops[i].turns);
+    for (int i = 0; i < ks->nloops; i++)
+        while (atomic_load(&ks->loops[i].turns) == ks->turns[i] && !atomic_load(&ks->stop))
+            usleep(1000);
+    free(old);
+}
+
+/* One read of the codes; version is the table's as read before it (NULL:
+ * not known). Wakes every loop: requests waiting for a set go on. */
+static void read_now(struct keyset *ks, const char *version)
+{
+    struct srv_backend *sb = ks->sb;
+    struct zb_err err = { 0 };
+    struct key_set *set = read_codes(sb, &err);
+    if (set) {
+        struct key_set *old = atomic_exchange(&ks->set, set);
+        if (old)
+            srv_log("server: backend %s: the table was replaced: /random draws from its %zu "
+                    "codes now (%zu before)", sb->label, set->n, old->n);
+        atomic_store(&ks->loading, false);
+        loop_wake_all(ks->loops);
+        retire(ks, old);
+        return;
+    }
+    pthread_mutex_lock(&ks->lock);
+    bool again = ks->failed_ns && !strcmp(ks->error, err.msg);
+    snprintf(ks->error, sizeof ks->error, "%s", err.msg);
+    ks->error_kind = err.kind;
+    ks->failed_ns = zb_now_ns();
+    pthread_mutex_unlock(&ks->lock);
+    if (!again)
+        srv_log("server: backend %s: keys not loaded, will retry on demand%s: %s", sb->label,
+                version ? " or once the table changes" : "", err.msg);
+    if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
+        served_mark_down(sb, &err);
+    atomic_store(&ks->loading, false);
+    loop_wake_all(ks->loops);
+}
+
+/* ---- the watcher ---- */
+
+static void *watch(void *arg)
+{
+    struct keyset *ks = arg;
+    struct srv_backend *sb = ks->sb;
+    /* Polls are a lookup's size: a lookup's time limit at most. */
+    struct backend_conf vc = sb->conf;
+    if (vc.query_timeout_ms <= 0 || vc.query_timeout_ms > POLL_TIMEOUT_MS)
+        vc.query_timeout_ms = POLL_TIMEOUT_MS;
+    struct backend vb = { 0 };
+    char seen[128] = "", version[128];
+    bool known = false, poll_failed = false;
+    while (!atomic_load(&ks->stop)) {
+        uint64_t next = zb_now_ns() + KEYSET_CHECK_MS * 1000000ull;
+        bool asked = atomic_load(&ks->loading);
+        int v = -1;
+        if (sb->drv->table_version_sql && (asked || atomic_load(&sb->up))) {
+            struct zb_err err = { 0 };
+            v = table_version(sb, &vb, &vc, version, sizeof version, &err);
+            if (v < 0 && !poll_failed && err.kind != ZB_ERR_BUSY)
+                srv_log("server: backend %s: cannot tell whether the table was replaced: %s",
+                        sb->label, err.msg);
+            poll_failed = v < 0 && err.kind != ZB_ERR_BUSY;   /* a lock: next time */
+        }
+        bool have = atomic_load(&ks->set) != NULL;
+        bool moved = v == 0 && (known ? strcmp(version, seen) != 0 : have);
+        if (asked || moved) {
+            atomic_store(&ks->loading, true);
+            known = v == 0;
+            if (known)
+                snprintf(seen, sizeof seen, "%s", version);
+            read_now(ks, known ? seen : NULL);
+        }
+        pthread_mutex_lock(&ks->lock);
+        while (!atomic_load(&ks->stop) && !atomic_load(&ks->loading) && zb_now_ns() < next) {
+            uint64_t left = next - zb_now_ns();
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += (time_t)(left / 1000000000u);
+            until.tv_nsec += (long)(left % 1000000000u);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&ks->cond, &ks->lock, &until);
+        }
+        pthread_mutex_unlock(&ks->lock);
+    }
+    backend_close(&vb);
+    return NULL;
+}
+
+/* ---- the loops' side ---- */
+
+int keyset_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err)
+{
+    if (!sb->postal)
+        return 0;
+    struct keyset *ks = calloc(1, sizeof *ks);
+    int nloops = loops[0].npeers;
+    uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
+    if (!ks || !turns) {
+        free(ks);
+        free(turns);
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    }
+    ks->sb = sb;
+    ks->loops = loops;
+    ks->nloops = nloops;
+    ks->turns = turns;
+    pthread_mutex_init(&ks->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ks->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&ks->set, NULL);
+    atomic_init(&ks->stop, false);
+    atomic_init(&ks->loading, atomic_load(&sb->up));   /* the first read, unless down */
+    sb->keyset = ks;
+    int rc = pthread_create(&ks->thread, NULL, watch, ks);
+    if (rc) {
+        atomic_store(&ks->loading, false);
+        return zb_fail(err, ZB_ERR_SYS, "backend %s: the key set's thread: %s", sb->label,
+                       strerror(rc));
+    }
+    ks->started = true;
+    return 0;
+}
+
+void keyset_stop(struct srv_backend *sb)
+{
+    struct keyset *ks = sb->keyset;
+    if (!ks)
+        return;
+    pthread_mutex_lock(&ks->lock);
+    atomic_store(&ks->stop, true);
+    pthread_cond_signal(&ks->cond);
+    pthread_mutex_unlock(&ks->lock);
+    if (ks->started)
+        pthread_join(ks->thread, NULL);
+    free(atomic_load(&ks->set));
+    pthread_cond_destroy(&ks->cond);
+    pthread_mutex_destroy(&ks->lock);
+    free(ks->turns);
+    free(ks);
+    sb->keyset = NULL;
+}
+
+const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct zb_err *err)
+{
+    struct keyset *ks = sb->keyset;
+    *loading = false;
+    if (!ks) {
+        zb_fail(err, ZB_ERR_INPUT, "backend %s: no key set (not the postal dataset)", sb->label);
+        return NULL;
+    }
+    const struct key_set *set = atomic_load(&ks->set);
+    if (set)
+        return set;
+    pthread_mutex_lock(&ks->lock);
+    if (!atomic_load(&ks->loading) && zb_now_ns() - ks->failed_ns >= RETRY_NS) {
+        atomic_store(&ks->loading, true);   /* the watcher reads at once */
+        pthread_cond_signal(&ks->cond);
+    }
+    *loading = atomic_load(&ks->loading);
+    if (!*loading) {
+        if (!atomic_load(&sb->up))
+            served_down_error(sb, err);
+        else
+            zb_fail(err, ks->error_kind, "backend %s: keys not loaded: %.400s", sb->label,
+                    ks->error);
+    }
+    pthread_mutex_unlock(&ks->lock);
+    return NULL;
+}
+
+bool keyset_pending(struct srv_backend *sb)
+{
+    struct keyset *ks = sb->keyset;
+    return ks && !atomic_load(&ks->set) && atomic_load(&ks->loading);
+}
+
+size_t keyset_size(struct srv_backend *sb, double *age_s)
+{
+    const struct key_set *set = sb->keyset ? atomic_load(&sb->keyset->set) : NULL;
+    *age_s = set ? (double)(zb_now_ns() - set->loaded_ns) / 1e9 : -1;
+    return set ? set->n : 0;
+}
