@@ -16,8 +16,8 @@ const reasons = {
   load: c => c.fsync_us &&
     `Calibration: autocommit loads commit, and so flush the log, once per row: one fdatasync of ` +
     `an 8 kB write costs ${us(c.fsync_us)} here, so no durable autocommit load can pass ` +
-    `${Math.round(1e6 / c.fsync_us)} rows/s on this file system; SQLite's rollback journal ` +
-    `takes several flushes per commit, PostgreSQL and InnoDB one (or fewer, grouping commits).`,
+    `${Math.round(1e6 / c.fsync_us)} rows/s on this file system; SQLite (in WAL mode, as the loader ` +
+    `writes it), PostgreSQL and InnoDB flush once per commit (or fewer, grouping commits).`,
   server: c => c.connect_us &&
     `Calibration: a per-request lookup pays one connection setup (here PostgreSQL ` +
     `${us(c.connect_us.pg || NaN)}, MariaDB ${us(c.connect_us.innodb || NaN)}, SQLite open ` +
