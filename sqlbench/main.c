@@ -61,6 +61,12 @@ static const char usage[] =
     "            (as pg_test_fsync times it), a 1-byte loopback TCP round trip, a\n"
     "            process spawn, and per backend a connection made and closed (an\n"
     "            SQLite open); figures are for n operations each\n"
+    "  lookup    the server's lookup, by the database's own client: --users\n"
+    "            threads, each with its connection and the statement prepared\n"
+    "            once, for --max-seconds, a key drawn from --keys each time; as\n"
+    "            lookups/s and CPU per lookup (for SQLite, in this process: the\n"
+    "            database's whole cost). The table is the backend's (--set\n"
+    "            B.table=..., B.path=... to point it at another).\n"
     "  all       speed, txn and writers, in that order.\n"
     "\n"
     "Targets: the backends of the config, and two built in for writers:\n"
@@ -161,6 +167,7 @@ static const struct experiment {
     { "writers", NULL, sb_writers, true },
     { "as3ap", NULL, sb_as3ap, false },
     { "calibrate", sb_calibrate_machine, sb_calibrate_connect, false },
+    { "lookup", NULL, sb_lookup, false },
 };
 enum { NEXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 
@@ -237,7 +244,7 @@ static int select_targets(const struct zb_conf *conf, const char *list, struct s
 int main(int argc, char **argv)
 {
     enum { O_SCALE = 256, O_QUICK, O_MAXSEC, O_WRITERS, O_INSERTS, O_WORKERS, O_TASKS, O_PREFIX,
-           O_SCRATCH, O_SET, O_JSON, O_MARKDOWN, O_DATASET, O_USERS, O_SYNC };
+           O_SCRATCH, O_SET, O_JSON, O_MARKDOWN, O_DATASET, O_USERS, O_SYNC, O_KEYS };
     static const struct option longopts[] = {
         { "backends", required_argument, NULL, 'b' }, { "backend", required_argument, NULL, 'b' },
         { "repeat", required_argument, NULL, 'r' },   { "scale", required_argument, NULL, O_SCALE },
@@ -249,7 +256,7 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, O_JSON },        { "markdown", no_argument, NULL, O_MARKDOWN },
         { "dataset", required_argument, NULL, O_DATASET }, { "users", required_argument, NULL, O_USERS },
         { "sync", required_argument, NULL, O_SYNC },  { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
+        { "version", no_argument, NULL, 'V' },     { "keys", required_argument, NULL, O_KEYS },
         { NULL, 0, NULL, 0 },
     };
     struct sb_opts o = { .prefix = "sb_", .scratch = "build/bench", .dataset = "build/ken_all.csv",
@@ -299,6 +306,7 @@ int main(int argc, char **argv)
         }
         case O_SCRATCH: o.scratch = optarg; break;
         case O_DATASET: o.dataset = optarg; break;
+        case O_KEYS: o.keys = optarg; break;
         case O_SYNC: {
             int level = cli_choice("sqlbench", "--sync", optarg, zb_sync_names, 3);
             if (level < 0)
@@ -325,7 +333,7 @@ int main(int argc, char **argv)
     /* Experiments, in the order given; "all" is the first three. */
     bool wanted[NEXPERIMENTS] = { false };
     if (optind >= argc) {
-        fprintf(stderr, "sqlbench: no experiment given (speed, txn, writers, as3ap, calibrate or all)\n");
+        fprintf(stderr, "sqlbench: no experiment given (speed, txn, writers, as3ap, calibrate, lookup or all)\n");
         return usage_error();
     }
     for (int i = optind; i < argc; i++) {
@@ -335,7 +343,7 @@ int main(int argc, char **argv)
                 known = wanted[e] = true;
         if (!known) {
             fprintf(stderr, "sqlbench: '%s' is not an experiment (speed, txn, writers, as3ap, "
-                    "calibrate or all)\n", argv[i]);
+                    "calibrate, lookup or all)\n", argv[i]);
             return usage_error();
         }
     }

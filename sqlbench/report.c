@@ -424,6 +424,29 @@ static void report_as3ap(const struct sb_target *targets, int nt)
            "mixes, each update its own transaction); the size row is in MiB.\n\n");
 }
 
+static void report_lookup(void)
+{
+    heading("The server's lookup by the database's own client");
+    static const char *const head[] = { "backend", "test", "lookups per s", "CPU µs per lookup",
+                                        "version" };
+    struct table t;
+    t_init(&t, 5, head, "llrrl");
+    for (int i = 0; i < nfigs; i++) {
+        const struct sb_figure *f = &figs[i];
+        if (strcmp(f->experiment, "lookup"))
+            continue;
+        char rate[48], cpu[48];
+        double med = sb_median(f->real, f->runs);
+        snprintf(rate, sizeof rate, "%.0f", med > 0 ? (double)f->n / med : 0);
+        snprintf(cpu, sizeof cpu, "%.1f",
+                 (sb_median(f->user, f->runs) + sb_median(f->sys, f->runs)) * 1e6 / (double)f->n);
+        t_row(&t, f->backend, f->test, rate, cpu, f->version);
+    }
+    t_print(&t);
+    printf("CPU: this process's, all threads (the client; for SQLite, in-process, the whole\n"
+           "lookup), median over the runs.\n\n");
+}
+
 static void report_calibrate(void)
 {
     heading("The machine's own costs (per operation)");
@@ -454,6 +477,8 @@ void sb_report_experiment(const char *experiment, const struct sb_target *target
         report_writers(targets, ntargets);
     else if (!strcmp(experiment, "as3ap"))
         report_as3ap(targets, ntargets);
+    else if (!strcmp(experiment, "lookup"))
+        report_lookup();
     else
         report_calibrate();
     fflush(stdout);

@@ -20,7 +20,8 @@ struct sb_opts {
     const char *prefix;    /* table names: PREFIXt1, PREFIXjobs, ... */
     const char *scratch;   /* SQLite scratch files, file targets, the fsync file */
     const char *dataset;   /* as3ap: the postal codes */
-    int users;             /* as3ap: connections of the multi-user phase */
+    int users;             /* as3ap: connections of the multi-user phase; lookup: threads */
+    const char *keys;      /* lookup: the keys to draw from, one per line */
     enum zb_sync sync;     /* as3ap: durability of every connection (DEFAULT: as is) */
     /* derived sizes */
     int speed_rows;        /* 30,000 */
@@ -104,6 +105,7 @@ int sb_writers(const struct sb_opts *o, const struct sb_target *t, struct zb_err
 int sb_as3ap(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
 int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err);
 int sb_calibrate_connect(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
+int sb_lookup(const struct sb_opts *o, const struct sb_target *t, struct zb_err *err);
 
 /* ---- the file targets (files.c): one file per record in a directory ---- */
 

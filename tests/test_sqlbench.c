@@ -173,6 +173,40 @@ START_TEST(calibrate_the_machine)
 }
 END_TEST
 
+/* The server's lookup by the database's own client, on a generated set
+ * loaded into SQLite and PostgreSQL: a figure per backend, and a clear
+ * refusal without --keys. */
+START_TEST(lookup_by_the_native_client)
+{
+    const char *dir = test_dir("sqlbench-lookup");
+    char csv[1024], keys[1024], db[1024], why[4096];
+    snprintf(csv, sizeof csv, "%s/set.csv", dir);
+    snprintf(keys, sizeof keys, "%s/set.keys", dir);
+    snprintf(db, sizeof db, "%s/lookup.sqlite", dir);
+    ck_assert_msg(fresh_generated_set(dir, csv, 300, 7, why, sizeof why) == 0, "%s", why);
+    int rc = run_cmd(out, sizeof out, "%s -q --conf %s --backend sqlite,pg --mode bulk --dataset %s "
+                     "--set sqlite.path=%s --set sqlite.table=sbt_lookup --set pg.table=sbt_lookup",
+                     prog("loader"), conf_path(), csv, db);
+    ck_assert_msg(rc == 0, "loader exit %d: %s", rc, out);
+    rc = run_cmd(out, sizeof out, "%s -q --conf %s --dataset %s --write-keys %s", prog("loader"),
+                 conf_path(), csv, keys);
+    ck_assert_msg(rc == 0, "loader --write-keys exit %d: %s", rc, out);
+    rc = sqlbench("lookup --json --backends sqlite,pg --users 2 --max-seconds 0.3 --repeat 2 "
+                  "--set sqlite.table=sbt_lookup --set pg.table=sbt_lookup");
+    ck_assert_int_eq(rc, 1);     /* no --keys: every backend fails, said once each */
+    ck_assert_ptr_nonnull(strstr(out, "lookup needs --keys FILE"));
+    char args[4096];
+    snprintf(args, sizeof args, "lookup --json --backends sqlite,pg --users 2 --max-seconds 0.3 "
+             "--repeat 2 --keys %s --set sqlite.path=%s --set sqlite.table=sbt_lookup "
+             "--set pg.table=sbt_lookup", keys, db);
+    rc = sqlbench(args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_int_eq(figures("lookup", "sqlite"), 1);
+    ck_assert_int_eq(figures("lookup", "pg"), 1);
+    ck_assert_msg(strstr(out, "\"unit\"") || strstr(out, "\"per_s\":"), "no rate in %s", out);
+}
+END_TEST
+
 START_TEST(usage_errors_exit_2)
 {
     ck_assert_int_eq(sqlbench(""), 2);
@@ -197,6 +231,6 @@ Suite *suite_sqlbench(void)
     TCase *t = test_case("sqlbench", NULL, NULL, 300, TESTS(
         usage_errors_exit_2, tables_and_markdown, time_cap_extrapolates,
         all_quick_on_every_backend, writers_on_the_file_system, as3ap_single_and_multi_user,
-        calibrate_the_machine));
+        calibrate_the_machine, lookup_by_the_native_client));
     return suite_of("sqlbench", t, NULL);
 }
