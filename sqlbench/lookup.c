@@ -112,7 +112,12 @@ int sb_lookup(const struct sb_opts *o, const struct sb_target *t, struct zb_err 
         return zb_fail(err, ZB_ERR_INPUT, "lookup needs --keys FILE (the table's keys, one per line)");
     struct keys keys;
     char sql[2048];
-    if (keys_read(&keys, o->keys, err) < 0 || zb_lookup_sql(sql, sizeof sql, t->bc->table) < 0) {
+    /* The server's statement, to the byte: its exact match of a text key
+     * (MariaDB's COLLATE) included. */
+    const struct backend_driver *drv = backend_driver(t->bc->driver);
+    const char *exact = drv && drv->text_key_exact ? drv->text_key_exact : "";
+    if (keys_read(&keys, o->keys, err) < 0 || zb_lookup_sql(sql, sizeof sql, t->bc->table) < 0 ||
+        strlen(sql) + strlen(exact) >= sizeof sql || !strcat(sql, exact)) {
         free(keys.key);
         free(keys.text);
         return err->kind ? -1 : zb_fail(err, ZB_ERR_INPUT, "%s: table name too long", t->bc->name);
