@@ -17,9 +17,9 @@ import path from 'node:path';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtPct } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
-import { run, sleep } from '../lib/run.mjs';
+import { run, runJSON, sleep } from '../lib/run.mjs';
 import { get, getJSON } from '../lib/http.mjs';
-import { BACKENDS, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
+import { BACKENDS, benchSets, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
 import { ab, loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote, cellErrors } from '../lib/goodput.mjs';
@@ -28,7 +28,7 @@ import { median } from '../lib/stats.mjs';
 import { ratioOf, verdict, ranking, rankingText, extraSummary } from '../lib/rank.mjs';
 import { provenance } from '../lib/provenance.mjs';
 import { clockTicks, nproc, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
-import { programs } from '../lib/machine.mjs';
+import { findProgram, programs } from '../lib/machine.mjs';
 import { explain, loadCalibration } from '../lib/calibration.mjs';
 
 // The connection strategies of each backend, as the server names them
@@ -118,6 +118,9 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const https = await httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, nginxPid });
   // pgbench on the same PostgreSQL and table, interleaved with the cells above.
   const pgb = avail.includes('pg') ? await pgbenchCells(ctx, cells, work, keys, seconds, pids) : null;
+  // Each other backend's own client on the same query and table: sysbench
+  // for MariaDB, sqlbench's loop of sqlite3_step for SQLite.
+  const natives = await nativeCells(ctx, cells, keys, seconds, pids, avail);
   // Isolation: SQLite pooled while pg per-request runs at c 10 on the same server.
   const iso = avail.includes('sqlite') && avail.includes('pg') && haveLoadgen;
   if (iso)
@@ -205,6 +208,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   for (const t of targets) for (const [b, s] of rowsOf(t)) cpuRows.push(cpuRow(b === 'nginx' ? 'nginx' : b, s, key(b, s, HEADLINE_C)));
   if (pgb) for (const [k, lab] of [['pgbench lookup 10', 'pgbench, the same query'], ['pgbench select-only 10', 'pgbench -S']])
     cpuRows.push(cpuRow(lab, '-', k));
+  for (const [b, n] of Object.entries(natives)) cpuRows.push(cpuRow(`${b}: ${n.label}`, '-', n.key));
   lines.push(`### CPU per answered lookup at c=${HEADLINE_C}, per tier (µs, median [95% CI] over the runs)`, '',
     'From /proc around each run: loadgen\'s own (or pgbench\'s) utime + stime, the server\'s (nginx: master and ' +
     'workers), the database\'s (PostgreSQL: the postmaster and its backends, those that exited included; MariaDB: ' +
@@ -252,6 +256,17 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
       'The custom script asks for a random loaded code as the server\'s lookup does; the code comes from a',
       'key table by id in the same statement (pgbench has no list of strings to draw from).', '');
   }
+  if (Object.keys(natives).length) {
+    const nrows = [];
+    for (const [b, n] of Object.entries(natives))
+      for (const s of strategiesOf(b).filter(x => x !== 'per-request'))
+        nrows.push([b, n.label, fmtCell(cell(n.key)), `zipbench ${s}: ${fmtCell(cell(key(b, s, 10)))}`,
+                    fmtRatioCI(ratioOf(cells, key(b, s, 10), n.key))]);
+    lines.push('### Each backend\'s own client on the same query and table, same run (c 10)', '',
+      table(['backend', 'native client', 'lookups/s', 'zipbench over HTTP, loadgen -c 10', 'zipbench / native'], nrows, 'llrrr'),
+      ...Object.entries(natives).map(([b, n]) => `- ${b}: \`${n.cmd}\``), '',
+      'The CPU table above splits each side\'s cost per lookup by tier: (server + client) against the native client\'s.', '');
+  }
   if (iso) {
     const r = ratioOf(cells, 'isolation sqlite pooled 10', key('sqlite', 'pooled', 10));
     lines.push('### Isolation: SQLite pooled at c 10 while pg per-request runs at c 10 on the same server', '',
@@ -282,7 +297,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   for (const k of cells.keys()) for (const v of cell(k).values) raw.push([...k.split(' '), v.toFixed(0)]);
   writeData(ctx.out, 'server-runs.tsv', raw);
   writeCells(ctx.out, 'server', cells.keys().map(cell));
-  writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, size });
+  writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, natives, size });
   const dat = [];
   for (const b of avail) for (const s of strategiesOf(b)) for (const c of levels) {
     const x = cell(key(b, s, c));
@@ -304,7 +319,7 @@ function fmtRatioCI(r) {
 // backend, strategy and level the rate and its interval, the CPU of each
 // tier, the ratios over nginx, over per-request and over pgbench, all of
 // the same rounds, and the ranking at each level.
-function writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, size }) {
+function writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, natives, size }) {
   const fig = k => { const c = cells.get(k); if (!c || !c.values.length) return null;
     const s = c.summary; return { median: s.median, lo: s.lo, hi: s.hi, n: s.n, halfWidth: s.halfWidth, errors: cellErrors(c) }; };
   const calib = loadCalibration(ctx);
@@ -333,6 +348,15 @@ function writeAnswer(ctx, { cells, avail, levels, tool, key, ranks, pgb, size })
   }
   if (pgb) out.pgbench = { lookup: fig('pgbench lookup 10'), select_only: fig('pgbench select-only 10'),
                            over: Object.fromEntries(strategiesOf('pg').map(s => [s, ratioOf(cells, key('pg', s, 10), 'pgbench lookup 10')])) };
+  // Each backend against its own client, same query, same rounds.
+  out.native = {};
+  if (pgb) out.native.pg = { label: 'pgbench -M prepared -c 10 -j 2', fig: fig('pgbench lookup 10'),
+                             over: Object.fromEntries(strategiesOf('pg').filter(s => s !== 'per-request')
+                               .map(s => [s, ratioOf(cells, key('pg', s, 10), 'pgbench lookup 10')])) };
+  for (const [b, n] of Object.entries(natives))
+    out.native[b] = { label: n.label, fig: fig(n.key),
+                      over: Object.fromEntries(strategiesOf(b).filter(s => s !== 'per-request')
+                        .map(s => [s, ratioOf(cells, key(b, s, 10), n.key)])) };
   fs.mkdirSync(path.join(ctx.out, 'data'), { recursive: true });
   fs.writeFileSync(path.join(ctx.out, 'data', 'answer.json'), JSON.stringify(out, null, 1) + '\n');
 }
@@ -364,6 +388,57 @@ async function httpsCells(ctx, { cells, startTls, port, avail, keys, seconds, ng
     }, { warm: () => warmRun(ctx, { url, c: 10, keys, keepalive: ka }) });
   }
   return { tls, targets, port: port + 1, nginxPort };
+}
+
+// The native references besides pgbench: {backend: {key, label, cmd}} for
+// the cells it adds. SQLite: `sqlbench lookup` (the server's statement in a
+// loop of sqlite3_step, one thread per core; its CPU is the database's
+// whole cost). InnoDB, MyISAM: sysbench's MySQL client running the same
+// statement prepared (bench/sysbench/lookup.lua), 10 threads; its CPU by
+// /usr/bin/time, the database's from /proc around the run.
+async function nativeCells(ctx, cells, keys, seconds, pids, avail) {
+  const out = {};
+  const runs = ctx.quick ? {} : HEADLINE_RUNS;
+  const secs = Math.max(1, Math.round(seconds));
+  if (avail.includes('sqlite')) {
+    const args = ['lookup', '--json', '--conf', ctx.conf, '--backends', 'sqlite', '--users', String(nproc()),
+                  '--max-seconds', String(secs), '--repeat', '1', '--keys', keys, ...benchSets(ctx, 'lookup')];
+    cells.add('native sqlite 10', async () => {
+      const r = await runJSON(ctx.bin('sqlbench'), args, { log: ctx.logFile });
+      const f = r.json.find(j => j.experiment === 'lookup');
+      if (!f || !(f.median_s > 0)) return NaN;
+      return { value: f.n / f.median_s, dbUs: (f.user_s + f.sys_s) * 1e6 / f.n, clientUs: NaN };
+    }, runs);
+    out.sqlite = { key: 'native sqlite 10', label: `sqlbench lookup, ${nproc()} threads (sqlite3_step in a loop)`,
+                   cmd: `build/bin/sqlbench ${args.map(a => (a === keys ? 'KEYS' : a)).join(' ')}` };
+  }
+  const my = avail.filter(b => b === 'innodb' || b === 'myisam');
+  const sysbench = findProgram('/usr/bin/sysbench', 'sysbench');
+  if (my.length && !sysbench) ctx.warn('server: no sysbench (scripts/setup installs it): MariaDB has no native reference');
+  if (my.length && sysbench) {
+    const cnf = fs.readFileSync((await dbEnv(ctx)).ZB_MY_CNF || path.join(ctx.root, 'build/db/client.cnf'), 'utf8');
+    const opt = k => (cnf.match(new RegExp(`^${k}\\s*=\\s*(.*)$`, 'm')) || [])[1]?.trim();
+    const tables = benchTables('lookup');
+    for (const b of my) {
+      const args = [path.join(ctx.root, 'bench/sysbench/lookup.lua'), '--db-driver=mysql', `--mysql-socket=${opt('socket')}`,
+                    `--mysql-user=${opt('user')}`, `--mysql-password=${opt('password')}`, '--mysql-db=zipbench',
+                    `--table=${tables[b]}`, `--keys=${keys}`, '--threads=10', `--time=${secs}`, 'run'];
+      cells.add(`native ${b} 10`, async () => {
+        const d0 = processTicks(pids.mariadb);
+        const r = await run('/usr/bin/time', ['-f', 'cpu %U %S', sysbench, ...args], { log: ctx.logFile });
+        const d1 = processTicks(pids.mariadb);
+        const q = r.stdout.match(/queries:\s+(\d+)\s+\(([\d.]+) per sec/);
+        const errs = r.stdout.match(/ignored errors:\s+(\d+)/);
+        const t = r.stderr.match(/^cpu ([\d.]+) ([\d.]+)$/m);
+        if (r.code !== 0 || !q || (errs && Number(errs[1]) > 0)) { ctx.log(`sysbench ${b}: exit ${r.code}: ${r.stderr.trim().split('\n').pop()}`); return NaN; }
+        const n = Number(q[1]);
+        return { value: Number(q[2]), clientUs: t ? (Number(t[1]) + Number(t[2])) * 1e6 / n : NaN, dbUs: ticksToUs(d1 - d0, n) };
+      }, runs);
+      out[b] = { key: `native ${b} 10`, label: 'sysbench, 10 threads (the same statement, prepared)',
+                 cmd: `sysbench bench/sysbench/lookup.lua --db-driver=mysql --mysql-socket=... --table=${tables[b]} --keys=KEYS --threads=10 --time=${secs} run` };
+    }
+  }
+  return out;
 }
 
 // pgbench -S and a custom script with the server's lookup, as cells of

@@ -119,10 +119,12 @@ function lookups(ans) {
       '(calibration, same machine): the ratio belongs to this machine\'s connect cost, not to the database alone.';
   });
   if (conn.length) lines.push(`The cost of a connection per request (c=${H}):`, '', ...conn, '');
-  if (ans.pgbench)
-    lines.push(`Against PostgreSQL's own client on the same query and table (pgbench -M prepared -c 10 -j 2, same rounds): ` +
-      Object.entries(ans.pgbench.over).map(([s, r]) => `zipbench ${s} over HTTP / pgbench ${fmtRatioCI(r)}`).join(', ') +
-      `; pgbench ${fmtFigure(ans.pgbench.lookup)} lookups/s.`, '');
+  const natives = Object.entries(ans.native || {});
+  if (natives.length)
+    lines.push(`What HTTP and the server cost: each backend over HTTP against its own client on the same query and table ` +
+      `(c=${H}, same rounds):`, '',
+      ...natives.map(([b, n]) => `- ${LABEL[b]}: ${n.label} ${fmtFigure(n.fig)} lookups/s; ` +
+        Object.entries(n.over).map(([s, r]) => `zipbench ${s} / native ${fmtRatioCI(r)}`).join(', ') + '.'), '');
   return lines;
 }
 

@@ -102,7 +102,7 @@ function answerFixture(dir) {
       pooled: { 1: f(9000, 8800, 9100), 10: { ...f(20000, 19500, 20400), cpu, over_nginx: r(0.5, 0.49, 0.51), over_per_request: r(366, 350, 380) } },
       pipelined: { 1: f(8000, 7000, 9000), 10: { ...f(19800, 19000, 21000), cpu, over_nginx: r(0.49, 0.47, 0.52), over_per_request: r(360, 340, 390) } },
       'per-request': { 1: f(50, 48, 52), 10: { ...f(54, 50, 58), cpu, over_nginx: r(0.001, 0.001, 0.001), over_per_request: null } } } },
-    pgbench: { lookup: f(30000, 29000, 31000), over: { pooled: r(0.66, 0.64, 0.7) } },
+    native: { pg: { label: 'pgbench -M prepared -c 10 -j 2', fig: f(30000, 29000, 31000), over: { pooled: r(0.66, 0.64, 0.7) } } },
   }));
 }
 
@@ -115,7 +115,7 @@ test('answer: every strategy with its interval, its width past +-5%, same-round 
   assert.match(text, /\| PostgreSQL \| pipelined \| 8,000 \[7,000-9,000\] \(\+-13%\) \|/);      // wider than +-5%: its width
   assert.match(text, /PostgreSQL: c=1 pooled > per-request, c=10 pooled ~ pipelined > per-request/);
   assert.match(text, /- PostgreSQL: pooled is 366x \[350-380\] per-request here, where one connect \+ close costs 14\.4 ms/);
-  assert.match(text, /zipbench pooled over HTTP \/ pgbench 0\.66x \[0\.64-0\.70\]/);
+  assert.match(text, /- PostgreSQL: pgbench -M prepared -c 10 -j 2 30,000 \[29,000-31,000\] lookups\/s; zipbench pooled \/ native 0\.66x \[0\.64-0\.70\]\./);
   assert.match(text, /\| SQLite \| not measured in this run \|/);
   assert.match(text, /- SQLite: not measured in this run\./);      // no bulk data
   fs.rmSync(path.join(dir, 'answer.json'));
