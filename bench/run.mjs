@@ -148,7 +148,7 @@ async function main() {
       const answered = g.value * r.seconds;
       return { ...g, serverUs: ticksToUs(s1 - s0, answered), dbUs: dbPid(b) ? ticksToUs(d1 - d0, answered) : NaN,
                clientUs: r.cpuUsPerReq * r.completed / (answered || NaN) };
-    }, { warm: () => warmRun(ctx, { url, c, keys }) });
+    }, { warm: () => warmRun(ctx, { url, c, keys }), runsPerVisit: Math.min(5, runs) });
   }
   const n = cellsOf.length;
   console.log(`== lookups: ${n} cells (backend x strategy x concurrency), ${runs} runs of ${seconds} s each, ` +

@@ -39,7 +39,12 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 // repeated until their 95% interval is within the target, up to this many
 // runs; the others stop at the experiment's --max-runs.
 const HEADLINE_C = 10;
-const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30 };
+// Every cell runs a few times back to back when its turn comes (one
+// warm-up first): measured on this machine, a cell alone varied by sd
+// 2-6% over ten 2-s runs, the same cells with every run interleaved by
+// sd 8-13% (docs/DECISIONS.md, Bench).
+const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30, runsPerVisit: 5 };
+const OTHER_RUNS = { runsPerVisit: 3 };
 
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
 
@@ -102,7 +107,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     return { ...g, serverUs: ticksToUs(serverTicks(target) - s0, answered),
              dbUs: target === 'nginx' || target === 'sqlite' ? NaN : ticksToUs(dbTicks(target) - d0, answered),
              clientUs: Number.isFinite(r.cpuUsPerReq) ? r.cpuUsPerReq * r.completed / (answered || NaN) : NaN };
-  }, { warm: () => warmRun(ctx, { url, c, keys }), ...(c === HEADLINE_C && client === tool && !ctx.quick ? HEADLINE_RUNS : {}) });
+  }, { warm: () => warmRun(ctx, { url, c, keys }), ...(ctx.quick ? {} : c === HEADLINE_C && client === tool ? HEADLINE_RUNS : OTHER_RUNS) });
   const targets = ['nginx', ...avail];
   const rowsOf = t => (t === 'nginx' ? [['nginx', '-']] : strategiesOf(t).map(s => [t, s]));
   const urlOf = (b, s) => (b === 'nginx' ? nginxUrl : `http://127.0.0.1:${port}/zip/${b}/{key}?strategy=${s}`);

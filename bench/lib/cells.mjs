@@ -30,7 +30,11 @@ export class Cells {
 
   // One cell measured by its own run: run() gives a number (NaN or null:
   // the run failed, and is not counted). meta.warm: the cell's warm-up (see
-  // addBatch); meta.minRuns, meta.maxRuns: this cell's bounds on its runs.
+  // addBatch); meta.minRuns, meta.maxRuns: this cell's bounds on its runs;
+  // meta.runsPerVisit: runs back to back each time a round comes to it
+  // (one warm-up before them), paired by their place in the visit for
+  // same-round ratios. A cell measured alone for a few runs varies less
+  // than one whose every run follows another backend's.
   add(key, run, meta = {}) {
     this.addBatch([key], async () => ({ [key]: await run() }), meta);
   }
@@ -45,7 +49,7 @@ export class Cells {
   // it gave is kept apart in each cell's warmups, logged, and written with
   // the cells' data (writeCells).
   addBatch(keys, run, meta = {}) {
-    const unit = { keys: new Set(keys), run, warm: meta.warm };
+    const unit = { keys: new Set(keys), run, warm: meta.warm, visit: Math.max(1, meta.runsPerVisit ?? 1) };
     this.units.push(unit);
     for (const k of keys) this.#cell(k, meta);
   }
@@ -88,11 +92,11 @@ export class Cells {
         }
         break;
       }
-      for (const u of todo) {
+      for (const u of todo) for (let i = 0; i < u.visit; i++) {
         const pending = this.#pending(u);
-        if (!pending.length && u.ran) continue;
+        if (!pending.length && u.ran) break;
         u.ran = true;
-        if (u.warm) await this.#warm(u, pending, round);
+        if (u.warm && i === 0) await this.#warm(u, pending, round);
         const roots = this.ctx.ownRoots ? this.ctx.ownRoots() : [process.pid];
         const a = machineSample(roots);
         let got = {};
@@ -111,7 +115,7 @@ export class Cells {
             c.values.push(value);
             c.extras.push(extra);
             c.machine.push(m);
-            c.rounds.push(round);
+            c.rounds.push(round + i / 1000);   // the i-th run of the round's visit
           }
           this.#settle(c);
         }
