@@ -100,6 +100,16 @@ $(HDRJS)/node_modules/hdr-histogram-js/package.json: tests/hdrlog/package.json t
 test: all $(BIN)/zbtest dataset hdrjs
 	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_HDRJS=$(HDRJS) scripts/with-servers $(BIN)/zbtest $(TESTS)
 
+# make check: the unit tier (tests/helpers.h: TIER_UNIT), no database, web
+# server, network or dataset fetch: the programs and the test runner only.
+check: all $(BIN)/zbtest
+	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest --tier unit $(TESTS)
+
+# The slow tier alone (lifecycle, bench, lab), with the servers up; make
+# test runs it too.
+test-slow: all $(BIN)/zbtest dataset hdrjs
+	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_HDRJS=$(HDRJS) scripts/with-servers $(BIN)/zbtest --tier slow $(TESTS)
+
 # Same programs and tests under AddressSanitizer and UBSan.
 sanitize:
 	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
@@ -160,5 +170,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all test sanitize valgrind fuzz bench clean dataset run hdrjs man
+.PHONY: all check test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -407,6 +407,12 @@ TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
     return tc;
 }
 
+TCase *tier(TCase *tc, const char *tag)
+{
+    tcase_set_tags(tc, tag);
+    return tc;
+}
+
 Suite *suite_of(const char *name, TCase *first, ...)
 {
     Suite *s = suite_create(name);

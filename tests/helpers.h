@@ -136,4 +136,14 @@ TCase *test_case(const char *name, SFun setup, SFun teardown, double timeout_s,
  * with NULL. */
 Suite *suite_of(const char *name, TCase *first, ...);
 
+/* The tiers of the tests: `make check` runs the cases tagged TIER_UNIT,
+ * which need no database, web server, network or fetched dataset (the
+ * programs of build/bin only), in under a minute; `make test-slow` the
+ * cases tagged TIER_SLOW (lifecycle, bench, lab); `make test` every case,
+ * untagged ones (end to end against the real servers) included. */
+#define TIER_UNIT "unit"
+#define TIER_SLOW "slow"
+/* tc, tagged with its tier. */
+TCase *tier(TCase *tc, const char *tag);
+
 #endif

@@ -51,15 +51,26 @@ static void own_environment(void)
     }
 }
 
-/* Arguments name the suites to run (all when none): zbtest kenall conf */
+/* Arguments name the suites to run (all when none): zbtest kenall conf;
+ * --tier TAG runs only the cases of that tier (helpers.h: unit, slow). */
 int main(int argc, char **argv)
 {
     own_environment();
+    const char *tier = NULL;
+    int nnames = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--tier") && a + 1 < argc) {
+            tier = argv[++a];
+            argv[a - 1] = argv[a] = NULL;
+        } else {
+            nnames++;
+        }
+    }
     SRunner *runner = NULL;
     for (size_t i = 0; i < sizeof all_suites / sizeof all_suites[0]; i++) {
-        int wanted = argc < 2;
+        int wanted = nnames == 0;
         for (int a = 1; a < argc; a++)
-            if (strcmp(argv[a], all_suites[i].name) == 0)
+            if (argv[a] && strcmp(argv[a], all_suites[i].name) == 0)
                 wanted = 1;
         if (!wanted)
             continue;
@@ -70,7 +81,7 @@ int main(int argc, char **argv)
     }
     if (!runner)
         return 2;
-    srunner_run_all(runner, CK_NORMAL);
+    srunner_run_tagged(runner, NULL, NULL, tier, NULL, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -92,6 +92,6 @@ END_TEST
 
 Suite *suite_abreport(void)
 {
-    TCase *t = test_case("abreport", NULL, NULL, 0, TESTS(helpers_parser_reads_every_recorded_report));
+    TCase *t = tier(test_case("abreport", NULL, NULL, 0, TESTS(helpers_parser_reads_every_recorded_report)), TIER_UNIT);
     return suite_of("abreport", t, NULL);
 }

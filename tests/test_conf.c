@@ -197,8 +197,8 @@ END_TEST
 
 Suite *suite_conf(void)
 {
-    TCase *t = test_case("conf", NULL, NULL, 0, TESTS(
+    TCase *t = tier(test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
-        long_lines_are_an_error, values_that_would_fail_later));
+        long_lines_are_an_error, values_that_would_fail_later)), TIER_UNIT);
     return suite_of("conf", t, NULL);
 }

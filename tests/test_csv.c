@@ -252,8 +252,8 @@ END_TEST
 
 Suite *suite_csv(void)
 {
-    TCase *t = test_case("reader", NULL, NULL, 0, TESTS(
+    TCase *t = tier(test_case("reader", NULL, NULL, 0, TESTS(
         rfc4180_records, delimiters_and_quotes_as_text, encodings,
-        errors_name_file_line_and_column, carriage_returns, a_file_that_changes_while_read));
+        errors_name_file_line_and_column, carriage_returns, a_file_that_changes_while_read)), TIER_UNIT);
     return suite_of("csv", t, NULL);
 }

@@ -56,7 +56,7 @@ END_TEST
 
 Suite *suite_fuzz(void)
 {
-    TCase *t = test_case("corpus", NULL, NULL, 60, TESTS(
-        kenall_corpus, csv_corpus, conf_corpus, http_corpus, resp_corpus, hdrlog_corpus));
+    TCase *t = tier(test_case("corpus", NULL, NULL, 60, TESTS(
+        kenall_corpus, csv_corpus, conf_corpus, http_corpus, resp_corpus, hdrlog_corpus)), TIER_UNIT);
     return suite_of("fuzz", t, NULL);
 }

@@ -160,8 +160,8 @@ END_TEST
 
 Suite *suite_hist(void)
 {
-    TCase *tc = test_case("core", NULL, NULL, 60, TESTS(
+    TCase *tc = tier(test_case("core", NULL, NULL, 60, TESTS(
         empty, small_values_exact, uniform_percentiles, exponential_vs_sorted,
-        huge_values_clamped, merge, atomic_threads));
+        huge_values_clamped, merge, atomic_threads)), TIER_UNIT);
     return suite_of("hist", tc, NULL);
 }

@@ -59,7 +59,7 @@ END_TEST
 
 Suite *suite_json(void)
 {
-    TCase *tc = test_case("core", NULL, NULL, 0, TESTS(
-        escapes, to_a_stream));
+    TCase *tc = tier(test_case("core", NULL, NULL, 0, TESTS(
+        escapes, to_a_stream)), TIER_UNIT);
     return suite_of("json", tc, NULL);
 }

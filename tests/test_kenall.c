@@ -269,10 +269,12 @@ END_TEST
 
 Suite *suite_kenall(void)
 {
-    TCase *t = test_case("reader", NULL, NULL, 60, TESTS(
+    TCase *t = tier(test_case("reader", NULL, NULL, 60, TESTS(
         utf8_crlf_and_lf, quoted_commas_and_quotes, split_records_merged_and_raw,
         shift_jis_file, errors_name_file_and_line, auto_detection_names_the_bad_line,
         complete_last_line_without_newline, generated_utf8, generated_sjis,
-        generator_is_deterministic, real_dataset_matches_package));
-    return suite_of("kenall", t, NULL);
+        generator_is_deterministic)), TIER_UNIT);
+    /* the fetched list (make dataset) */
+    TCase *real = test_case("dataset", NULL, NULL, 60, TESTS(real_dataset_matches_package));
+    return suite_of("kenall", t, real, NULL);
 }

@@ -588,11 +588,11 @@ END_TEST
 
 Suite *suite_lab(void)
 {
-    TCase *t = test_case("lab", setup, teardown, 240, TESTS(
+    TCase *t = tier(test_case("lab", setup, teardown, 240, TESTS(
         hosts_as_asked, lookups_every_backend_and_strategy, rtt_puts_a_delay_on_both_links,
         reads_reach_primary_and_replica, replica_stops_under_load_and_comes_back,
         no_trust_from_the_lab_subnet, loadgen_agents_on_two_clients,
         php_on_app_answers_as_the_server, down_leaves_nothing, /* last two: the lab goes */
-        failed_up_leaves_nothing, fresh_clone_up_then_down_leaves_nothing));
+        failed_up_leaves_nothing, fresh_clone_up_then_down_leaves_nothing)), TIER_SLOW);
     return suite_of("lab", t, NULL);
 }

@@ -354,10 +354,10 @@ END_TEST
 
 Suite *suite_lifecycle(void)
 {
-    TCase *t = test_case("ports", setup, NULL, 180, TESTS(
+    TCase *t = tier(test_case("ports", setup, NULL, 180, TESTS(
         ports_are_below_the_ephemeral_range, databases_restart_right_after_a_load,
-        foreign_environment_is_dropped));
-    TCase *r = test_case("make test", setup, NULL, 1200, TESTS(
-        make_test_twice_then_in_a_second_checkout));
+        foreign_environment_is_dropped)), TIER_SLOW);
+    TCase *r = tier(test_case("make test", setup, NULL, 1200, TESTS(
+        make_test_twice_then_in_a_second_checkout)), TIER_SLOW);
     return suite_of("lifecycle", t, r, NULL);
 }

@@ -1616,16 +1616,19 @@ END_TEST
 
 Suite *suite_loadgen(void)
 {
-    TCase *tc = test_case("engine", NULL, NULL, 60, TESTS(
+    TCase *tc = tier(test_case("engine", NULL, NULL, 60, TESTS(
         keepalive_counts, no_keepalive_one_connection_per_request, non2xx_counted_apart,
         chunked_bodies, split_head_across_reads, server_closes_every_connection,
         timelimit_stops_by_itself, rate_is_held, rate_below_one, timeout_fails_requests,
         refused_connects_fail, close_with_the_data, many_connections_interleaved,
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
-        hdr_log_read_by_reference, merge_agents, ab_report_lines, request_flags, https_nginx,
+        merge_agents, ab_report_lines, request_flags,
         seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
-        csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance));
-    return suite_of("loadgen", tc, NULL);
+        csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),
+        TIER_UNIT);
+    /* Against the peers: nginx's TLS, the reference HDR reader (npm). */
+    TCase *peers = test_case("peers", NULL, NULL, 60, TESTS(https_nginx, hdr_log_read_by_reference));
+    return suite_of("loadgen", tc, peers, NULL);
 }

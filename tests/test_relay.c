@@ -225,8 +225,8 @@ END_TEST
 
 Suite *suite_relay(void)
 {
-    TCase *t = test_case("relay", setup, teardown, 60, TESTS(
+    TCase *t = tier(test_case("relay", setup, teardown, 60, TESTS(
         data_whole_and_late_by_the_rtt, target_refused_closes_the_client,
-        usage_and_port_in_use));
+        usage_and_port_in_use)), TIER_UNIT);
     return suite_of("relay", t, NULL);
 }
