@@ -331,6 +331,9 @@ int write_conf_copy(const char *path, const struct conf_change *changes, const c
         return -1;
     }
     char line[1024], section[128] = "";
+    for (const struct conf_change *c = changes; c->section; c++)
+        if (!*c->section && c->key && c->value)   /* before the first section */
+            fprintf(out, "%s = %s\n", c->key, c->value);
     while (fgets(line, sizeof line, in)) {
         const char *p = line + strspn(line, " \t");
         if (*p == '[') {

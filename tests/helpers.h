@@ -28,9 +28,11 @@ void write_file(const char *path, const char *text);
 const char *conf_path(void);
 /* One change to the shipped config in a copy (write_conf_copy). section
  * is a name as it stands between the brackets, or a prefix ending in '*'
- * ("backend *": every backend, "*": every section). key NULL: the whole
- * section is left out. Otherwise the key's line goes, and value (if not
- * NULL) takes its place as "key = value" right after the section's header. */
+ * ("backend *": every backend, "*": every section), or "" for the keys
+ * before the first section (include). key NULL: the whole section is left
+ * out. Otherwise the key's line goes, and value (if not NULL) takes its
+ * place as "key = value" right after the section's header (section "":
+ * at the top of the file). */
 struct conf_change {
     const char *section, *key, *value;
 };
