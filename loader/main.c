@@ -512,7 +512,9 @@ int main(int argc, char **argv)
         struct load_result res;
         memset(&err, 0, sizeof err);
         if (load_run(chosen[i], &o, &res, &err) < 0) {
-            fprintf(stderr, "loader: %s: %s\n", chosen[i]->name, err.msg);
+            char next[300];
+            fprintf(stderr, "loader: %s: %s%s\n", chosen[i]->name, err.msg,
+                    backend_next_step(chosen[i], &err, next, sizeof next));
             for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
                 fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
             failed = 1;

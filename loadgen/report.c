@@ -160,6 +160,11 @@ void report_text(const struct result *r, FILE *out)
         fprintf(out, "   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu)\n",
                (unsigned long long)s->err_connect, (unsigned long long)s->err_recv,
                (unsigned long long)s->err_length, (unsigned long long)s->err_except);
+    if (s->err_connect) {
+        char why[1024];
+        stats_connect_errors(s, why, sizeof why);
+        fprintf(out, "Connect errors:         %s\n", why);
+    }
     if (s->err_send)
         fprintf(out, "Write errors:           %llu\n", (unsigned long long)s->err_send);
     if (s->err_timeout)
@@ -341,7 +346,7 @@ void report_json(const struct result *r, FILE *f)
             "\"answered\":%llu,\"goodput_rps\":%.2f,\"miss_answers\":%s,\"errors\":{"
             "\"total\":%llu,\"status_503\":%llu,\"status_5xx\":%llu,\"status_404\":%llu,"
             "\"status_4xx\":%llu,\"status_other\":%llu,\"timeouts\":%llu,\"connect\":%llu,"
-            "\"receive\":%llu,\"send\":%llu,\"exceptions\":%llu},",
+            "\"receive\":%llu,\"send\":%llu,\"exceptions\":%llu",
             (unsigned long long)answered, r->seconds > 0 ? (double)answered / r->seconds : 0,
             r->miss_answers ? "true" : "false",
             (unsigned long long)(s->completed + stats_failed(s) - answered),
@@ -351,6 +356,19 @@ void report_json(const struct result *r, FILE *f)
             (unsigned long long)s->err_timeout, (unsigned long long)s->err_connect,
             (unsigned long long)s->err_recv, (unsigned long long)s->err_send,
             (unsigned long long)s->err_except);
+    /* The connects that failed, by errno ("ECONNREFUSED": 10). */
+    if (s->err_connect) {
+        fprintf(f, ",\"connect_errno\":{");
+        for (int e = 0, first = 1; e < LG_ERRNOS; e++)
+            if (s->connect_errno[e]) {
+                const char *name = e ? strerrorname_np(e) : NULL;
+                fprintf(f, "%s\"%s\":%llu", first ? "" : ",", name ? name : "other",
+                        (unsigned long long)s->connect_errno[e]);
+                first = 0;
+            }
+        fprintf(f, "}");
+    }
+    fprintf(f, "},");
     if (r->tls) {
         json_kv(f, "\"tls\":{", "protocol", r->tls_info);
         json_kv(f, ",", "temp_key", r->tls_tmpkey);

@@ -88,8 +88,10 @@ void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
     pthread_mutex_lock(&sb->reason_lock);
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
     pthread_mutex_unlock(&sb->reason_lock);
+    char next[300];
     if (was)
-        fprintf(stderr, "server: backend %s: down: %s\n", sb->label, sb->down_reason);
+        fprintf(stderr, "server: backend %s: down: %s%s\n", sb->label, sb->down_reason,
+                backend_next_step(&sb->conf, err, next, sizeof next));
 }
 
 void served_mark_up(struct srv_backend *sb)

@@ -161,9 +161,10 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         struct srv_backend *sb = srv->served[i];
         struct zb_err e = { 0 };
         bool ok = served_start(sb, srv->loops, &e) == 0;
+        char next[300];
         if (!ok)
             fprintf(stderr, "server: backend %s: not available at start, will retry on demand: "
-                    "%s\n", sb->label, e.msg);
+                    "%s%s\n", sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;

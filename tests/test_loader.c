@@ -1603,6 +1603,40 @@ START_TEST(dataset_mistakes_are_said_once_with_the_next_step)
 }
 END_TEST
 
+/* A database that is not running: the client library's message whole
+ * (libpq's "Is the server running..." line too), and the next step:
+ * the command that starts it and where its port came from. */
+START_TEST(refused_connect_says_what_to_do)
+{
+    const char *dir = test_dir("loader_refused");
+    char cfg[1200], tcp[1200], why[256], out[16384], want[600];
+    int port = free_port(18496);
+    snprintf(cfg, sizeof cfg, "%s/refused.conf", dir);
+    snprintf(tcp, sizeof tcp, "%s/refused-tcp.conf", dir);
+    ck_assert_msg(write_refusing_conf(cfg, dir, "ZB_TEST_REFUSED_PORT", port, false, why,
+                                      sizeof why) == 0, "%s", why);
+    ck_assert_msg(write_refusing_conf(tcp, dir, "ZB_TEST_REFUSED_PORT", port, true, why,
+                                      sizeof why) == 0, "%s", why);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ZB_TEST_REFUSED_PORT=%d %s -q --conf %s --backend "
+                             "pg,innodb --allow-shrink", port, prog("loader"), cfg), 1);
+    snprintf(want, sizeof want, "/.s.PGSQL.%d\" failed: No such file or directory. Is the server "
+             "running locally and accepting connections on that socket? -- is the database "
+             "running? scripts/db start (port from ZB_TEST_REFUSED_PORT=%d)\n", port, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+    snprintf(want, sizeof want, "Can't connect to local server through socket '%s/mysqld.sock' "
+             "(2) (2002) -- is the database running? scripts/db start (port from "
+             "ZB_TEST_REFUSED_PORT=%d)\n", dir, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+    /* Over TCP, and with the variable not set: the default it fell back to. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "env -u ZB_TEST_REFUSED_PORT %s -q --conf %s "
+                             "--backend pg --allow-shrink", prog("loader"), tcp), 1);
+    snprintf(want, sizeof want, "port %d failed: Connection refused. Is the server running on that "
+             "host and accepting TCP/IP connections? -- is the database running? scripts/db start "
+             "(port %d, the default: ZB_TEST_REFUSED_PORT is not set)\n", port, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+}
+END_TEST
+
 Suite *suite_loader(void)
 {
     TCase *t = test_case("loader", NULL, NULL, 300, TESTS(
@@ -1621,6 +1655,7 @@ Suite *suite_loader(void)
         file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
         reserved_words_match_the_databases, tables_of_backends_sharing_a_database_are_never_touched));
     TCase *own = test_case("own_csv", NULL, NULL, 360, TESTS(
-        a_csv_of_ones_own_in_two_commands, dataset_mistakes_are_said_once_with_the_next_step));
+        a_csv_of_ones_own_in_two_commands, dataset_mistakes_are_said_once_with_the_next_step,
+        refused_connect_says_what_to_do));
     return suite_of("loader", t, safety, own, NULL);
 }

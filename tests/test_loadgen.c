@@ -141,6 +141,11 @@ static int answer(int fd, const char *req, size_t len)
         usleep(2000);
         if (sendf(fd, " world\n"))
             return -1;
+    } else if (!strncmp(path, "/echo/", 6)) {   /* the path as the body: its length varies */
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n%s\r\n%.*s", pl,
+                 conn, (int)pl, path);
+        if (sendf(fd, head))
+            return -1;
     } else if (!strncmp(path, "/503", 4)) {
         snprintf(head, sizeof head,
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n%s\r\nbusy", conn);
@@ -323,6 +328,8 @@ static void check_identity(long n)
     ck_assert_int_eq(jint("completed") + jint("failed"), n);
 }
 
+static char keyfile[1100];
+
 /* ---- the tests ---- */
 START_TEST(keepalive_counts)
 {
@@ -484,6 +491,35 @@ START_TEST(refused_connects_fail)
     ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
     check_identity(50);
     ck_assert_int_eq(jint("failed_connect"), 50);
+    /* Why, by errno, as ab and wrk say it: in the JSON, the report and on stderr. */
+    ck_assert_msg(strstr(out, "\"connect_errno\":{\"ECONNREFUSED\":50}"), "%s", OUT);
+    rc = loadgen("-q -n 50 -c 5 http://127.0.0.1:%d/", port);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
+    char want[128];
+    snprintf(want, sizeof want, "loadgen: 50 connects to 127.0.0.1 port %d failed: Connection "
+             "refused (ECONNREFUSED) 50\n", port);
+    ck_assert_msg(strstr(out, "\nConnect errors:         Connection refused (ECONNREFUSED) 50\n") &&
+                  strstr(out, want), "%s", OUT);
+}
+END_TEST
+
+/* --keys: every key's answer has a length of its own, so ab's Length
+ * check (each body against the first one's) is off, as with -l. */
+START_TEST(keys_imply_variable_length)
+{
+    const char *dir = test_dir("loadgen");
+    snprintf(keyfile, sizeof keyfile, "%s/lengths.keys", dir);
+    write_file(keyfile, "a\nbb\nccc\ndddd\neeeee\nffffff\n");
+    server_start(false);
+    int rc = loadgen("-k -n 200 -c 2 --keys %s 'http://127.0.0.1:%d/echo/{key}'", keyfile,
+                     srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_msg(strstr(out, "Document Length:        Variable\n") &&
+                  strstr(out, "Failed requests:        0\nKeep-Alive") &&
+                  !strstr(out, "Length: 2xx bodies unlike"), "%s", OUT);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", prog("loadgen")), 0);
+    ck_assert_msg(strstr(out, "Implies -l"), "%s", OUT);
 }
 END_TEST
 
@@ -1153,7 +1189,6 @@ START_TEST(https_nginx)
 END_TEST
 
 /* ---- keys ---- */
-static char keyfile[1100];
 
 static void make_keys(void)
 {
@@ -1624,7 +1659,8 @@ Suite *suite_loadgen(void)
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         hdr_log_read_by_reference, merge_agents, ab_report_lines, request_flags, https_nginx,
-        seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
+        seed_repeatable, miss_ratio, keys_percent_encoded, keys_imply_variable_length,
+        bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance));
     return suite_of("loadgen", tc, NULL);
