@@ -394,6 +394,12 @@ void report_warn_errors(const struct result *r, const char *prog);
 void report_json(const struct result *r, FILE *out);
 int report_csv(const struct result *r, const char *path);
 int report_percentile_csv(const struct result *r, const char *path);
+/* The latency's percentile distribution as HdrHistogram prints it (its
+ * .hgrm, which its plotter reads): Value (ms), Percentile, TotalCount (the
+ * rank: values at or below it) and 1/(1-Percentile), five rows per halving
+ * of the distance to 100%, down to the largest value; then the mean,
+ * standard deviation, max and count. */
+void report_hgrm(const struct result *r, FILE *out);
 int report_gnuplot(const struct sample *const *rows, const size_t *nrows, int nsets,
                    const char *path);
 

@@ -494,6 +494,31 @@ int report_percentile_csv(const struct result *r, const char *path)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+void report_hgrm(const struct result *r, FILE *f)
+{
+    const struct hist *h = &r->st.lat;
+    uint64_t n = hist_count(h), max = hist_max(h);
+    fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+    /* HdrHistogram's percentile iterator, 5 ticks per halving distance. */
+    for (double p = 0; n && p < 100;) {
+        uint64_t v = hist_percentile(h, p);
+        uint64_t rank = (uint64_t)ceil(p / 100 * (double)n);
+        if (v >= max || rank >= n)   /* the largest value: the last row's */
+            break;
+        fprintf(f, "%12.3f %14.12f %10llu %14.2f\n", (double)v / 1e6, p / 100,
+                (unsigned long long)(rank ? rank : 1), 100 / (100 - p));
+        double halvings = floor(log2(100 / (100 - p)));
+        p += 100 / (5 * pow(2, halvings + 1));
+    }
+    if (n)
+        fprintf(f, "%12.3f %14.12f %10llu\n", (double)max / 1e6, 1.0, (unsigned long long)n);
+    fprintf(f, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n", hist_mean(h) / 1e6,
+            hist_stddev(h) / 1e6);
+    fprintf(f, "#[Max     = %12.3f, Total count    = %12llu]\n", (double)max / 1e6,
+            (unsigned long long)n);
+    fprintf(f, "#[Buckets = %12d, SubBuckets     = %12u]\n", HIST_OCTAVES + 1, HIST_SUB);
+}
+
 static int by_total(const void *a, const void *b)
 {
     const struct sample *x = a, *y = b;
