@@ -971,6 +971,23 @@ START_TEST(merge_agents)
     /* The text report says how many were merged. */
     rc = loadgen("merge%s", logs);
     ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3"), "%s", OUT);
+    /* --percentiles: HdrHistogram's distribution of the summed histogram,
+     * rising to the largest value at 1.0 with every request counted. */
+    rc = loadgen("merge --percentiles%s", logs);
+    static const char head[] = "       Value     Percentile TotalCount 1/(1-Percentile)\n\n";
+    ck_assert_msg(rc == 0 && !strncmp(out, head, sizeof head - 1), "%s", OUT);
+    double last_v = -1, last_p = -1;
+    int nrows = 0;
+    for (const char *l = strstr(out, "\n\n") + 2; *l && *l != '#'; l = strchr(l, '\n') + 1) {
+        double v, p;
+        ck_assert_msg(sscanf(l, "%lf %lf", &v, &p) == 2 && v >= last_v && p > last_p, "%s", l);
+        last_v = v, last_p = p, nrows++;
+    }
+    ck_assert_msg(last_p == 1.0 && nrows > 20, "%d rows, last %g", nrows, last_p);
+    char count_line[80];
+    snprintf(count_line, sizeof count_line, "Total count    = %12ld]", sum);
+    ck_assert_msg(strstr(out, count_line), "%s", OUT);
+    ck_assert_int_eq(loadgen("merge --percentiles --json%s", logs), 2);
     /* A file that is not a whole log: named, with its line. */
     char bad[1200];
     snprintf(bad, sizeof bad, "%s/bad.hlog", dir);
