@@ -5,7 +5,10 @@
 // warmed up, interleaved round by round (lib/cells.mjs), reported as the
 // median with its 95% interval, the CPU each tier spent per answered
 // lookup, the pooled / per-request ratio of the same rounds, and a
-// ranking that names a winner only where the intervals separate. What it
+// ranking that names a winner only where the intervals separate. With
+// --csv FILE --key COLUMN the dataset is a CSV of one's own instead: the
+// loader's --csv writes its config overlay and keys, the server serves it
+// (--datasets NAME) and the lookups are GET /NAME/BACKEND/{key}. What it
 // started is stopped at the end, whatever happens.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,15 +27,19 @@ import { databases, dbPids } from './lib/services.mjs';
 import { provenance, provenanceLine } from './lib/provenance.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// A path on the command line is the caller's: scripts/run, which runs
+// from the tree, says where the caller was (ZB_CALLER_DIR).
+const callerDir = process.env.ZB_CALLER_DIR || process.cwd();
+const callersPath = p => (p === undefined ? p : path.resolve(callerDir, p));
 process.chdir(root);
 
 const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 const STRATEGIES = ['pooled', 'per-request', 'pipelined'];
 const usage = `Usage: scripts/run [OPTIONS]   (./zipbench run, make run)
 
-Loads the postal-code list into each backend, starts the lookup server on
-it and measures random-key lookups over HTTP for every backend, connection
-strategy and concurrency: each figure is the median of repeated runs, the
+Loads the postal-code list (or, with --csv, a CSV of one's own) into each
+backend, starts the lookup server on it and measures random-key lookups
+over HTTP for every backend, connection strategy and concurrency: each figure is the median of repeated runs, the
 runs of all cells interleaved round by round, each run after a warm-up.
 Prints, per cell, answered lookups per second with the 95% confidence
 interval of the median, its width, and the CPU each tier spent per answered
@@ -51,6 +58,16 @@ Options:
       --runs N            measured runs per cell (default 10; 6 is the
                           fewest a 95% interval of a median needs)
       --json FILE         also write every cell, with its runs, as JSON
+      --csv FILE          benchmark a CSV of one's own, its first line naming
+                          the columns: loader --csv loads it (types inferred,
+                          its section written to build/conf.d/NAME.conf, its
+                          keys beside it; no tracked file is edited), the
+                          server serves it (--datasets NAME), and each
+                          lookup is GET /NAME/BACKEND/{key}
+      --key COLUMN        with --csv: the column lookups go by
+      --name NAME         with --csv: the dataset's name (default: the
+                          file's base name)
+      --conf FILE         the config (default conf/zipbench.conf)
   -h, --help              this text
 
 Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA.
@@ -67,7 +84,9 @@ try {
   args = parseArgs({ options: {
     backends: { type: 'string', default: 'sqlite' }, strategies: { type: 'string', default: 'pooled,per-request' },
     concurrency: { type: 'string', default: '1 10 100' }, duration: { type: 'string', default: '1' },
-    runs: { type: 'string', default: '10' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }).values;
+    runs: { type: 'string', default: '10' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    csv: { type: 'string' }, key: { type: 'string' }, name: { type: 'string' },
+    conf: { type: 'string' } } }).values;
 } catch (e) { usageError(e.message); }
 if (args.help) { console.log(usage); process.exit(0); }
 const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
@@ -81,6 +100,10 @@ if (!(seconds > 0 && seconds <= 3600)) usageError(`--duration: '${args.duration}
 if (!(Number.isInteger(runs) && runs >= 1 && runs <= 1000)) usageError(`--runs: '${args.runs}' is not a whole number 1-1000`);
 if (!levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 10000))
   usageError(`--concurrency: '${args.concurrency}' is not whole numbers 1-10000`);
+if (!args.csv && (args.key || args.name)) usageError('--key and --name go with --csv FILE');
+if (args.csv && !args.key) usageError(`--csv ${args.csv} needs --key COLUMN, the column lookups go by`);
+const csv = callersPath(args.csv), jsonOut = callersPath(args.json);
+const confFile = args.conf ? callersPath(args.conf) : 'conf/zipbench.conf';
 
 const build = process.env.ZB_BUILD || 'build';
 const data = process.env.ZB_DATA || 'build';
@@ -104,24 +127,20 @@ async function main() {
   fs.mkdirSync(ctx.work, { recursive: true });
   ctx.logFile = path.join(ctx.work, 'run.log');
   fs.writeFileSync(ctx.logFile, '');
-  const dataset = path.join(data, 'ken_all.csv'), keys = path.join(data, 'ken_all.keys');
   const servers = backends.filter(b => b !== 'sqlite');
   if (servers.length) await databases(ctx);
   const pids = servers.length ? await dbPids(ctx) : {};
   const dbPid = b => (b === 'pg' ? pids.pg : b === 'innodb' || b === 'myisam' ? pids.mariadb : 0);
   const dbTicks = b => (b === 'pg' ? treeTicks(pids.pg) : dbPid(b) ? processTicks(dbPid(b)) : 0);
 
-  for (const b of backends) {
-    console.log(`== load: ${dataset} into ${b}`);
-    // The loader's own report and progress, as it prints them.
-    const ld = spawnSync(ctx.bin('loader'), ['--backend', b, '--mode', 'bulk', '--dataset', dataset], { stdio: 'inherit' });
-    if (ld.status !== 0) return 1;
-  }
+  const loaded = csv ? loadCsv() : loadPostal();
+  if (!loaded) return 1;
+  const { route, keys, serverArgs } = loaded;
 
   const pc = await run('scripts/port-check', ['the lookup server', String(port), 'ZB_RUN_PORT']);
   if (pc.code !== 0) { process.stderr.write(pc.stderr); return 1; }
   const log = path.join(build, 'run-server.log');
-  const srv = background(ctx.bin('server'), ['--backends', backends.join(','), '--port', String(port)], { log });
+  const srv = background(ctx.bin('server'), ['--conf', confFile, '--backends', backends.join(','), '--port', String(port), ...serverArgs], { log });
   // The server that answers must be the one started here, not another
   // that held the port.
   if (!(await waitFor(port, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, port)) {
@@ -136,7 +155,7 @@ async function main() {
   const cellsOf = [];
   for (const c of levels) for (const b of backends) for (const s of strategies) {
     if (!offers(b, s)) continue;
-    const url = `http://127.0.0.1:${port}/zip/${b}/{key}?strategy=${s}`;
+    const url = `http://127.0.0.1:${port}/${route}/${b}/{key}?strategy=${s}`;
     cellsOf.push({ b, s, c, k: key(b, s, c) });
     cells.add(key(b, s, c), async () => {
       progress();
@@ -206,9 +225,42 @@ async function main() {
     console.log(`  c=${String(c).padEnd(4)} ${text}`);
   }
   console.log(`\n${provenanceLine()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
-  if (args.json) writeJson(args.json, cells, cellsOf);
+  if (jsonOut) writeJson(jsonOut, cells, cellsOf);
   if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
   return bad ? 1 : 0;
+}
+
+// The postal list (make dataset fetches it when missing) loaded into each
+// backend: what the lookups of /zip/ read.
+function loadPostal() {
+  const dataset = path.join(data, 'ken_all.csv'), keys = path.join(data, 'ken_all.keys');
+  if (!fs.existsSync(dataset) || !fs.existsSync(keys)) {
+    const mk = spawnSync('make', ['-s', 'dataset'], { stdio: 'inherit' });
+    if (mk.status !== 0) return null;
+  }
+  for (const b of backends) {
+    console.log(`== load: ${dataset} into ${b}`);
+    // The loader's own report and progress, as it prints them.
+    const ld = spawnSync(ctx.bin('loader'), ['--conf', confFile, '--backend', b, '--mode', 'bulk', '--dataset', dataset], { stdio: 'inherit' });
+    if (ld.status !== 0) return null;
+  }
+  return { route: 'zip', keys, serverArgs: [] };
+}
+
+// A CSV of one's own through loader --csv: loaded into every backend at
+// once, its overlay and keys written; the loader's --json says where.
+function loadCsv() {
+  console.log(`== load: ${csv} into ${backends.join(', ')} (loader --csv, key ${args.key})`);
+  const ld = spawnSync(ctx.bin('loader'), ['--conf', confFile, '--csv', csv, '--key', args.key,
+    ...(args.name ? ['--name', args.name] : []), '--backend', backends.join(','), '--mode', 'bulk', '--json'],
+  { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  const reports = (ld.stdout || '').split('\n').filter(Boolean).map(l => JSON.parse(l));
+  for (const r of reports)
+    console.log(`   ${r.backend}: ${r.rows.toLocaleString('en-US')} rows in ${r.seconds.toFixed(3)} s into ${r.table}`);
+  if (ld.status !== 0 || !reports.length) return null;
+  const { dataset, overlay, keys_file: keys, columns } = reports[0];
+  console.log(`   dataset ${dataset}: ${columns}; section in ${overlay}, keys in ${keys}\n`);
+  return { route: dataset, keys, serverArgs: ['--datasets', dataset] };
 }
 
 function fmtK(x) { return Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-'; }

@@ -71,6 +71,26 @@ const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, s
     return buf;
 }
 
+const char *backend_next_step(const struct backend_conf *bc, const struct zb_err *err, char *buf,
+                              size_t len)
+{
+    buf[0] = 0;
+    if (!err || (err->kind != ZB_ERR_REFUSED && err->kind != ZB_ERR_CONN) ||
+        (!bc->started_by && !bc->port_var))
+        return buf;
+    const char *env = bc->port_var ? getenv(bc->port_var) : NULL;
+    char port[200];
+    if (env && *env)
+        snprintf(port, sizeof port, "port from %s=%s", bc->port_var, env);
+    else if (bc->port_var)
+        snprintf(port, sizeof port, "port %d, the default: %s is not set", bc->port, bc->port_var);
+    else
+        snprintf(port, sizeof port, "port %d, from the config", bc->port);
+    snprintf(buf, len, " -- is the database running? %s%s(%s)", bc->started_by ? bc->started_by : "",
+             bc->started_by ? " " : "", port);
+    return buf;
+}
+
 int backend_open(struct backend *b, const struct backend_conf *bc, struct zb_err *err)
 {
     b->conf = bc;

@@ -226,6 +226,16 @@ enum zb_err_kind zb_failure_kind(uint64_t started_ns, uint64_t limit_ns);
  * which the client libraries word as "no password supplied". */
 const char *zb_password_file_problem(const struct backend_conf *bc, char *buf, size_t len);
 
+/* What to do after err, a connect bc's database refused or a connection
+ * it lost: " -- is the database running? scripts/db start (port from
+ * ZB_PG_PORT=25444)", naming bc's started_by and where its port came from
+ * (the environment variable, or the config); "" for any other error, or a
+ * backend with no database server to start (no port, no started_by).
+ * Written into buf, which is returned; for the loader's and the server's
+ * messages, never a client's answer. */
+const char *backend_next_step(const struct backend_conf *bc, const struct zb_err *err, char *buf,
+                              size_t len);
+
 /* A connection bundled with its driver, what loader and server hold. */
 struct backend {
     const struct backend_driver *drv;

@@ -29,6 +29,7 @@
  * connection is free, where a named statement of an earlier one does not
  * exist (pgbouncer's transaction pooling). application_name: what the
  * server sees (pgpool-II routes by it). */
+#include <ctype.h>
 #include <errno.h>
 #include <libpq-fe.h>
 #include <limits.h>
@@ -163,10 +164,32 @@ static void pg_params(const struct backend_conf *bc, struct pg_params *p, struct
     snprintf(db->where, sizeof db->where, "%s port %s", p->hosts, p->port);
 }
 
-static void first_line(char *out, size_t len, const char *msg)
+/* libpq's message of a failed or lost connection, whole, on one line.
+ * libpq goes on over indented lines: its hint ("failed: Connection
+ * refused\n\tIs the server running on that host and accepting TCP/IP
+ * connections?") or the rest of a sentence ("terminated abnormally\n\t
+ * before or while processing the request."); an indented line is joined
+ * with a space (". " before a new sentence), and a line of its own (the
+ * next host of a list) with "; ". */
+static void whole_message(char *out, size_t len, const char *msg)
 {
-    snprintf(out, len, "%s", msg);
-    out[strcspn(out, "\n")] = 0;
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < len;) {
+        bool indented = p > msg && (*p == '\t' || *p == ' ');
+        p += strspn(p, "\t ");
+        size_t line = strcspn(p, "\n");
+        while (line && (p[line - 1] == ' ' || p[line - 1] == '\r'))
+            line--;
+        if (line) {
+            const char *sep = !n ? "" : !indented ? "; "
+                            : strchr(".?!:;", out[n - 1]) || !isupper((unsigned char)*p) ? " "
+                            : ". ";
+            n += (size_t)snprintf(out + n, len - n, "%s%.*s", sep, (int)line, p);
+        }
+        p += strcspn(p, "\n");
+        p += *p == '\n';
+    }
+    out[n < len ? n : len - 1] = 0;
 }
 
 /* A connection that is up: NOTICEs ("table does not exist, skipping") are
@@ -228,7 +251,7 @@ static int pg_open(const struct backend_conf *bc, struct db **out, struct zb_err
     }
     if (PQstatus(db->conn) != CONNECTION_OK) {
         char msg[400];
-        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+        whole_message(msg, sizeof msg, PQerrorMessage(db->conn));
         /* Refused at once, or accepted and then never answered (frozen). */
         char why[600];
         enum zb_err_kind kind = zb_failure_kind(t0, (uint64_t)atoi(p.timeout) * 1000000000u);
@@ -620,7 +643,7 @@ static int pg_try_load_lock(struct db *db, const char *table, struct zb_err *err
 static int pg_lost(struct db *db, struct zb_err *err, const char *what)
 {
     char msg[400];
-    first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+    whole_message(msg, sizeof msg, PQerrorMessage(db->conn));
     db->given_up = true;
     return zb_fail(err, ZB_ERR_CONN, "pg: %s: %s", what, msg[0] ? msg : "connection lost");
 }
@@ -658,7 +681,7 @@ static int pg_connect_step(struct db *db, struct zb_err *err)
         return 0;
     default: {
         char msg[400];
-        first_line(msg, sizeof msg, PQerrorMessage(db->conn));
+        whole_message(msg, sizeof msg, PQerrorMessage(db->conn));
         db->given_up = true;
         char why[600];
         return zb_fail(err, pg_connect_kind(PQerrorMessage(db->conn)),

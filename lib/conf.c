@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdio.h>
@@ -161,7 +162,7 @@ static const struct field server_fields[] = {
 #define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
 static const struct field backend_fields[] = {
     S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
-    S(password_file), S(database),
+    S(password_file), S(database), S(started_by),
     { "table", F_TABLE, offsetof(struct backend_conf, table), 0, 0, NULL },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
@@ -228,6 +229,20 @@ static int expand_env(const char *value, char *out, size_t len, const char *wher
     }
     out[n] = 0;
     return 0;
+}
+
+/* The environment variable a value is taken from when the value is one
+ * ${NAME} or ${NAME:-DEFAULT} as a whole, into name; false otherwise. */
+static bool env_var_of(const char *raw, char *name, size_t len)
+{
+    if (raw[0] != '$' || raw[1] != '{')
+        return false;
+    size_t n = strspn(raw + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    const char *end = strchr(raw + 2 + n, '}');
+    if (!n || n >= len || !end || end[1])
+        return false;
+    snprintf(name, len, "%.*s", (int)n, raw + 2);
+    return true;
 }
 
 /* A key given no value: every key has a default (or is required), and an
@@ -442,6 +457,9 @@ static int set_dataset_field(struct zb_conf *conf, struct dataset_conf *d, const
     return set_field(conf, d, dataset_fields, NFIELDS(dataset_fields), key, value, where, err);
 }
 
+static int set_backend_field(struct zb_conf *conf, struct backend_conf *b, const char *key,
+                             const char *value, int line, const char *where, struct zb_err *err);
+
 int conf_set(struct zb_conf *conf, const char *section, const char *key, const char *value,
              struct zb_err *err)
 {
@@ -459,11 +477,7 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key, const c
     struct backend_conf *b = find_backend(conf, section);
     if (!b)
         return zb_fail(err, ZB_ERR_INPUT, "unknown backend '%s'", section);
-    if (!known_field(backend_fields, NFIELDS(backend_fields), key))
-        return add_option(conf, b, key, value, 0, err);
-    if (!strcmp(key, "driver") && !backend_driver(value))
-        return driver_error(where, b, value, err);
-    return set_field(conf, b, backend_fields, NFIELDS(backend_fields), key, value, where, err);
+    return set_backend_field(conf, b, key, value, 0, where, err);
 }
 
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
@@ -487,8 +501,17 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
     return conf_set(conf, buf, dot + 1, eq + 1, err);
 }
 
+/* A section header seen so far (of any file), for "defined twice". */
+struct seen_header {
+    char name[128];
+    const char *file;
+    int line;
+};
+
 struct parse_state {
     struct zb_conf *conf;
+    const char *file;              /* the file being read: the config, or an included one */
+    bool included;                 /* it is an included one: [dataset NAME] sections only */
     FILE *f;
     char *buf;                     /* the line being read (getline's) */
     size_t cap;
@@ -499,14 +522,24 @@ struct parse_state {
     char section[128];
     struct zb_err *err;
     bool failed;
-    char headers[ZB_MAX_BACKENDS + ZB_MAX_DATASETS + 2][128];
+    struct seen_header headers[ZB_MAX_BACKENDS + ZB_MAX_DATASETS + 2];
     int nheaders;
     int pool_line[ZB_MAX_BACKENDS];  /* per backend: the line of its last pool_* key */
 };
 
+/* An error about an included file says which include read it. */
+static void note_included(const struct zb_conf *conf, const char *file, struct zb_err *err)
+{
+    if (!file || file == conf->file || !conf->include)
+        return;
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, " (read by %s:%d: include = %s)", conf->file,
+             conf->include_line, conf->include);
+}
+
 /* inih does not tell us when a section header repeats (the entries of a
  * second [backend x] would silently merge into the first), so the reader
- * watches the header lines as they pass. */
+ * watches the header lines as they pass, in every file it reads. */
 static void watch_header(struct parse_state *ps, const char *line)
 {
     while (*line == ' ' || *line == '\t')
@@ -517,14 +550,23 @@ static void watch_header(struct parse_state *ps, const char *line)
     size_t n = strcspn(line + 1, "]\r\n");
     snprintf(name, sizeof name, "%.*s", (int)n, line + 1);
     for (int i = 0; i < ps->nheaders; i++)
-        if (!strcmp(ps->headers[i], name)) {
-            zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: section [%s] defined twice", ps->conf->file,
-                    ps->line, name);
+        if (!strcmp(ps->headers[i].name, name)) {
+            const struct seen_header *h = &ps->headers[i];
+            if (h->file == ps->file)
+                zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: section [%s] defined twice", ps->file,
+                        ps->line, name);
+            else
+                zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: section [%s] defined twice (first in "
+                        "%s:%d)", ps->file, ps->line, name, h->file, h->line);
             ps->failed = true;
             return;
         }
-    if (ps->nheaders < (int)(sizeof ps->headers / sizeof ps->headers[0]))
-        snprintf(ps->headers[ps->nheaders++], sizeof ps->headers[0], "%s", name);
+    if (ps->nheaders < (int)(sizeof ps->headers / sizeof ps->headers[0])) {
+        struct seen_header *h = &ps->headers[ps->nheaders++];
+        snprintf(h->name, sizeof h->name, "%s", name);
+        h->file = ps->file;
+        h->line = ps->line;
+    }
 }
 
 /* inih's reader hands it one line at a time in a buffer of num bytes (200
@@ -548,11 +590,11 @@ static char *counting_reader(char *str, int num, void *stream)
     if (len > 0 && ps->buf[len - 1] == '\r')
         len--;
     if (nul)
-        zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: NUL byte at byte %zu", ps->conf->file, ps->line,
+        zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: NUL byte at byte %zu", ps->file, ps->line,
                 (size_t)(nul - ps->buf) + 1);
     else if (len > (size_t)num - 1)
         zb_fail(ps->err, ZB_ERR_INPUT, "%s:%d: line longer than %d bytes, the config reader's "
-                "limit", ps->conf->file, ps->line, num - 1);
+                "limit", ps->file, ps->line, num - 1);
     ps->failed = nul || len > (size_t)num - 1;
     if (ps->failed)
         return NULL;
@@ -562,14 +604,70 @@ static char *counting_reader(char *str, int num, void *stream)
     return str;
 }
 
+/* `include = PATTERN`: kept, expanded, for conf_load to read once the
+ * config itself is read. */
+static int set_include(struct parse_state *ps, const char *value, const char *where)
+{
+    struct zb_conf *conf = ps->conf;
+    if (ps->included)
+        return zb_fail(ps->err, ZB_ERR_INPUT, "%s: include: an included file cannot include "
+                       "others", where);
+    if (conf->include)
+        return zb_fail(ps->err, ZB_ERR_INPUT, "%s: include given twice (first on line %d)", where,
+                       conf->include_line);
+    char pattern[4096];
+    if (expand_env(value, pattern, sizeof pattern, where, "include", ps->err) < 0)
+        return -1;
+    size_t n = strlen(pattern);
+    if (!n)
+        return empty_value(where, "include", ps->err);
+    if (n < 5 || strcmp(pattern + n - 5, ".conf"))
+        return zb_fail(ps->err, ZB_ERR_INPUT, "%s: include: '%s' does not end in .conf (the "
+                       "overlays' files, such as build/conf.d/NAME.conf)", where, pattern);
+    if (!(conf->include = keep(conf, pattern)))
+        return zb_fail(ps->err, ZB_ERR_SYS, "out of memory");
+    conf->include_line = ps->line;
+    return 0;
+}
+
+/* One key of [backend NAME]: a field of conf.c's, or a key of its
+ * driver's. line: 0 for --set. */
+static int set_backend_field(struct zb_conf *conf, struct backend_conf *b, const char *key,
+                             const char *value, int line, const char *where, struct zb_err *err)
+{
+    if (!known_field(backend_fields, NFIELDS(backend_fields), key))
+        return add_option(conf, b, key, value, line, err);
+    if (!strcmp(key, "driver") && !backend_driver(value))
+        return driver_error(where, b, value, err);
+    if (set_field(conf, b, backend_fields, NFIELDS(backend_fields), key, value, where, err) < 0)
+        return -1;
+    if (!strcmp(key, "port")) {
+        char name[128];
+        b->port_var = env_var_of(value, name, sizeof name) ? keep(conf, name) : NULL;
+    }
+    return 0;
+}
+
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
     struct parse_state *ps = user;
     if (ps->failed)
         return 1;  /* report only the first error, keep inih quiet */
     char where[300];
-    snprintf(where, sizeof where, "%s:%d", ps->conf->file, ps->line);
+    snprintf(where, sizeof where, "%s:%d", ps->file, ps->line);
     bool continued = false;
+    if (!*section && !strcmp(name, "include")) {
+        if (set_include(ps, value, where) < 0)
+            ps->failed = true;
+        return 1;
+    }
+    if (ps->included && strncmp(section, "dataset ", 8)) {
+        zb_fail(ps->err, ZB_ERR_INPUT, "%s: %s%s%s: an included file holds [dataset NAME] "
+                "sections only", where, *section ? "[" : "", *section ? section : name,
+                *section ? "]" : "");
+        ps->failed = true;
+        return 1;
+    }
     if (strcmp(section, ps->section)) {
         snprintf(ps->section, sizeof ps->section, "%s", section);
         ps->current = NULL;
@@ -590,6 +688,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
                 ps->failed = true;
                 return 1;
             }
+            ps->dataset->conf_file = ps->file;
         } else if (strcmp(section, "server")) {
             zb_fail(ps->err, ZB_ERR_INPUT, "%s: unknown section [%s] (server, backend NAME, "
                     "dataset NAME)", where, section);
@@ -616,13 +715,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
     if (!ps->current)
         rc = set_field(ps->conf, &ps->conf->server, server_fields, NFIELDS(server_fields), name,
                        value, where, ps->err);
-    else if (!known_field(backend_fields, NFIELDS(backend_fields), name))
-        rc = add_option(ps->conf, ps->current, name, value, ps->line, ps->err);
-    else if (!strcmp(name, "driver") && !backend_driver(value))
-        rc = driver_error(where, ps->current, value, ps->err);
     else
-        rc = set_field(ps->conf, ps->current, backend_fields, NFIELDS(backend_fields), name,
-                       value, where, ps->err);
+        rc = set_backend_field(ps->conf, ps->current, name, value, ps->line, where, ps->err);
     if (rc == 0 && ps->current && !strncmp(name, "pool_", 5))
         ps->pool_line[ps->current - ps->conf->backend] = ps->line;
     if (rc < 0)
@@ -640,11 +734,19 @@ static int driver_error(const char *where, const struct backend_conf *b, const c
                    value, names);
 }
 
+/* "FILE:LINE: [dataset NAME]" of d's section. */
+static void dataset_where(const struct zb_conf *conf, const struct dataset_conf *d, char *buf,
+                          size_t len)
+{
+    snprintf(buf, len, "%s:%d: [dataset %s]", d->conf_file ? d->conf_file : conf->file, d->line,
+             d->name);
+}
+
 static int validate_dataset(const struct zb_conf *conf, const struct dataset_conf *d,
                             struct zb_err *err)
 {
     char where[300];
-    snprintf(where, sizeof where, "%s:%d: [dataset %s]", conf->file, d->line, d->name);
+    dataset_where(conf, d, where, sizeof where);
     if (!d->file)
         return zb_fail(err, ZB_ERR_INPUT, "%s: missing key 'file'", where);
     if (!strcmp(d->format, "kenall")) {
@@ -671,11 +773,12 @@ static int check_dataset_tables(const struct zb_conf *conf, struct zb_err *err)
             dataset_table_name(d, &conf->backend[k], name, sizeof name);
             if (!sql_reserved(name))
                 continue;
-            snprintf(where, sizeof where, "%s:%d: [dataset %s]", conf->file, d->line, d->name);
-            return zb_fail(err, ZB_ERR_INPUT, "%s: its table on backend %s, %s, is a word SQL "
-                           "reserves (PostgreSQL, MariaDB or SQLite), which no table may be "
-                           "named: give the dataset another table =", where,
-                           conf->backend[k].name, name);
+            dataset_where(conf, d, where, sizeof where);
+            zb_fail(err, ZB_ERR_INPUT, "%s: its table on backend %s, %s, is a word SQL "
+                    "reserves (PostgreSQL, MariaDB or SQLite), which no table may be "
+                    "named: give the dataset another table =", where, conf->backend[k].name, name);
+            note_included(conf, d->conf_file, err);
+            return -1;
         }
     }
     return 0;
@@ -684,8 +787,10 @@ static int check_dataset_tables(const struct zb_conf *conf, struct zb_err *err)
 static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *err)
 {
     for (int i = 0; i < conf->ndatasets; i++)
-        if (validate_dataset(conf, &conf->dataset[i], err) < 0)
+        if (validate_dataset(conf, &conf->dataset[i], err) < 0) {
+            note_included(conf, conf->dataset[i].conf_file, err);
             return -1;
+        }
     if (check_dataset_tables(conf, err) < 0)
         return -1;
     for (int i = 0; i < conf->nbackends; i++) {
@@ -707,29 +812,86 @@ static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *e
     return 0;
 }
 
-int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
+/* Reads one file into the config through ps (its per-file state reset):
+ * the config itself, or one its include matches. */
+static int parse_file(struct parse_state *ps, const char *path, bool included)
 {
-    conf_defaults(conf);
-    conf->file = keep(conf, path);
-    struct parse_state ps = { .conf = conf, .err = err };
-    if (!(ps.f = fopen(path, "r")))
+    struct zb_err *err = ps->err;
+    ps->file = path;
+    ps->included = included;
+    ps->line = 0;
+    ps->current = NULL;
+    ps->dataset = NULL;
+    ps->section[0] = ps->last_key[0] = 0;
+    if (!(ps->f = fopen(path, "r")))
         return zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(ps.f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(ps.f);
+    if (fstat(fileno(ps->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(ps->f);
         return zb_fail(err, ZB_ERR_INPUT, "%s: cannot open: %s", path, strerror(EISDIR));
     }
-    int rc = ini_parse_stream(counting_reader, &ps, on_entry, &ps);
-    fclose(ps.f);
-    free(ps.buf);
-    if (ps.failed)
+    int rc = ini_parse_stream(counting_reader, ps, on_entry, ps);
+    fclose(ps->f);
+    if (ps->failed)
         return -1;
     if (rc > 0)
         return zb_fail(err, ZB_ERR_INPUT, "%s:%d: syntax error (expected [section] or key = value)",
                        path, rc);
     if (rc < 0)
         return zb_fail(err, ZB_ERR_SYS, "%s: cannot parse (out of memory)", path);
-    return validate(conf, ps.pool_line, err);
+    return 0;
+}
+
+/* The files the include matches, in name order, each read as an overlay. */
+static int parse_included(struct parse_state *ps)
+{
+    struct zb_conf *conf = ps->conf;
+    glob_t g;
+    int rc = glob(conf->include, 0, NULL, &g);   /* a directory not there matches nothing */
+    if (rc == GLOB_NOMATCH)
+        return 0;
+    if (rc != 0) {
+        globfree(&g);
+        return zb_fail(ps->err, ZB_ERR_SYS, "%s:%d: include: '%s': out of memory", conf->file,
+                       conf->include_line, conf->include);
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *path = keep(conf, g.gl_pathv[i]);
+        if (!path) {
+            globfree(&g);
+            return zb_fail(ps->err, ZB_ERR_SYS, "out of memory");
+        }
+        if (parse_file(ps, path, true) < 0) {
+            note_included(conf, path, ps->err);
+            globfree(&g);
+            return -1;
+        }
+    }
+    globfree(&g);
+    return 0;
+}
+
+int conf_load(struct zb_conf *conf, const char *path, struct zb_err *err)
+{
+    conf_defaults(conf);
+    conf->file = keep(conf, path);
+    static const struct parse_state fresh;
+    struct parse_state *ps = malloc(sizeof *ps);
+    if (!conf->file || !ps) {
+        free(ps);
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    }
+    *ps = fresh;
+    ps->conf = conf;
+    ps->err = err;
+    int rc = parse_file(ps, conf->file, false);
+    if (rc == 0 && conf->include)
+        rc = parse_included(ps);
+    if (rc == 0)
+        rc = validate(conf, ps->pool_line, err);
+    free(ps->buf);
+    free(ps);
+    return rc;
 }
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name)
@@ -746,6 +908,31 @@ const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *
         if (!strcmp(conf->dataset[i].name, name))
             return &conf->dataset[i];
     return NULL;
+}
+
+void conf_dataset_names(const struct zb_conf *conf, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < conf->ndatasets && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", conf->dataset[i].name);
+}
+
+int conf_overlay_dir(const struct zb_conf *conf, char *buf, size_t len, struct zb_err *err)
+{
+    const char *p = conf->include;
+    const char *slash = p ? strrchr(p, '/') : NULL;
+    if (!p || strcmp(slash ? slash + 1 : p, "*.conf") || strpbrk(p, "*?[") < (slash ? slash : p) ||
+        (size_t)(slash ? slash - p : 1) >= len)
+        return zb_fail(err, ZB_ERR_INPUT, "%s has no include of a directory's .conf files, where "
+                       "a dataset's overlay would go: add the line 'include = build/conf.d/*.conf' "
+                       "before its first section%s%s%s", conf->file, p ? " (its include is '" : "",
+                       p ? p : "", p ? "')" : "");
+    if (slash)
+        snprintf(buf, len, "%.*s", slash == p ? 1 : (int)(slash - p), p);
+    else
+        snprintf(buf, len, ".");
+    return 0;
 }
 
 void conf_free(struct zb_conf *conf)

@@ -1,6 +1,14 @@
 /* The config file: one [server] section, one [backend NAME] section per
  * backend and one [dataset NAME] per dataset, read with inih. Every error
- * names the file, the line and the key. */
+ * names the file, the line and the key.
+ *
+ * `include = PATTERN`, before the first section, a glob ending in .conf
+ * (the tracked config's: every .conf file of build/conf.d), reads the
+ * files it matches (in name order; none is no error) after the config
+ * itself: overlays of [dataset NAME] sections only, such as the ones
+ * `loader --csv` writes, so a dataset of one's own needs no edit of the
+ * tracked config. Their errors name their own file and line, and the
+ * include that read them. */
 #ifndef ZB_CONF_H
 #define ZB_CONF_H
 
@@ -47,6 +55,12 @@ struct backend_conf {
     const char *password_file; /* where the password is kept, in the client library's own
                               * format: pg a libpq passfile (.pgpass lines), mysql an
                               * option file ([client] password = ...) */
+    /* The environment variable `port` was taken from (${NAME:-DEFAULT}),
+     * NULL when written plainly: what a refused connect names as the
+     * way to move it. */
+    const char *port_var;
+    const char *started_by; /* the command that starts its database ("scripts/db start"),
+                              * said after a refused connect; NULL: none known */
     const char *database;
     const char *table;     /* default "zipcode" */
     int pool_min;          /* connections kept open */
@@ -101,11 +115,15 @@ struct dataset_conf {
     const char *key;       /* csv: the column lookups go by (default: the first) */
     const char *columns;   /* csv: "name [type] [not null], ..."; types integer, real, text */
     int sample_rows;       /* csv: rows read to infer types (default 1000) */
+    const char *conf_file; /* the config file its section is in: the config's own, or
+                            * an included overlay (NULL: built in) */
     int line;              /* where its section starts (0: built in) */
 };
 
 struct zb_conf {
     const char *file;
+    const char *include;   /* the `include` pattern, expanded (NULL: none) */
+    int include_line;
     struct server_conf server;
     int nbackends;
     struct backend_conf backend[ZB_MAX_BACKENDS];
@@ -141,6 +159,13 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
+/* The datasets' names for a message: "postal, cities". */
+void conf_dataset_names(const struct zb_conf *conf, char *buf, size_t len);
+/* Where an overlay goes: the directory of the config's include pattern,
+ * when its last part is "*.conf" (every .conf file of one directory), into
+ * buf. Returns 0, or -1 with err saying that the config has no such
+ * include (and how to give it one). */
+int conf_overlay_dir(const struct zb_conf *conf, char *buf, size_t len, struct zb_err *err);
 
 /* What every program does with --conf FILE and its --set B.KEY=VALUE
  * arguments: conf_load, then each --set in order. Returns 0, or -1 with err

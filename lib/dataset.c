@@ -315,9 +315,14 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
         for (int i = 0; i < d->ncols; i++)
             if (!strcmp(d->names[i], dc->key))
                 d->key = i;
-        if (d->key < 0)
-            return zb_fail(err, ZB_ERR_INPUT, "[dataset %s]: key: no column '%s'", dc->name,
-                           dc->key);
+        if (d->key < 0) {
+            char names[400] = "";
+            for (int i = 0, n = 0; i < d->ncols && n < (int)sizeof names; i++)
+                n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "",
+                              d->names[i]);
+            return zb_fail(err, ZB_ERR_INPUT, "[dataset %s]: key: no column '%s' (its columns: "
+                           "%s)", dc->name, dc->key, names);
+        }
     }
     d->col[d->key].not_null = true;  /* a row nobody can look up is a mistake */
     bool infer = false;

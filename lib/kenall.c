@@ -252,3 +252,15 @@ long kenall_count(const char *path, const struct kenall_opts *opts, struct zb_er
     kenall_close(r);
     return rc < 0 ? -1 : rows;
 }
+
+int kenall_first_line_fields(const char *path, const struct kenall_opts *opts, struct zb_err *err)
+{
+    struct kenall_reader *r = kenall_open(path, opts, err);
+    if (!r)
+        return -1;
+    int n = 0;
+    const char *const *f;
+    int rc = csv_next(r->csv, &n, &f, err);
+    kenall_close(r);
+    return rc < 0 ? -1 : rc == 0 ? 0 : n;
+}

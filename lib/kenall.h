@@ -63,6 +63,11 @@ const char *kenall_encoding_why(const struct kenall_reader *r);
 
 void kenall_close(struct kenall_reader *r);
 
+/* The number of fields on path's first line, read as a KEN_ALL file is
+ * (its encoding, one record a line): KENALL_COLS for a file in the layout,
+ * 0 for an empty one. -1 with err when it cannot be read. */
+int kenall_first_line_fields(const char *path, const struct kenall_opts *opts, struct zb_err *err);
+
 /* Convenience: counts the rows of a file (merged or raw); -1 on error. */
 long kenall_count(const char *path, const struct kenall_opts *opts, struct zb_err *err);
 

@@ -8,14 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "conf.h"
+#include "kenall.h"
 #include "keys.h"
 #include "load.h"
+#include "overlay.h"
 
 static const char usage[] =
     "Usage: loader [OPTIONS] [--dataset NAME|FILE]\n"
+    "       loader [OPTIONS] --csv FILE --key COLUMN [--name NAME]\n"
     "       loader --dataset NAME --write-keys FILE\n"
     "\n"
     "Loads a dataset into each chosen backend and reports how long it took. A\n"
@@ -32,6 +36,20 @@ static const char usage[] =
     "  -f, --dataset NAME|FILE  a [dataset NAME] of the config, or a file read as the\n"
     "                       postal dataset (KEN_ALL layout); default: the postal\n"
     "                       dataset, build/ken_all.csv\n"
+    "      --csv FILE       a CSV of one's own, its first line naming the columns:\n"
+    "                       every column's type is inferred from every row, and its\n"
+    "                       section goes into an overlay, DIR/NAME.conf, where DIR\n"
+    "                       is the directory of the config's include\n"
+    "                       (build/conf.d), with its keys in DIR/NAME.keys; then it\n"
+    "                       is loaded. The server serves it with --datasets NAME\n"
+    "                       (GET /NAME/BACKEND/KEY), and ./zipbench run --csv FILE\n"
+    "                       --key COLUMN benchmarks it. The delimiter is a comma,\n"
+    "                       or a tab or ';' when the first line holds one of those\n"
+    "                       and no comma\n"
+    "      --key COLUMN     with --csv: the column lookups go by (its values must\n"
+    "                       be there, at most 255 bytes)\n"
+    "      --name NAME      with --csv: the dataset's name (default: the file's\n"
+    "                       base name, products.csv is products)\n"
     "  -b, --backend NAMES  comma-separated backend names from the config, or 'all'\n"
     "                       (default: all)\n"
     "  -m, --mode MODE      autocommit   one INSERT per row, each its own transaction\n"
@@ -96,6 +114,9 @@ static const char usage[] =
     "that is also another dataset's table on the same database),\n"
     "128+N when stopped by signal N.\n";
 
+/* What loader --csv wrote, for the report (NULL: not --csv). */
+static const char *overlay_path, *overlay_keys;
+
 static void report(const struct backend_conf *bc, const struct load_opts *o,
                    const struct load_result *r, bool json)
 {
@@ -136,7 +157,14 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         dataset_columns_text(o->data, false, columns, sizeof columns);
         printf(",\"columns\":");
         zb_json_string(columns);
-        printf(",\"types_inferred_from_rows\":%ld}\n", o->data->sampled);
+        printf(",\"types_inferred_from_rows\":%ld", o->data->sampled);
+        if (overlay_path) {
+            printf(",\"overlay\":");
+            zb_json_string(overlay_path);
+            printf(",\"keys_file\":");
+            zb_json_string(overlay_keys);
+        }
+        printf("}\n");
     } else {
         printf("%-8s %-7s %-11s %8lld %9.3f %10.0f %8.3f %9.1f  %s; %s; %s\n", bc->name,
                conf_option(bc, "engine") ? conf_option(bc, "engine") : "-", load_mode_name(o->mode), r->rows, r->seconds, rate,
@@ -146,12 +174,124 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
     fflush(stdout);
 }
 
+/* A file read as KEN_ALL whose first line does not have its 15 fields is
+ * some other CSV: said once, with what to do, instead of a line per row.
+ * 0 when it may be KEN_ALL (or cannot be read: the load says why). */
+static int not_kenall(const struct dataset_conf *dc)
+{
+    struct zb_err err = { 0 };
+    struct kenall_opts ko = { .encoding = KENALL_AUTO };
+    if (dc->encoding && strcasecmp(dc->encoding, "auto"))
+        ko.encoding_name = dc->encoding;
+    int n = kenall_first_line_fields(dc->file, &ko, &err);
+    if (n <= 1 || n == KENALL_COLS)
+        return 0;
+    fprintf(stderr, "loader: %s looks like a generic CSV (%d columns), not KEN_ALL (%d "
+            "columns): use --csv %s --key COLUMN\n", dc->file, n, KENALL_COLS, dc->file);
+    return -1;
+}
+
+/* loader --csv FILE --key COLUMN [--name NAME]: the dataset described
+ * (every type inferred from every row), its overlay written into the
+ * config's include directory, the config read again (conf, from the same
+ * path and --set) so the dataset is the one the server will read, and its
+ * keys file written beside the overlay. With describe, only the
+ * description is printed. data ends up described from the config read
+ * again. Returns an exit status. */
+static int csv_overlay(struct zb_conf *conf, const char *conf_path, const char *const *sets,
+                       int nsets, const char *csv, const char *key, const char *name_arg,
+                       const char *encoding, bool describe, struct dataset *data, char *overlay,
+                       size_t overlay_len, char *keys, size_t keys_len, long long limit, bool quiet)
+{
+    struct zb_err err = { 0 };
+    static char name[64], file[4096], dir[4096];
+    if (name_arg)
+        snprintf(name, sizeof name, "%s", name_arg);
+    else
+        overlay_name(csv, name, sizeof name);
+    if ((name_arg && strlen(name_arg) >= sizeof name) || overlay_check_name(name, &err) < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg[0] ? err.msg : "--name: too long");
+        return ZB_EXIT_USAGE;
+    }
+    static struct dataset_conf dc;
+    if (overlay_dataset(&dc, name, csv, file, sizeof file, key, &err) < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        return ZB_EXIT_FAIL;
+    }
+    if (!key) {
+        /* The header's names, for the message: the first row alone. */
+        dc.sample_rows = 1;
+        char names[4096] = "";
+        if (dataset_describe(data, &dc, &err) == 0)
+            for (int i = 0, n = 0; i < data->ncols && n < (int)sizeof names; i++)
+                n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : " (one of: ",
+                              data->col[i].name);
+        fprintf(stderr, "loader: --csv %s needs --key COLUMN, the column lookups go by%s%s\n", csv,
+                names, names[0] ? ")" : "");
+        return ZB_EXIT_USAGE;
+    }
+    if (conf_overlay_dir(conf, dir, sizeof dir, &err) < 0) {
+        fprintf(stderr, "loader: --csv: %s\n", err.msg);
+        return ZB_EXIT_USAGE;
+    }
+    snprintf(overlay, overlay_len, "%s/%s.conf", dir, name);
+    const struct dataset_conf *other = conf_dataset(conf, name);
+    if (other && (!other->conf_file || strcmp(other->conf_file, overlay))) {
+        fprintf(stderr, "loader: --csv: %s:%d already has a dataset %s: give this one another "
+                "--name\n", other->conf_file ? other->conf_file : conf->file, other->line, name);
+        return ZB_EXIT_USAGE;
+    }
+    if (encoding)
+        dc.encoding = encoding;
+    if (dataset_describe(data, &dc, &err) < 0) {
+        fprintf(stderr, "loader: --csv %s: %s\n", csv, err.msg);
+        return ZB_EXIT_FAIL;
+    }
+    char columns[4096];
+    dataset_columns_text(data, !describe, columns, sizeof columns);
+    if (describe) {
+        printf("dataset  %s\nfile     %s\nformat   csv\ncolumns  %s\nkey      %s\nsample   "
+               "types inferred from all %ld rows\noverlay  %s (not written: --describe)\n", name,
+               file, columns, data->col[data->key].name, data->sampled, overlay);
+        return ZB_EXIT_OK;
+    }
+    if (overlay_write(dir, data, overlay, overlay_len, &err) < 0) {
+        fprintf(stderr, "loader: --csv: %s\n", err.msg);
+        return ZB_EXIT_FAIL;
+    }
+    long rows = data->sampled;
+    conf_free(conf);
+    const struct dataset_conf *read_back = NULL;
+    if (conf_open(conf, conf_path, sets, nsets, &err) < 0 ||
+        !(read_back = conf_dataset(conf, name)) || !read_back->conf_file ||
+        strcmp(read_back->conf_file, overlay)) {
+        fprintf(stderr, "loader: --csv: the overlay %s %s; it is removed\n", overlay,
+                read_back ? "is not the dataset the config reads" : err.msg[0] ? err.msg
+                : "is not read by the config");
+        unlink(overlay);
+        return ZB_EXIT_USAGE;
+    }
+    conf_unbounded_queries(conf);
+    long long written = 0;
+    snprintf(keys, keys_len, "%s/%s.keys", dir, name);
+    if (dataset_describe(data, read_back, &err) < 0 ||
+        keys_write(data, limit, keys, &written, &err) < 0) {
+        fprintf(stderr, "loader: dataset %s: %s\n", name, err.msg);
+        return ZB_EXIT_FAIL;
+    }
+    if (!quiet)
+        fprintf(stderr, "loader: dataset %s: %s, %ld rows; types inferred from every row: %s\n"
+                "loader: dataset %s: written %s (its section) and %s (%lld distinct keys)\n",
+                name, file, rows, columns, name, overlay, keys, written);
+    return ZB_EXIT_OK;
+}
+
 static void on_signal(int sig) { load_interrupted = sig; }
 
 int main(int argc, char **argv)
 {
     enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE,
-           O_WRITE_KEYS };
+           O_WRITE_KEYS, O_CSV, O_KEY, O_NAME };
     static const struct option longopts[] = {
         { "dataset", required_argument, NULL, 'f' },  { "backend", required_argument, NULL, 'b' },
         { "mode", required_argument, NULL, 'm' },     { "batch", required_argument, NULL, 'B' },
@@ -163,11 +303,14 @@ int main(int argc, char **argv)
         { "describe", no_argument, NULL, O_DESCRIBE }, { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "write-keys", required_argument, NULL, O_WRITE_KEYS },
+        { "csv", required_argument, NULL, O_CSV },    { "key", required_argument, NULL, O_KEY },
+        { "name", required_argument, NULL, O_NAME },
         { NULL, 0, NULL, 0 },
     };
     struct load_opts o = { .mode = MODE_BULK, .batch = 100 };
     const char *conf_path = "conf/zipbench.conf", *backends = "all";
-    const char *dataset = DATASET_DEFAULT, *encoding = NULL, *keys_file = NULL;
+    const char *dataset = NULL, *encoding = NULL, *keys_file = NULL;
+    const char *csv = NULL, *csv_key = NULL, *csv_name = NULL;
     bool raw = false, describe = false;
     const char *sets[32];
     int nsets = 0;
@@ -180,6 +323,9 @@ int main(int argc, char **argv)
         case 'f': dataset = arg; break;
         case O_DESCRIBE: describe = true; break;
         case O_WRITE_KEYS: keys_file = arg; break;
+        case O_CSV: csv = arg; break;
+        case O_KEY: csv_key = arg; break;
+        case O_NAME: csv_name = arg; break;
         case 'b': backends = arg; break;
         case 'm':
             if (load_mode_parse(arg, &o.mode) < 0) {
@@ -228,6 +374,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "loader: unexpected argument '%s'\n", argv[optind]);
         return cli_usage_error("loader");
     }
+    const char *misuse = !csv && (csv_key || csv_name) ? "--key and --name go with --csv FILE"
+                       : csv && dataset ? "--csv FILE and --dataset: one or the other"
+                       : csv && keys_file ? "--csv writes its keys file itself (beside the overlay)"
+                       : NULL;
+    if (misuse) {
+        fprintf(stderr, "loader: %s\n", misuse);
+        return cli_usage_error("loader");
+    }
 
     struct zb_conf conf;
     struct zb_err err = { 0 };
@@ -238,29 +392,59 @@ int main(int argc, char **argv)
     }
     conf_unbounded_queries(&conf);
 
-    /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
-    const struct dataset_conf *named = conf_dataset(&conf, dataset);
-    struct dataset_conf dc = named ? *named : *conf_dataset(&conf, DATASET_DEFAULT);
-    if (!named)
-        dc.file = dataset;
-    if (raw && strcmp(dc.format, "kenall")) {
-        fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc.name);
-        conf_free(&conf);
-        return cli_usage_error("loader");
-    }
-    dc.raw |= raw;
-    if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
-        fprintf(stderr, "loader: %s\n", err.msg);
-        conf_free(&conf);
-        return cli_usage_error("loader");
-    }
-    if (encoding)
-        dc.encoding = encoding;
     static struct dataset data;
-    if (dataset_describe(&data, &dc, &err) < 0) {
-        fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
-        conf_free(&conf);
-        return ZB_EXIT_FAIL;
+    struct dataset_conf dc;
+    static char overlay[4200], keys_path[4200];
+    if (csv) {
+        /* A CSV of one's own: described, written as an overlay, read back
+         * through the config as the server will read it. */
+        int rc = csv_overlay(&conf, conf_path, sets, nsets, csv, csv_key, csv_name, encoding,
+                             describe, &data, overlay, sizeof overlay, keys_path, sizeof keys_path,
+                             o.limit, o.quiet);
+        if (rc != ZB_EXIT_OK || describe) {
+            conf_free(&conf);
+            return rc;
+        }
+        overlay_path = overlay;
+        overlay_keys = keys_path;
+        dc = *data.conf;
+    } else {
+        /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
+        const char *want = dataset ? dataset : DATASET_DEFAULT;
+        const struct dataset_conf *named = conf_dataset(&conf, want);
+        if (!named && access(want, F_OK) != 0) {
+            char known[512];
+            conf_dataset_names(&conf, known, sizeof known);
+            fprintf(stderr, "loader: no dataset '%s' in %s (known: %s), nor a file of that name; "
+                    "a CSV of one's own: --csv FILE --key COLUMN\n", want, conf.file, known);
+            conf_free(&conf);
+            return ZB_EXIT_USAGE;
+        }
+        dc = named ? *named : *conf_dataset(&conf, DATASET_DEFAULT);
+        if (!named)
+            dc.file = want;
+        if (raw && strcmp(dc.format, "kenall")) {
+            fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc.name);
+            conf_free(&conf);
+            return cli_usage_error("loader");
+        }
+        dc.raw |= raw;
+        if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
+            fprintf(stderr, "loader: %s\n", err.msg);
+            conf_free(&conf);
+            return cli_usage_error("loader");
+        }
+        if (encoding)
+            dc.encoding = encoding;
+        if (!strcmp(dc.format, "kenall") && not_kenall(&dc) < 0) {
+            conf_free(&conf);
+            return ZB_EXIT_FAIL;
+        }
+        if (dataset_describe(&data, &dc, &err) < 0) {
+            fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
+            conf_free(&conf);
+            return ZB_EXIT_FAIL;
+        }
     }
     o.data = &data;
     char columns[4096];
@@ -328,7 +512,9 @@ int main(int argc, char **argv)
         struct load_result res;
         memset(&err, 0, sizeof err);
         if (load_run(chosen[i], &o, &res, &err) < 0) {
-            fprintf(stderr, "loader: %s: %s\n", chosen[i]->name, err.msg);
+            char next[300];
+            fprintf(stderr, "loader: %s: %s%s\n", chosen[i]->name, err.msg,
+                    backend_next_step(chosen[i], &err, next, sizeof next));
             for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
                 fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
             failed = 1;

@@ -75,7 +75,9 @@ const char loadgen_usage[] =
     "                         for each request, e.g.\n"
     "                         http://127.0.0.1:8080/zip/pg/{key}\n"
     "                         Keys are raw text: every byte but A-Z a-z 0-9 - . _ ~\n"
-    "                         is sent percent-encoded (a space as %20, a CR as %0D)\n"
+    "                         is sent percent-encoded (a space as %20, a CR as %0D).\n"
+    "                         Implies -l: each key's answer has a length of its own,\n"
+    "                         so no answer counts as a Length failure\n"
     "      --seed S           seed of the draws (default 1). Request number i always\n"
     "                         gets draw i of splitmix64(S), so the same seed asks for\n"
     "                         the same keys whatever -c and --threads are\n"
@@ -103,7 +105,8 @@ const char loadgen_usage[] =
     "                         --duration)\n"
     "  -S                     the Connection Times table without sd and median,\n"
     "                         and no warnings\n"
-    "  -l                     accept a variable document length (no Length count)\n"
+    "  -l                     accept a variable document length (no Length count;\n"
+    "                         --keys implies it)\n"
     "  -e FILE                CSV of the time within which each percentage (0-100)\n"
     "                         of requests was served, as ab\n"
     "  -g FILE                one line per request (start, connect, processing, total,\n"
@@ -471,6 +474,10 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
                 (unsigned long long)cfg->requests);
         return cli_usage_error("loadgen");
     }
+    /* Each key's answer has a length of its own: ab's check of every
+     * length against the first one's would count them all. */
+    if (cfg->keyfile)
+        cfg->variable_length = true;
     if (cfg->miss > 0 && !cfg->keyfile)
         return usage_error("--miss needs --keys FILE%s", "");
     cfg->threads = threads ? threads : default_threads();

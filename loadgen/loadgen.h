@@ -198,12 +198,16 @@ const char *tls_library(void);
 const char *tls_first_error(void);
 
 /* ---- loop.c: one event loop per thread ---- */
+#define LG_ERRNOS 134          /* Linux's errnos are below this */
 struct stats {
     uint64_t completed, non2xx, keepalive_reqs, connects, abandoned;
     /* non2xx by status: 404, 503 (overload or a backend down), other 4xx,
      * other 5xx, and the rest (1xx, 3xx, past 599) */
     uint64_t status_404, status_503, status_4xx, status_5xx, status_other;
     uint64_t err_connect, err_recv, err_send, err_timeout, err_except, err_length;
+    /* err_connect by the errno that failed it (ECONNREFUSED, ETIMEDOUT...),
+     * as ab and wrk name it; errnos past the table count in slot 0. */
+    uint64_t connect_errno[LG_ERRNOS];
     uint64_t bytes_total, bytes_body, bytes_sent;
     uint64_t handshakes, resumed;
     uint64_t last_done_ns;
@@ -218,6 +222,9 @@ void stats_add(struct stats *into, const struct stats *from);
 uint64_t stats_failed(const struct stats *s);
 /* The answers a run asked for: 2xx, and 404 when miss_answers (--miss). */
 uint64_t stats_answered(const struct stats *s, bool miss_answers);
+/* "Connection refused (ECONNREFUSED) 10, ..." of the connects that failed,
+ * by errno, into buf; "" when none did. */
+void stats_connect_errors(const struct stats *s, char *buf, size_t len);
 
 /* -g: one row per request, as ab's gnuplot file */
 struct sample {
@@ -387,6 +394,12 @@ void report_warn_errors(const struct result *r, const char *prog);
 void report_json(const struct result *r, FILE *out);
 int report_csv(const struct result *r, const char *path);
 int report_percentile_csv(const struct result *r, const char *path);
+/* The latency's percentile distribution as HdrHistogram prints it (its
+ * .hgrm, which its plotter reads): Value (ms), Percentile, TotalCount (the
+ * rank: values at or below it) and 1/(1-Percentile), five rows per halving
+ * of the distance to 100%, down to the largest value; then the mean,
+ * standard deviation, max and count. */
+void report_hgrm(const struct result *r, FILE *out);
 int report_gnuplot(const struct sample *const *rows, const size_t *nrows, int nsets,
                    const char *path);
 

@@ -111,11 +111,16 @@ static void bump_progress(struct loop *L)
     atomic_store_explicit(&L->w->progress, L->done, memory_order_relaxed);
 }
 
+/* One failed request, of kind; a connect's failure is told by errno. */
 static void count_fail(struct loop *L, struct conn *c, int kind)
 {
     struct stats *s = L->st;
+    int e = errno;
     switch (kind) {
-    case F_CONNECT: s->err_connect++; break;
+    case F_CONNECT:
+        s->err_connect++;
+        s->connect_errno[e > 0 && e < LG_ERRNOS ? e : 0]++;
+        break;
     case F_SEND: s->err_send++; break;
     case F_RECV: s->err_recv++; break;
     case F_TIMEOUT: s->err_timeout++; break;

@@ -442,6 +442,13 @@ static int run(struct config *cfg)
     if (res.st.err_connect && tls_first_error()[0])
         fprintf(stderr, "loadgen: %s\n", tls_first_error());
     rc = write_reports(cfg, &res, w);
+    if (res.st.err_connect) {
+        char why[1024];
+        stats_connect_errors(&res.st, why, sizeof why);
+        fprintf(stderr, "loadgen: %llu connect%s to %s port %d failed: %s\n",
+                (unsigned long long)res.st.err_connect, res.st.err_connect == 1 ? "" : "s",
+                res.host, res.port, why);
+    }
     report_warn_errors(&res, "loadgen");
     bool too_many = past_max_errors(cfg, &res);
     if (hdr) {

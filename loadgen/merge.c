@@ -16,7 +16,7 @@
 #include "loadgen.h"
 
 static const char merge_usage[] =
-    "Usage: loadgen merge [--json] [--csv FILE] [-d] [-S] [-l] [-e FILE] LOG...\n"
+    "Usage: loadgen merge [--json | --percentiles] [--csv FILE] [-d] [-S] [-l] [-e FILE] LOG...\n"
     "\n"
     "Adds the HdrHistogram interval logs that several loadgen agents wrote with\n"
     "--hdr-log (all with the same --interval) into one report: ab's text, or with\n"
@@ -26,6 +26,10 @@ static const char merge_usage[] =
     "every latency figure and percentile comes from the summed histograms.\n"
     "\n"
     "  --json       the report as one JSON object\n"
+    "  --percentiles  the latency's percentile distribution instead, in\n"
+    "               HdrHistogram's format (.hgrm, which its plotter reads):\n"
+    "               value (ms), percentile, count, 1/(1-percentile), five rows\n"
+    "               per halving of the distance to 100%, to the largest value\n"
     "  --csv FILE   append the merged time series and total as CSV rows\n"
     "  -d -S -l -e FILE   as for a run\n"
     "\n"
@@ -87,10 +91,12 @@ int merge_main(int argc, const char *const *argv)
 {
     static const apr_getopt_option_t opts[] = {
         { "json", 'j', 0, "" }, { "csv", 'C', 1, "" }, { "help", 'h', 0, "" },
+        { "percentiles", 'P', 0, "" },
         { NULL, 'd', 0, "" },   { NULL, 'S', 0, "" },  { NULL, 'l', 0, "" },
         { NULL, 'e', 1, "" },   { NULL, 0, 0, NULL },
     };
     static struct config cfg = { .method = "GET" };
+    bool percentiles = false;
     apr_pool_t *pool;
     apr_pool_create(&pool, NULL);
     apr_getopt_t *g;
@@ -102,6 +108,7 @@ int merge_main(int argc, const char *const *argv)
     while ((st = apr_getopt_long(g, opts, &ch, &arg)) == APR_SUCCESS) {
         switch (ch) {
         case 'j': cfg.json = true; break;
+        case 'P': percentiles = true; break;
         case 'C': cfg.csv = arg; break;
         case 'd': cfg.no_percentiles = true; break;
         case 'S': cfg.no_confidence = true; break;
@@ -112,6 +119,10 @@ int merge_main(int argc, const char *const *argv)
     }
     if (st != APR_EOF)
         return cli_usage_error("loadgen merge");
+    if (percentiles && cfg.json) {
+        fprintf(stderr, "loadgen merge: --percentiles and --json: one or the other\n");
+        return cli_usage_error("loadgen merge");
+    }
     int nlogs = argc - g->ind;
     if (nlogs < 1) {
         fprintf(stderr, "loadgen merge: no LOG given\n");
@@ -200,7 +211,9 @@ int merge_main(int argc, const char *const *argv)
     r.npoints = npoints;
     if (!rc) {
         FILE *out = cfg.csv && !strcmp(cfg.csv, "-") ? stderr : stdout;
-        if (cfg.json)
+        if (percentiles)
+            report_hgrm(&r, out);
+        else if (cfg.json)
             report_json(&r, out);
         else
             report_text(&r, out);

@@ -160,6 +160,11 @@ void report_text(const struct result *r, FILE *out)
         fprintf(out, "   (Connect: %llu, Receive: %llu, Length: %llu, Exceptions: %llu)\n",
                (unsigned long long)s->err_connect, (unsigned long long)s->err_recv,
                (unsigned long long)s->err_length, (unsigned long long)s->err_except);
+    if (s->err_connect) {
+        char why[1024];
+        stats_connect_errors(s, why, sizeof why);
+        fprintf(out, "Connect errors:         %s\n", why);
+    }
     if (s->err_send)
         fprintf(out, "Write errors:           %llu\n", (unsigned long long)s->err_send);
     if (s->err_timeout)
@@ -341,7 +346,7 @@ void report_json(const struct result *r, FILE *f)
             "\"answered\":%llu,\"goodput_rps\":%.2f,\"miss_answers\":%s,\"errors\":{"
             "\"total\":%llu,\"status_503\":%llu,\"status_5xx\":%llu,\"status_404\":%llu,"
             "\"status_4xx\":%llu,\"status_other\":%llu,\"timeouts\":%llu,\"connect\":%llu,"
-            "\"receive\":%llu,\"send\":%llu,\"exceptions\":%llu},",
+            "\"receive\":%llu,\"send\":%llu,\"exceptions\":%llu",
             (unsigned long long)answered, r->seconds > 0 ? (double)answered / r->seconds : 0,
             r->miss_answers ? "true" : "false",
             (unsigned long long)(s->completed + stats_failed(s) - answered),
@@ -351,6 +356,19 @@ void report_json(const struct result *r, FILE *f)
             (unsigned long long)s->err_timeout, (unsigned long long)s->err_connect,
             (unsigned long long)s->err_recv, (unsigned long long)s->err_send,
             (unsigned long long)s->err_except);
+    /* The connects that failed, by errno ("ECONNREFUSED": 10). */
+    if (s->err_connect) {
+        fprintf(f, ",\"connect_errno\":{");
+        for (int e = 0, first = 1; e < LG_ERRNOS; e++)
+            if (s->connect_errno[e]) {
+                const char *name = e ? strerrorname_np(e) : NULL;
+                fprintf(f, "%s\"%s\":%llu", first ? "" : ",", name ? name : "other",
+                        (unsigned long long)s->connect_errno[e]);
+                first = 0;
+            }
+        fprintf(f, "}");
+    }
+    fprintf(f, "},");
     if (r->tls) {
         json_kv(f, "\"tls\":{", "protocol", r->tls_info);
         json_kv(f, ",", "temp_key", r->tls_tmpkey);
@@ -474,6 +492,31 @@ int report_percentile_csv(const struct result *r, const char *path)
     for (int i = 0; i <= 100; i++)
         fprintf(f, "%d,%.3f\n", i, (double)hist_percentile(h, i) / 1e6);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+void report_hgrm(const struct result *r, FILE *f)
+{
+    const struct hist *h = &r->st.lat;
+    uint64_t n = hist_count(h), max = hist_max(h);
+    fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+    /* HdrHistogram's percentile iterator, 5 ticks per halving distance. */
+    for (double p = 0; n && p < 100;) {
+        uint64_t v = hist_percentile(h, p);
+        uint64_t rank = (uint64_t)ceil(p / 100 * (double)n);
+        if (v >= max || rank >= n)   /* the largest value: the last row's */
+            break;
+        fprintf(f, "%12.3f %14.12f %10llu %14.2f\n", (double)v / 1e6, p / 100,
+                (unsigned long long)(rank ? rank : 1), 100 / (100 - p));
+        double halvings = floor(log2(100 / (100 - p)));
+        p += 100 / (5 * pow(2, halvings + 1));
+    }
+    if (n)
+        fprintf(f, "%12.3f %14.12f %10llu\n", (double)max / 1e6, 1.0, (unsigned long long)n);
+    fprintf(f, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n", hist_mean(h) / 1e6,
+            hist_stddev(h) / 1e6);
+    fprintf(f, "#[Max     = %12.3f, Total count    = %12llu]\n", (double)max / 1e6,
+            (unsigned long long)n);
+    fprintf(f, "#[Buckets = %12d, SubBuckets     = %12u]\n", HIST_OCTAVES + 1, HIST_SUB);
 }
 
 static int by_total(const void *a, const void *b)

@@ -1,5 +1,6 @@
 /* A run's counts and histograms: per loop thread while it runs, summed
  * into one at the end (and by merge, over agents). */
+#include <stdio.h>
 #include <string.h>
 
 #include "loadgen.h"
@@ -32,6 +33,8 @@ void stats_add(struct stats *t, const struct stats *s)
     t->err_timeout += s->err_timeout;
     t->err_except += s->err_except;
     t->err_length += s->err_length;
+    for (int i = 0; i < LG_ERRNOS; i++)
+        t->connect_errno[i] += s->connect_errno[i];
     t->bytes_total += s->bytes_total;
     t->bytes_body += s->bytes_body;
     t->bytes_sent += s->bytes_sent;
@@ -54,4 +57,18 @@ uint64_t stats_answered(const struct stats *s, bool miss_answers)
 uint64_t stats_failed(const struct stats *s)
 {
     return s->err_connect + s->err_recv + s->err_send + s->err_timeout + s->err_except;
+}
+
+void stats_connect_errors(const struct stats *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int e = 0; e < LG_ERRNOS && n < len; e++) {
+        if (!s->connect_errno[e])
+            continue;
+        const char *name = e ? strerrorname_np(e) : NULL;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s (%s) %llu", n ? ", " : "",
+                              e ? strerror(e) : "another error", name ? name : "?",
+                              (unsigned long long)s->connect_errno[e]);
+    }
 }

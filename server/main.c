@@ -250,7 +250,10 @@ static int select_datasets(const struct zb_conf *conf, const char *list,
         snprintf(name, sizeof name, "%.*s", (int)len, p);
         const struct dataset_conf *dc = conf_dataset(conf, name);
         if (!dc) {
-            srv_log("server: --datasets: no [dataset %s] in %s", name, conf->file);
+            char known[512];
+            conf_dataset_names(conf, known, sizeof known);
+            srv_log("server: --datasets: no dataset '%s' in %s (known: %s)", name, conf->file,
+                    known);
             return -1;
         }
         if (!strcmp(name, "zip")) {

@@ -80,8 +80,10 @@ void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
     snprintf(sb->down_reason, sizeof sb->down_reason, "%s", err ? err->msg : "down");
     sb->down_kind = err ? err->kind : ZB_ERR_CONN;
     pthread_mutex_unlock(&sb->reason_lock);
+    char next[300];
     if (was)
-        srv_log("server: backend %s: down: %s", sb->label, sb->down_reason);
+        srv_log("server: backend %s: down: %s%s", sb->label, sb->down_reason,
+                backend_next_step(&sb->conf, err, next, sizeof next));
 }
 
 void served_mark_up(struct srv_backend *sb)

@@ -163,9 +163,10 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         struct srv_backend *sb = srv->served[i];
         struct zb_err e = { 0 };
         bool ok = served_start(sb, &e) == 0;
+        char next[300];
         if (!ok)
-            srv_log("server: backend %s: not available at start, will retry on demand: %s",
-                    sb->label, e.msg);
+            srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
+                    sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
         if (keyset_start(sb, srv->loops, err) < 0)
             goto fail;
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");

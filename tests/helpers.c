@@ -331,6 +331,9 @@ int write_conf_copy(const char *path, const struct conf_change *changes, const c
         return -1;
     }
     char line[1024], section[128] = "";
+    for (const struct conf_change *c = changes; c->section; c++)
+        if (!*c->section && c->key && c->value)   /* before the first section */
+            fprintf(out, "%s = %s\n", c->key, c->value);
     while (fgets(line, sizeof line, in)) {
         const char *p = line + strspn(line, " \t");
         if (*p == '[') {
@@ -364,6 +367,29 @@ int write_conf_with_words(const char *path, const char *words, const char *text,
              "\n[dataset words]\nfile = %s\nformat = csv\nkey = word\ncolumns = %s\n", words,
              columns);
     return write_conf_copy(path, NULL, dataset, why, whylen);
+}
+
+int write_refusing_conf(const char *path, const char *dir, const char *var, int port, bool tcp,
+                        char *why, size_t whylen)
+{
+    char port_value[128], sock[1200], sqlite_file[1200];
+    snprintf(port_value, sizeof port_value, "${%s:-%d}", var, port);
+    snprintf(sock, sizeof sock, "%s/mysqld.sock", dir);
+    snprintf(sqlite_file, sizeof sqlite_file, "%s/refused.sqlite", dir);
+    struct conf_change changes[] = {
+        { "backend pg", "socket", dir },
+        { "backend pg", "port", port_value },
+        { "backend innodb", "socket", sock },
+        { "backend innodb", "port", port_value },
+        { "backend sqlite", "path", sqlite_file },
+        { NULL, NULL, NULL },   /* tcp: pg's host */
+        { NULL, NULL, NULL },
+    };
+    if (tcp) {
+        changes[0].value = NULL;   /* no socket: the host */
+        changes[5] = (struct conf_change){ "backend pg", "host", "127.0.0.1" };
+    }
+    return write_conf_copy(path, changes, NULL, why, whylen);
 }
 
 double json_num(const char *s, const char *key)

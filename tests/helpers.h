@@ -28,9 +28,11 @@ void write_file(const char *path, const char *text);
 const char *conf_path(void);
 /* One change to the shipped config in a copy (write_conf_copy). section
  * is a name as it stands between the brackets, or a prefix ending in '*'
- * ("backend *": every backend, "*": every section). key NULL: the whole
- * section is left out. Otherwise the key's line goes, and value (if not
- * NULL) takes its place as "key = value" right after the section's header. */
+ * ("backend *": every backend, "*": every section), or "" for the keys
+ * before the first section (include). key NULL: the whole section is left
+ * out. Otherwise the key's line goes, and value (if not NULL) takes its
+ * place as "key = value" right after the section's header (section "":
+ * at the top of the file). */
 struct conf_change {
     const char *section, *key, *value;
 };
@@ -45,6 +47,13 @@ int write_conf_copy(const char *path, const struct conf_change *changes, const c
  * with why. */
 int write_conf_with_words(const char *path, const char *words, const char *text,
                           const char *columns, char *why, size_t whylen);
+/* The tests' config at path, with databases that refuse: pg's socket
+ * directory and innodb's socket file are in dir, where nothing listens
+ * (tcp: pg on 127.0.0.1 instead, where nothing listens on the port
+ * either), and both ports are ${var:-port}. SQLite's file is in dir. 0, or
+ * -1 with why. */
+int write_refusing_conf(const char *path, const char *dir, const char *var, int port, bool tcp,
+                        char *why, size_t whylen);
 /* The postal code of the first row of a KEN_ALL-layout file (a generated
  * set) into code: 0, or -1 with why filled. */
 /* Every postal code of a KEN_ALL-layout file into keys, one a line (a

@@ -195,10 +195,116 @@ START_TEST(values_that_would_fail_later)
 }
 END_TEST
 
+/* `include = PATTERN` reads overlays of [dataset NAME] sections after the
+ * config, in name order; what is wrong in one names its own file and line,
+ * and the include that read it. */
+START_TEST(include_reads_overlays)
+{
+    char dir[1200], overlay[1300], second[1300], text[2000];
+    snprintf(dir, sizeof dir, "%s/conf.d", test_dir("conf-include"));
+    snprintf(overlay, sizeof overlay, "%s/words.conf", dir);
+    snprintf(second, sizeof second, "%s/zz.conf", dir);
+    snprintf(text, sizeof text, "include = %s/*.conf\n[backend x]\ndriver = sqlite\npath = x.db\n",
+             dir);
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    /* No directory yet: no overlay, no error. */
+    ck_assert_msg(load_text(&c, text, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(c.ndatasets, 1);
+    ck_assert_int_eq(c.include_line, 1);
+    char got[1200];
+    ck_assert_msg(conf_overlay_dir(&c, got, sizeof got, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(got, dir);
+    conf_free(&c);
+    ck_assert_int_eq(run_cmd(NULL, 0, "mkdir -p %s", dir), 0);
+    write_file(overlay, "; an overlay\n[dataset words]\nfile = w.csv\nkey = word\n");
+    ck_assert_msg(load_text(&c, text, &err) == 0, "%s", err.msg);
+    const struct dataset_conf *d = conf_dataset(&c, "words");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_str_eq(d->conf_file, overlay);
+    ck_assert_int_eq(d->line, 3);   /* its first key's */
+    ck_assert_str_eq(d->key, "word");
+    char names[200];
+    conf_dataset_names(&c, names, sizeof names);
+    ck_assert_str_eq(names, "postal, words");
+    conf_free(&c);
+    /* An error in an overlay: its file and line, and what read it. */
+    char want[5000];
+    write_file(overlay, "[dataset words]\nfile = w.csv\nformat = xml\n");
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    snprintf(want, sizeof want, "%s:3: format: 'xml' is not kenall or csv (read by %s:1: include "
+             "= %s/*.conf)", overlay, path, dir);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    conf_free(&c);
+    write_file(overlay, "[dataset words]\nkey = word\n");
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    snprintf(want, sizeof want, "%s:2: [dataset words]: missing key 'file' (read by %s:1", overlay,
+             path);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    conf_free(&c);
+    /* Overlays hold datasets only, and include nothing more. */
+    write_file(overlay, "[backend y]\ndriver = sqlite\n");
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    snprintf(want, sizeof want, "%s:2: [backend y]: an included file holds [dataset NAME] "
+             "sections only", overlay);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    conf_free(&c);
+    write_file(overlay, "include = /etc/*.conf\n");
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    ck_assert_msg(strstr(err.msg, ":1: include: an included file cannot include others"), "%s",
+                  err.msg);
+    conf_free(&c);
+    /* A section of two files: both named. */
+    write_file(overlay, "[dataset words]\nfile = w.csv\n");
+    write_file(second, "\n[dataset words]\nfile = v.csv\n");
+    ck_assert_int_eq(load_text(&c, text, &err), -1);
+    snprintf(want, sizeof want, "%s:2: section [dataset words] defined twice (first in %s:1)",
+             second, overlay);
+    ck_assert_msg(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    conf_free(&c);
+    remove(second);
+    /* The include itself: one, of .conf files, before the first section. */
+    expect_error("include = build/conf.d/*\n[server]\nport = 1\n",
+                 ":1: include: 'build/conf.d/*' does not end in .conf");
+    expect_error("include = a/*.conf\ninclude = b/*.conf\n", ":2: include given twice");
+    expect_error("[server]\ninclude = a/*.conf\n", ":2: unknown key 'include'");
+    /* No include of a directory's .conf files: nowhere to put an overlay. */
+    ck_assert_msg(load_text(&c, "include = a/one.conf\n", &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(conf_overlay_dir(&c, got, sizeof got, &err), -1);
+    ck_assert_msg(strstr(err.msg, "add the line 'include = build/conf.d/*.conf'"), "%s", err.msg);
+    conf_free(&c);
+    /* The tracked config puts overlays in build/conf.d. */
+    ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(conf_overlay_dir(&c, got, sizeof got, &err), 0);
+    ck_assert_str_eq(got, "build/conf.d");
+    conf_free(&c);
+}
+END_TEST
+
+/* A port taken from the environment remembers its variable, which a
+ * refused connect names; started_by is the command that starts it. */
+START_TEST(port_variable_and_starter_are_kept)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(conf_backend(&c, "pg")->port_var, "ZB_PG_PORT");
+    ck_assert_str_eq(conf_backend(&c, "innodb")->port_var, "ZB_MY_PORT");
+    ck_assert_str_eq(conf_backend(&c, "pg_bouncer")->port_var, "ZB_PGBOUNCER_PORT");
+    ck_assert_str_eq(conf_backend(&c, "pg")->started_by, "scripts/db start");
+    ck_assert_str_eq(conf_backend(&c, "pg_pool")->started_by, "scripts/pooler start");
+    ck_assert_ptr_null(conf_backend(&c, "sqlite")->port_var);
+    ck_assert_int_eq(conf_set(&c, "pg", "port", "5433", &err), 0);
+    ck_assert_ptr_null(conf_backend(&c, "pg")->port_var);
+    conf_free(&c);
+}
+END_TEST
+
 Suite *suite_conf(void)
 {
     TCase *t = tier(test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
-        long_lines_are_an_error, values_that_would_fail_later)), TIER_UNIT);
+        long_lines_are_an_error, values_that_would_fail_later, include_reads_overlays,
+        port_variable_and_starter_are_kept)), TIER_UNIT);
     return suite_of("conf", t, NULL);
 }

@@ -994,7 +994,7 @@ START_TEST(sync_put_back_while_the_killed_session_ends)
     ck_assert_int_eq(loader(out, sizeof out, "innodb", args), 0);
     loader_cmd(other, sizeof other, "innodb", "--mode bulk --allow-shrink --dataset x "
                "--set innodb.table=zt_loader_other");
-    ck_assert_int_eq(run_cmd(out, sizeof out, "%s", other), 1);   /* no file x: no table yet */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s", other), 2);   /* no dataset x: no table yet */
     snprintf(args, sizeof args, "--mode bulk --allow-shrink --dataset %s "
              "--set innodb.table=zt_loader_other", csv);
     ck_assert_int_eq(loader(out, sizeof out, "innodb", args), 0);
@@ -1467,6 +1467,176 @@ START_TEST(usage_errors_exit_2)
 }
 END_TEST
 
+/* ---- a CSV of one's own: loader --csv and ./zipbench run --csv ---- */
+
+static char own_dir[1100], own_csv[1200], own_conf[1200];
+
+/* A 5,000-row CSV of a user's own (text, real, integer columns) and the
+ * tests' config: the tracked one with its SQLite file and its overlay
+ * directory (include) in the test's directory, nothing else changed. */
+static void make_own_csv(void)
+{
+    snprintf(own_dir, sizeof own_dir, "%s", test_dir("loader_own_csv"));
+    snprintf(own_csv, sizeof own_csv, "%s/products.csv", own_dir);
+    snprintf(own_conf, sizeof own_conf, "%s/zipbench.conf", own_dir);
+    FILE *f = fopen(own_csv, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("sku,name,price,stock,category\n", f);
+    for (int i = 0; i < 5000; i++)
+        fprintf(f, "P%05d,Product %d,%d.%02d,%d,cat%d\n", i, i, 1 + i % 997, i % 100, i % 501,
+                i % 7);
+    fclose(f);
+    char include[1300], sqlite_file[1300], why[256];
+    snprintf(include, sizeof include, "%s/conf.d/*.conf", own_dir);
+    snprintf(sqlite_file, sizeof sqlite_file, "%s/own.sqlite", own_dir);
+    const struct conf_change changes[] = { { "", "include", include },
+                                           { "backend sqlite", "path", sqlite_file },
+                                           { NULL, NULL, NULL } };
+    ck_assert_msg(write_conf_copy(own_conf, changes, NULL, why, sizeof why) == 0, "%s", why);
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int n = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* What a new user does with a CSV of their own, in two commands and no
+ * edit of a tracked file: loader --csv loads it (types inferred, its
+ * section in an overlay, its keys beside it), and ./zipbench run --csv
+ * benchmarks GET /products/sqlite/{key} with every lookup answered. */
+START_TEST(a_csv_of_ones_own_in_two_commands)
+{
+    make_own_csv();
+    char out[32768], overlay[1300], keys[1300], tracked_before[64], tracked_after[64];
+    ck_assert_int_eq(run_cmd(tracked_before, sizeof tracked_before,
+                             "git hash-object conf/zipbench.conf"), 0);
+    ck_assert_msg(run_cmd(out, sizeof out, "%s --conf %s --csv %s --key sku --backend sqlite",
+                          prog("loader"), own_conf, own_csv) == 0, "loader --csv: %s", out);
+    snprintf(overlay, sizeof overlay, "%s/conf.d/products.conf", own_dir);
+    snprintf(keys, sizeof keys, "%s/conf.d/products.keys", own_dir);
+    ck_assert_msg(strstr(out, "5000 rows; types inferred from every row") &&
+                  strstr(out, overlay) && strstr(out, "(5000 distinct keys)"), "%s", out);
+    ck_assert_int_eq(count_lines(keys), 5000);
+    char text[4096] = "";
+    FILE *f = fopen(overlay, "r");
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    ck_assert_msg(strstr(text, "[dataset products]\n") && strstr(text, "key = sku\n") &&
+                  strstr(text, "columns = sku text not null, name text, price real, stock "
+                         "integer, category text\n"), "%s", text);
+    /* The server and a second loader know it by name through the config. */
+    ck_assert_msg(run_cmd(out, sizeof out, "%s --conf %s --dataset products --describe",
+                          prog("loader"), own_conf) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "table    products_sqlite on sqlite"), "%s", out);
+
+    int port = free_port(18483);
+    ck_assert_msg(run_cmd(out, sizeof out, "ZB_RUN_PORT=%d timeout 300 scripts/run --conf %s "
+                          "--csv %s --key sku --backends sqlite --concurrency 2 --duration 0.3 "
+                          "--runs 1", port, own_conf, own_csv) == 0, "scripts/run --csv: %s", out);
+    ck_assert_msg(strstr(out, "sqlite: 5,000 rows") && strstr(out, "keys in ") &&
+                  strstr(out, "| sqlite  | pooled ") && strstr(out, "| sqlite  | per-request "),
+                  "%s", out);
+    /* Every lookup answered: the errors column says 0 on both rows. */
+    ck_assert_msg(occurrences(out, "| 0      |") == 2, "%s", out);
+    ck_assert_int_eq(run_cmd(tracked_after, sizeof tracked_after,
+                             "git hash-object conf/zipbench.conf"), 0);
+    ck_assert_str_eq(tracked_before, tracked_after);
+}
+END_TEST
+
+/* Naming a dataset the config does not have, or reading a CSV of one's
+ * own as the postal list, is said once, with what to do instead. */
+START_TEST(dataset_mistakes_are_said_once_with_the_next_step)
+{
+    make_own_csv();
+    char out[16384];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --dataset products --backend all",
+                             prog("loader"), own_conf), 2);
+    ck_assert_msg(occurrences(out, "loader: no dataset 'products' in ") == 1 &&
+                  strstr(out, "(known: postal, cities)") &&
+                  strstr(out, "--csv FILE --key COLUMN") && !strstr(out, "cannot open"),
+                  "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --dataset %s --backend all",
+                             prog("loader"), own_conf, own_csv), 1);
+    char want[3000];
+    snprintf(want, sizeof want, "loader: %s looks like a generic CSV (5 columns), not KEN_ALL (15 "
+             "columns): use --csv %s --key COLUMN\n", own_csv, own_csv);
+    ck_assert_msg(!strcmp(out, want), "expected only '%s', got: %s", want, out);
+    /* --csv without --key names the columns to choose from. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --csv %s", prog("loader"), own_conf,
+                             own_csv), 2);
+    ck_assert_msg(strstr(out, "needs --key COLUMN, the column lookups go by (one of: sku, name, "
+                         "price, stock, category)"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --csv %s --key nope", prog("loader"),
+                             own_conf, own_csv), 1);
+    ck_assert_msg(strstr(out, "key: no column 'nope' (its columns: sku, name, price, stock, "
+                         "category)"), "%s", out);
+    /* A name the tracked config has: another --name. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --csv %s --key sku --name cities",
+                             prog("loader"), own_conf, own_csv), 2);
+    ck_assert_msg(strstr(out, "already has a dataset cities: give this one another --name"), "%s",
+                  out);
+    /* A config with no include has nowhere to put the overlay. */
+    char bare[1300], why[256];
+    snprintf(bare, sizeof bare, "%s/bare.conf", own_dir);
+    const struct conf_change no_include[] = { { "", "include", NULL }, { NULL, NULL, NULL } };
+    ck_assert(write_conf_copy(bare, no_include, NULL, why, sizeof why) == 0);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --csv %s --key sku", prog("loader"),
+                             bare, own_csv), 2);
+    ck_assert_msg(strstr(out, "add the line 'include = build/conf.d/*.conf'"), "%s", out);
+}
+END_TEST
+
+/* A database that is not running: the client library's message whole
+ * (libpq's "Is the server running..." line too), and the next step:
+ * the command that starts it and where its port came from. */
+START_TEST(refused_connect_says_what_to_do)
+{
+    const char *dir = test_dir("loader_refused");
+    char cfg[1200], tcp[1200], why[256], out[16384], want[600];
+    int port = free_port(18496);
+    snprintf(cfg, sizeof cfg, "%s/refused.conf", dir);
+    snprintf(tcp, sizeof tcp, "%s/refused-tcp.conf", dir);
+    ck_assert_msg(write_refusing_conf(cfg, dir, "ZB_TEST_REFUSED_PORT", port, false, why,
+                                      sizeof why) == 0, "%s", why);
+    ck_assert_msg(write_refusing_conf(tcp, dir, "ZB_TEST_REFUSED_PORT", port, true, why,
+                                      sizeof why) == 0, "%s", why);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ZB_TEST_REFUSED_PORT=%d %s -q --conf %s --backend "
+                             "pg,innodb --allow-shrink", port, prog("loader"), cfg), 1);
+    snprintf(want, sizeof want, "/.s.PGSQL.%d\" failed: No such file or directory. Is the server "
+             "running locally and accepting connections on that socket? -- is the database "
+             "running? scripts/db start (port from ZB_TEST_REFUSED_PORT=%d)\n", port, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+    snprintf(want, sizeof want, "Can't connect to local server through socket '%s/mysqld.sock' "
+             "(2) (2002) -- is the database running? scripts/db start (port from "
+             "ZB_TEST_REFUSED_PORT=%d)\n", dir, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+    /* Over TCP, and with the variable not set: the default it fell back to. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "env -u ZB_TEST_REFUSED_PORT %s -q --conf %s "
+                             "--backend pg --allow-shrink", prog("loader"), tcp), 1);
+    snprintf(want, sizeof want, "port %d failed: Connection refused. Is the server running on that "
+             "host and accepting TCP/IP connections? -- is the database running? scripts/db start "
+             "(port %d, the default: ZB_TEST_REFUSED_PORT is not set)\n", port, port);
+    ck_assert_msg(strstr(out, want), "expected '%s' in: %s", want, out);
+}
+END_TEST
+
 Suite *suite_loader(void)
 {
     TCase *t = test_case("loader", NULL, NULL, 300, TESTS(
@@ -1484,5 +1654,8 @@ Suite *suite_loader(void)
         encoding_is_detected_or_refused, database_errors_show_the_cause,
         file_written_during_the_load_is_refused, keys_the_server_cannot_look_up_are_refused,
         reserved_words_match_the_databases, tables_of_backends_sharing_a_database_are_never_touched));
-    return suite_of("loader", t, safety, NULL);
+    TCase *own = test_case("own_csv", NULL, NULL, 360, TESTS(
+        a_csv_of_ones_own_in_two_commands, dataset_mistakes_are_said_once_with_the_next_step,
+        refused_connect_says_what_to_do));
+    return suite_of("loader", t, safety, own, NULL);
 }

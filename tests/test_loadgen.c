@@ -141,6 +141,11 @@ static int answer(int fd, const char *req, size_t len)
         usleep(2000);
         if (sendf(fd, " world\n"))
             return -1;
+    } else if (!strncmp(path, "/echo/", 6)) {   /* the path as the body: its length varies */
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n%s\r\n%.*s", pl,
+                 conn, (int)pl, path);
+        if (sendf(fd, head))
+            return -1;
     } else if (!strncmp(path, "/503", 4)) {
         snprintf(head, sizeof head,
                  "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n%s\r\nbusy", conn);
@@ -323,6 +328,8 @@ static void check_identity(long n)
     ck_assert_int_eq(jint("completed") + jint("failed"), n);
 }
 
+static char keyfile[1100];
+
 /* ---- the tests ---- */
 START_TEST(keepalive_counts)
 {
@@ -484,6 +491,35 @@ START_TEST(refused_connects_fail)
     ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
     check_identity(50);
     ck_assert_int_eq(jint("failed_connect"), 50);
+    /* Why, by errno, as ab and wrk say it: in the JSON, the report and on stderr. */
+    ck_assert_msg(strstr(out, "\"connect_errno\":{\"ECONNREFUSED\":50}"), "%s", OUT);
+    rc = loadgen("-q -n 50 -c 5 http://127.0.0.1:%d/", port);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, OUT);
+    char want[128];
+    snprintf(want, sizeof want, "loadgen: 50 connects to 127.0.0.1 port %d failed: Connection "
+             "refused (ECONNREFUSED) 50\n", port);
+    ck_assert_msg(strstr(out, "\nConnect errors:         Connection refused (ECONNREFUSED) 50\n") &&
+                  strstr(out, want), "%s", OUT);
+}
+END_TEST
+
+/* --keys: every key's answer has a length of its own, so ab's Length
+ * check (each body against the first one's) is off, as with -l. */
+START_TEST(keys_imply_variable_length)
+{
+    const char *dir = test_dir("loadgen");
+    snprintf(keyfile, sizeof keyfile, "%s/lengths.keys", dir);
+    write_file(keyfile, "a\nbb\nccc\ndddd\neeeee\nffffff\n");
+    server_start(false);
+    int rc = loadgen("-k -n 200 -c 2 --keys %s 'http://127.0.0.1:%d/echo/{key}'", keyfile,
+                     srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_msg(strstr(out, "Document Length:        Variable\n") &&
+                  strstr(out, "Failed requests:        0\nKeep-Alive") &&
+                  !strstr(out, "Length: 2xx bodies unlike"), "%s", OUT);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --help", prog("loadgen")), 0);
+    ck_assert_msg(strstr(out, "Implies -l"), "%s", OUT);
 }
 END_TEST
 
@@ -935,6 +971,23 @@ START_TEST(merge_agents)
     /* The text report says how many were merged. */
     rc = loadgen("merge%s", logs);
     ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3"), "%s", OUT);
+    /* --percentiles: HdrHistogram's distribution of the summed histogram,
+     * rising to the largest value at 1.0 with every request counted. */
+    rc = loadgen("merge --percentiles%s", logs);
+    static const char head[] = "       Value     Percentile TotalCount 1/(1-Percentile)\n\n";
+    ck_assert_msg(rc == 0 && !strncmp(out, head, sizeof head - 1), "%s", OUT);
+    double last_v = -1, last_p = -1;
+    int nrows = 0;
+    for (const char *l = strstr(out, "\n\n") + 2; *l && *l != '#'; l = strchr(l, '\n') + 1) {
+        double v, p;
+        ck_assert_msg(sscanf(l, "%lf %lf", &v, &p) == 2 && v >= last_v && p > last_p, "%s", l);
+        last_v = v, last_p = p, nrows++;
+    }
+    ck_assert_msg(last_p == 1.0 && nrows > 20, "%d rows, last %g", nrows, last_p);
+    char count_line[80];
+    snprintf(count_line, sizeof count_line, "Total count    = %12ld]", sum);
+    ck_assert_msg(strstr(out, count_line), "%s", OUT);
+    ck_assert_int_eq(loadgen("merge --percentiles --json%s", logs), 2);
     /* A file that is not a whole log: named, with its line. */
     char bad[1200];
     snprintf(bad, sizeof bad, "%s/bad.hlog", dir);
@@ -1153,7 +1206,6 @@ START_TEST(https_nginx)
 END_TEST
 
 /* ---- keys ---- */
-static char keyfile[1100];
 
 static void make_keys(void)
 {
@@ -1624,7 +1676,8 @@ Suite *suite_loadgen(void)
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         merge_agents, ab_report_lines, request_flags,
-        seed_repeatable, miss_ratio, keys_percent_encoded, bad_flags_exit_2,
+        seed_repeatable, miss_ratio, keys_percent_encoded, keys_imply_variable_length,
+        bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),
         TIER_UNIT);

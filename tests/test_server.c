@@ -712,6 +712,10 @@ START_TEST(postgres_outage_and_recovery)
     struct resp *r = get("/health");
     ck_assert_int_eq(r->status, 503);
     ck_assert_msg(strstr(r->body, "{\"name\":\"pg\",\"driver\":\"pg\",\"up\":false"), "%s", r->body);
+    /* The log says it went down, and what to do. */
+    static char log[1 << 16];
+    run_cmd(log, sizeof log, "grep 'server: backend pg: down: ' '%s'", logfile);
+    ck_assert_msg(strstr(log, " -- is the database running? scripts/db start (port "), "%s", log);
 
     rc = run_cmd(out, sizeof out, "%s start pg", db_script());
     ck_assert_msg(rc == 0, "%s start pg: %d %s", db_script(), rc, out);
@@ -897,6 +901,41 @@ START_TEST(answers_show_no_sql_and_no_names)
     ck_assert_int_eq(term_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
     ck_assert_msg(strstr(out, "zt_nosuch") && strstr(out, "zb_nosuchdb"), "%s", out);
+}
+END_TEST
+
+/* Databases that are not running at start: the server starts anyway and
+ * its log has, per backend, the client library's whole message and the
+ * next step (the command that starts it, where its port came from). */
+START_TEST(refused_database_at_start_says_what_to_do)
+{
+    char cfg[1200], log[1200], why[256], out[16384], want[600];
+    const char *own = test_dir("server_refused");
+    int port = free_port(18497);
+    snprintf(cfg, sizeof cfg, "%s/refused.conf", own);
+    snprintf(log, sizeof log, "%s/server.log", own);
+    ck_assert_msg(write_refusing_conf(cfg, own, "ZB_TEST_REFUSED_PORT", port, false, why,
+                                      sizeof why) == 0, "%s", why);
+    char port_env[32];
+    snprintf(port_env, sizeof port_env, "%d", port);
+    setenv("ZB_TEST_REFUSED_PORT", port_env, 1);
+    int http_port = free_port(PORT2 + 1);
+    pid_t pid = spawn_server(cfg, http_port, log, "--backends pg,innodb,sqlite");
+    unsetenv("ZB_TEST_REFUSED_PORT");
+    bool up = await_server(pid, http_port);
+    term_server(pid);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(up, "server did not start: %s", out);
+    snprintf(want, sizeof want, "failed: No such file or directory. Is the server running locally "
+             "and accepting connections on that socket? -- is the database running? scripts/db "
+             "start (port from ZB_TEST_REFUSED_PORT=%d)\n", port);
+    ck_assert_msg(strstr(out, "server: backend pg: not available at start") && strstr(out, want),
+                  "expected '%s' in: %s", want, out);
+    snprintf(want, sizeof want, "(2002) -- is the database running? scripts/db start (port from "
+             "ZB_TEST_REFUSED_PORT=%d)\n", port);
+    ck_assert_msg(strstr(out, "server: backend innodb: not available at start") &&
+                  strstr(out, want), "expected '%s' in: %s", want, out);
+    ck_assert_msg(strstr(out, "backends: pg (down) innodb (down) sqlite"), "%s", out);
 }
 END_TEST
 
@@ -1312,6 +1351,7 @@ Suite *suite_server(void)
         per_request_connections, every_strategy_gives_the_same_rows,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
         every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
+        refused_database_at_start_says_what_to_do,
         https, pool_exhausted_503_after_acquire_timeout, suspended_request_whose_client_leaves,
         stop_with_requests_in_flight, database_dies_with_lookups_in_its_pipeline,
         postgres_outage_and_recovery)); /* last: it stops pg */

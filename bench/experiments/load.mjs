@@ -72,7 +72,7 @@ export default {
       const c = cells.get(`${b} bulk`), j = info[`${b} bulk`];
       if (c && c.values.length && j && j.rows >= total) {
         const s = j.rows / c.summary.median;
-        lines.push(`Target: bulk load of the real list into ${b} under 2 s: ${s.toFixed(3)} s (median), ${s < 2 ? 'met' : 'NOT met'}.  `);
+        lines.push(`Bulk load of the real list into ${b}: ${s.toFixed(3)} s (median), ${s < 2 ? 'under' : 'over'} 2 s.  `);
       }
     }
     lines.push('', explain(ctx, 'load'), '',

@@ -18,7 +18,7 @@ import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
 import { loadgenReport, warmSeconds } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { table, fmtRatio, fmtSameRound } from '../lib/table.mjs';
-import { draw, writeData, errorBar } from '../lib/plot.mjs';
+import { draw, writeData, errorBar, logAxis, gpString } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
 import { median } from '../lib/stats.mjs';
@@ -282,12 +282,13 @@ export default {
     const file = writeData(ctx.out, 'network.dat', [
       ['#rtt_ms', ...ALL.flatMap(([l]) => [l.replace(/ /g, '_'), 'lo', 'hi'])],
       ...relayed.map(s => [s.rtt, ...ALL.flatMap(([l]) => bar(s, l))])]);
-    draw(ctx.out, 'network', 800, 460, [
-      `set title 'Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)'`,
-      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered req/s'", 'set logscale y',
-      'set key outside right', 'set grid',
-      'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title '${l}'`).join(', '),
-    ].join('\n'));
+    const rates = relayed.flatMap(s => ALL.flatMap(([l]) => bar(s, l).map(Number)));
+    draw(ctx.out, 'network', 900, 560, [
+      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered requests/s (log scale)'", logAxis(rates),
+      'set grid',
+      'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title ${gpString(l)}`).join(', '),
+    ].join('\n'), { title: `Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)`,
+                    legend: ALL.map(([l]) => l) });
     lines.push('', 'Plot: `plots/network.svg` (data: `data/network.dat`).', '');
     return lines.join('\n');
   },

@@ -274,7 +274,7 @@ export default {
     });
     barPlot(ctx.out, 'php-pooler', {
       title: `PostgreSQL: PHP-FPM and zipbench, direct and through a pooler (loadgen -k -c ${c}; bars: 95% CI)`,
-      ylabel: 'answered requests/s (log scale)', log: true, series: ['answered req/s'], height: 560, bmargin: 12,
+      ylabel: 'answered requests/s (log scale)', log: true, series: ['answered req/s'], height: 560,
       groups: poolRows.map(([label, k]) => ({ label, bars: { 'answered req/s': sum(`${k} ${c}`) } })),
     });
     lines.push('', 'Plots: `plots/php.svg` (data: `data/php.dat`), `plots/php-pooler.svg` (data: `data/php-pooler.dat`).', '');

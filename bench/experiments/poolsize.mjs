@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
 import { table } from '../lib/table.mjs';
-import { draw, writeData, errorBar } from '../lib/plot.mjs';
+import { draw, writeData, errorBar, gpString } from '../lib/plot.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { getJSON } from '../lib/http.mjs';
 import { loadgen, warmRun, warmSeconds } from '../lib/clients.mjs';
@@ -154,17 +154,18 @@ export default {
     const dflt = b => results[b].median('default');
     // Two plots (draw's PNG is a replot, which a multiplot does not survive).
     const common = ["set xlabel 'pool size (connections in all)'", 'set logscale x 2', 'set grid',
-                    'set key outside right', 'set xrange [0.8:80]'];
-    draw(ctx.out, 'poolsize', 900, 460, [...common,
-      `set title 'Pooled lookups at c ${C}: answered req/s against the pool size (bars: 95% CI; dashed: the default config)'`,
-      "set ylabel 'answered req/s'",
-      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${2 + 4 * i}:${3 + 4 * i}:${4 + 4 * i} with yerrorlines lc ${i + 1} title '${LABEL[b]}'`)
-        .concat(BACKENDS.filter(b => Number.isFinite(dflt(b))).map(b => `${dflt(b).toFixed(1)} with lines dt 2 lc ${BACKENDS.indexOf(b) + 1} title '${LABEL[b]} default'`)).join(', '),
-    ].join('\n'));
-    draw(ctx.out, 'poolsize-p99', 900, 460, [...common,
-      `set title 'Pooled lookups at c ${C}: p99 latency against the pool size'`, "set ylabel 'p99 (ms)'",
-      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${5 + 4 * i} with linespoints lc ${i + 1} title '${LABEL[b]}'`).join(', '),
-    ].join('\n'));
+                    'set xrange [0.8:80]'];
+    const withDefault = BACKENDS.filter(b => Number.isFinite(dflt(b)));
+    draw(ctx.out, 'poolsize', 900, 500, [...common,
+      "set ylabel 'answered requests/s'",
+      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${2 + 4 * i}:${3 + 4 * i}:${4 + 4 * i} with yerrorlines lc ${i + 1} title ${gpString(LABEL[b])}`)
+        .concat(withDefault.map(b => `${dflt(b).toFixed(1)} with lines dt 2 lc ${BACKENDS.indexOf(b) + 1} title ${gpString(`${LABEL[b]} default`)}`)).join(', '),
+    ].join('\n'), { title: `Pooled lookups at c ${C}: answered req/s against the pool size (bars: 95% CI; dashed: the default config)`,
+                    legend: [...BACKENDS.map(b => LABEL[b]), ...withDefault.map(b => `${LABEL[b]} default`)] });
+    draw(ctx.out, 'poolsize-p99', 900, 500, [...common,
+      "set ylabel 'p99 latency (ms)'",
+      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${5 + 4 * i} with linespoints lc ${i + 1} title ${gpString(LABEL[b])}`).join(', '),
+    ].join('\n'), { title: `Pooled lookups at c ${C}: p99 latency against the pool size`, legend: BACKENDS.map(b => LABEL[b]) });
     lines.push('', 'Plots: `plots/poolsize.svg`, `plots/poolsize-p99.svg` (data: `data/poolsize.dat`).', '');
     return lines.join('\n');
   },

@@ -74,7 +74,7 @@ export function parseAb(text) {
 
 // How long a warm-up at concurrency c runs: long enough for a pool to grow
 // from its minimum (2) to its hard maximum (32) at PostgreSQL's 26-57 ms of
-// CPU per connect (issue 24 measured 1-1.7 s of it at c 100): 2 s at c >= 32,
+// CPU per connect (1-1.7 s of it at c 100, DECISIONS.md): 2 s at c >= 32,
 // else 1 s; 0.3 s with --quick, which only proves the path.
 export const warmSeconds = (ctx, c = 1) => ctx.warmS ?? (ctx.quick ? 0.3 : c >= 32 ? 2 : 1);
 
