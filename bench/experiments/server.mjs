@@ -44,6 +44,7 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 // way for every such cell (docs/DECISIONS.md, Precision), so runs of one
 // visit share its level: the headline's runs are spread over many visits,
 // two at a time, for its interval to sample the drift.
+const HEADLINE_C = 10;
 const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30, runsPerVisit: 2 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
