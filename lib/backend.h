@@ -1,6 +1,6 @@
 /* The one seam between zipbench and a database.
  *
- * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql.c) fills one
+ * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql*.c) fills one
  * struct backend_driver; the table in backend.c names them, and it is the
  * only list of drivers: the config checks `driver` against it and hands
  * each driver the keys only it knows. The loader, sqlbench and the server
