@@ -198,6 +198,9 @@ void stmt_free(struct stmt *st)
         mysql_stmt_close(st->s);
     for (int i = 0; st->rbuf && i < st->ncols; i++)
         free(st->rbuf[i]);
+    for (int i = 0; st->pbuf && i < st->nparams; i++)
+        free(st->pbuf[i]);
+    free(st->pbuf); free(st->pcap);
     free(st->pbind); free(st->rbind); free(st->plen); free(st->rlen);
     free(st->rnull); free(st->rerr); free(st->rbuf); free(st->rcap);
     free(st);
@@ -250,8 +253,10 @@ int stmt_setup(struct stmt *st, int nparams, struct zb_err *err)
     st->rerr = calloc((size_t)nc, sizeof *st->rerr);
     st->rbuf = calloc((size_t)nc, sizeof *st->rbuf);
     st->rcap = calloc((size_t)nc, sizeof *st->rcap);
+    st->pbuf = calloc((size_t)np, sizeof *st->pbuf);
+    st->pcap = calloc((size_t)np, sizeof *st->pcap);
     if (!st->pbind || !st->plen || !st->rbind || !st->rlen || !st->rnull || !st->rerr ||
-        !st->rbuf || !st->rcap)
+        !st->rbuf || !st->rcap || !st->pbuf || !st->pcap)
         return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
     for (int c = 0; c < st->ncols; c++) {
         st->rcap[c] = 256;
@@ -277,21 +282,45 @@ static void bind_results(struct stmt *st)
 
 int bind_params(struct stmt *st, const char *const *params, struct zb_err *err)
 {
+    /* Each value is copied into the parameter's own buffer, which stays
+     * bound: a run whose values are all text, as the last one's were, and
+     * fit, binds nothing (mysql_stmt_bind_param would send the types
+     * again with the next run). */
+    bool rebind = !st->pbound;
     for (int i = 0; i < st->nparams; i++) {
         MYSQL_BIND *b = &st->pbind[i];
-        memset(b, 0, sizeof *b);
-        if (params[i]) {
-            b->buffer_type = MYSQL_TYPE_STRING;
-            b->buffer = (void *)params[i];
-            st->plen[i] = strlen(params[i]);
-            b->buffer_length = st->plen[i];
-            b->length = &st->plen[i];
-        } else {
+        if (!params[i]) {
+            rebind |= b->buffer_type != MYSQL_TYPE_NULL;
+            memset(b, 0, sizeof *b);
             b->buffer_type = MYSQL_TYPE_NULL;
+            continue;
         }
+        size_t len = strlen(params[i]);
+        if (len + 1 > st->pcap[i] || b->buffer_type != MYSQL_TYPE_STRING) {
+            size_t cap = len + 1 > 64 ? len + 1 : 64;
+            char *buf = len + 1 > st->pcap[i] ? realloc(st->pbuf[i], cap) : st->pbuf[i];
+            if (!buf)
+                return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+            if (buf != st->pbuf[i]) {
+                st->pbuf[i] = buf;
+                st->pcap[i] = cap;
+            }
+            memset(b, 0, sizeof *b);
+            b->buffer_type = MYSQL_TYPE_STRING;
+            b->buffer = st->pbuf[i];
+            b->buffer_length = st->pcap[i];
+            b->length = &st->plen[i];
+            rebind = true;
+        }
+        memcpy(st->pbuf[i], params[i], len + 1);
+        st->plen[i] = len;
     }
-    if (st->nparams && mysql_stmt_bind_param(st->s, st->pbind))
-        return stmt_fail(st, err, "bind");
+    if (st->nparams && rebind) {
+        st->pbound = false;
+        if (mysql_stmt_bind_param(st->s, st->pbind))
+            return stmt_fail(st, err, "bind");
+        st->pbound = true;
+    }
     return 0;
 }
 
@@ -309,9 +338,12 @@ static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void 
 
 int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)
 {
-    bind_results(st);
-    if (mysql_stmt_bind_result(st->s, st->rbind))
-        return stmt_fail(st, err, "bind result");
+    if (!st->rbound) {
+        bind_results(st);
+        if (mysql_stmt_bind_result(st->s, st->rbind))
+            return stmt_fail(st, err, "bind result");
+        st->rbound = true;
+    }
     const char *vals[64];
     size_t lens[64];
     int ncols = st->ncols < 64 ? st->ncols : 64, stop = 0, rc;

@@ -35,6 +35,8 @@ struct db {
     bool execute_after;        /* cur: prepare, then run (a one-shot query) */
     bool answered;             /* cur's operations are done, not yet reported */
     bool executed;             /* ... and it ran: its rows are stored */
+    bool reported;             /* an answer was just reported: the next idle
+                                * call need not look at the socket (below) */
     const char *const *params; /* cur's parameters (the caller keeps them) */
     const char *sql;           /* cur's SQL while it is being prepared */
     struct stmt *prepared, *oneshot;  /* freed on close */
@@ -55,6 +57,13 @@ struct stmt {
     my_bool *rnull, *rerr;
     char **rbuf;
     unsigned long *rcap;
+    bool rbound;               /* rbind is the statement's result bind */
+    /* The parameters as last bound: each one's own copy (pbuf, pcap bytes),
+     * so that a run with the same types needs no new bind, and the types
+     * go to the server once, not with every run. */
+    char **pbuf;
+    unsigned long *pcap;
+    bool pbound;
 };
 
 extern const struct backend_driver backend_mysql;

@@ -156,6 +156,13 @@ static int my_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *e
         if (rc != 0)
             return rc;
     }
+    if (!db->answered && db->reported) {
+        /* Idle right after an answer: the socket is watched for reading
+         * (level-triggered), so a close that comes now is seen on the next
+         * call, which checks; a look now would find nothing (EAGAIN). */
+        db->reported = false;
+        return ZB_WANT_READ;
+    }
     if (!db->answered) {
         /* Idle: the server closing its end is the only thing to read. */
         char c;
@@ -167,6 +174,7 @@ static int my_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *e
         return ZB_WANT_READ;
     }
     db->answered = false;
+    db->reported = true;
     return db->executed && db->cur->ncols ? fetch_rows(db->cur, fn, arg, err) : 0;
 }
 
