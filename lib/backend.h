@@ -131,6 +131,14 @@ struct backend_driver {
 
     /* Dialect: text appended to CREATE TABLE (e.g. " ENGINE=InnoDB"). */
     const char *(*create_suffix)(struct db *db);
+    /* Dialect: text columns are declared VARCHAR(n), n the most characters
+     * a value of the column has in the rows loaded (ZB_VARCHAR_MAX at
+     * most: a wider column, or one whose rows cannot be read twice, stays
+     * TEXT). MariaDB's: a TEXT key is indexed by a prefix and its values
+     * stored apart from the row (DECISIONS.md: the postal table's types).
+     * A value that does not fit is then an error, never cut (the load's
+     * warnings fail it). false: TEXT, as PostgreSQL's DBAs use it. */
+    bool sized_text;
     /* Dialect: text appended to a text key's "= ?" so that a lookup
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */
@@ -288,6 +296,11 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
  * prepared INSERT of 100 rows is kilobytes of "(?,?,..."), so the cause
  * that follows it is never cut off. Returns buf. */
 const char *zb_sql_brief(const char *sql, char *buf, size_t len);
+
+/* The widest VARCHAR a sized_text driver declares, in characters: 64
+ * columns of it (4 bytes a character in utf8mb4) stay within MariaDB's
+ * 65,535-byte row. */
+#define ZB_VARCHAR_MAX 255
 #define ZB_SQL_BRIEF 72   /* bytes zb_sql_brief keeps at most */
 
 /* One row of ncols fields in the tab-separated text format both COPY FROM

@@ -635,6 +635,7 @@ const struct backend_driver backend_mysql = {
     .table_bytes = my_table_bytes,
     .version = my_version,
     .create_suffix = my_create_suffix,
+    .sized_text = true,
     /* The tables' utf8mb4_general_ci ignores case and trailing spaces
      * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
     .text_key_exact = " COLLATE utf8mb4_nopad_bin",
