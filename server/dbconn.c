@@ -242,17 +242,9 @@ void dbconn_send(struct dbconn *dc, struct lookup *lk)
             dc->unflushed = true;
             flush_later(dc);
         }
-    } else if (wants == 0 && !dc->unflushed &&
-               lb->loop->nflush < (int)(sizeof lb->loop->to_flush / sizeof lb->loop->to_flush[0])) {
-        /* Answered already (the driver read it in passing: MariaDB's
-         * execute reads right after it writes): the answer is taken at the
-         * end of this iteration, with the pipelines' flushes, and the
-         * socket's watch stays as it is (no epoll_ctl there and back). */
-        dc->unflushed = true;
-        lb->loop->to_flush[lb->loop->nflush++] = dc;
     } else if (wants >= 0) {
-        /* 0 with no room in the list: the socket being writable brings it
-         * back to us next iteration. */
+        /* 0: answered already (the driver read it in passing): the socket
+         * being writable brings it back to us next iteration. */
         wants = set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err);
     }
     if (wants < 0) {
@@ -263,21 +255,11 @@ void dbconn_send(struct dbconn *dc, struct lookup *lk)
         loop_deadline(lb->loop, dbconn_deadline(dc));
 }
 
-static void answers(struct dbconn *dc);
-
-/* Writes what dc was sent since its last flush; a connection that does
- * not pipeline was answered in dbconn_send: its answer is taken now. */
+/* Writes what dc was sent since its last flush. */
 static void flush_one(struct dbconn *dc)
 {
     struct zb_err err = { 0 };
     dc->unflushed = false;
-    if (!dc->st->pipelines) {
-        /* libmicrohttpd has had its turn: the loop comes round at once to
-         * give it another, which writes the answer. */
-        loop_deadline(dc->lb->loop, dc->lb->loop->now);
-        answers(dc);
-        return;
-    }
     BUMP(dc->lb->st.batches);
     int wants = async_of(dc)->flush(dc->db, &err);
     if (wants < 0 || set_watch(dc, wants, &err) < 0)

@@ -30,9 +30,7 @@ struct dbconn {
     uint64_t since_ns;             /* connecting: since when; idle: since when */
     struct lookup_list sent;       /* sent, answers not yet in, in order */
     int nsent;
-    bool unflushed;                /* pipelined: sent since the last flush; else
-                                    * answered in dbconn_send, taken at the end of
-                                    * the iteration (dbconn_flush_all) */
+    bool unflushed;                /* pipelined: sent since the last flush */
     struct lookup *owner;          /* per lookup: its lookup, until sent */
     bool in_use;                   /* pooled: lent to a lookup (in lb->busy) */
     struct dbconn *next_aside;     /* in its loop's closed or leaving list */
