@@ -134,10 +134,11 @@ struct backend_driver {
     /* Dialect: text columns are declared VARCHAR(n), n the most characters
      * a value of the column has in the rows loaded (ZB_VARCHAR_MAX at
      * most: a wider column, or one whose rows cannot be read twice, stays
-     * TEXT). MariaDB's: a TEXT key is indexed by a prefix and its values
-     * stored apart from the row (DECISIONS.md: the postal table's types).
-     * A value that does not fit is then an error, never cut (the load's
-     * warnings fail it). false: TEXT, as PostgreSQL's DBAs use it. */
+     * TEXT). MariaDB's: a TEXT key is indexed by a 768-character prefix,
+     * whose MyISAM index sorts 1 KB records (DECISIONS.md: MariaDB's text
+     * columns are VARCHAR sized from the data). A value that does not fit
+     * is then an error, never cut (the load's warnings fail it). false:
+     * TEXT, as PostgreSQL's DBAs use it. */
     bool sized_text;
     /* Dialect: text appended to a text key's "= ?" so that a lookup
      * matches the key's exact bytes, as on every other backend; NULL if
