@@ -207,7 +207,9 @@ struct backend_async {
      * one may be complete too). -1: that statement failed; if err->kind is
      * ZB_ERR_CONN the connection is lost with everything sent on it, else
      * it goes on. With nothing sent, it checks an idle connection: -1 if
-     * the database closed it. */
+     * the database closed it (the first call right after an answer may
+     * skip the look and ask for ZB_WANT_READ: a close then makes the
+     * socket readable, and the next call checks). */
     int (*result)(struct db *db, row_fn fn, void *arg, struct zb_err *err);
 
     /* Pipelining, NULL where the client library cannot: pipeline() right
