@@ -293,6 +293,64 @@ int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
     return 0;
 }
 
+/* A sized_text driver's column types (backend.h): VARCHAR(n), n the most
+ * characters a value of the column has in the rows to load (the first
+ * --limit of them), read in a pass of their own before the table is
+ * created; TEXT past ZB_VARCHAR_MAX. Rows that cannot be read twice (a
+ * file on stdin) keep TEXT. A bad row ends the pass with every text
+ * column TEXT, and the load then fails on it as it always has. The
+ * types, written into sized, replace t's columns. */
+struct sized {
+    struct zb_column col[ZB_MAX_COLUMNS];
+    char type[ZB_MAX_COLUMNS][24];
+};
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int size_text_columns(const struct load_opts *o, struct zb_table *t, struct sized *sz,
+                             struct zb_err *err)
+{
+    if (t->ncols > ZB_MAX_COLUMNS || !strcmp(o->data->conf->file, "-"))
+        return 0;
+    size_t width[ZB_MAX_COLUMNS] = { 0 };
+    struct zb_err ignored = { 0 };
+    struct dataset_reader *r = dataset_open(o->data, &ignored);
+    if (!r)
+        return 0;
+    const char *const *f;
+    long long n = 0;
+    int rc = 0;
+    while ((!o->limit || n < o->limit) && (rc = dataset_next(r, &f, &ignored)) == 1) {
+        if ((++n & 4095) == 0 && check_interrupted(err) < 0) {
+            dataset_close(r);
+            return -1;
+        }
+        for (int i = 0; i < t->ncols; i++) {
+            size_t w = t->cols[i].type == ZB_TEXT && f[i] ? utf8_chars(f[i]) : 0;
+            if (w > width[i])
+                width[i] = w;
+        }
+    }
+    dataset_close(r);
+    if (rc < 0)
+        return 0;
+    for (int i = 0; i < t->ncols; i++) {
+        sz->col[i] = t->cols[i];
+        if (t->cols[i].type != ZB_TEXT || width[i] > ZB_VARCHAR_MAX)
+            continue;
+        snprintf(sz->type[i], sizeof sz->type[i], "VARCHAR(%zu)", width[i] ? width[i] : 1);
+        sz->col[i].sql_type = sz->type[i];
+    }
+    t->cols = sz->col;
+    return 0;
+}
+
 /* Puts back a global setting that a load which did not end (killed with
  * SIGKILL, before or while this one ran) left changed, and says so: each
  * load does it when it starts and when it ends, so the setting is never
@@ -359,6 +417,9 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (!(src.r = dataset_open(o->data, err)))
         goto out;
     snprintf(res->encoding, sizeof res->encoding, "%s", dataset_encoding(src.r));
+    struct sized sized;
+    if (b.drv->sized_text && size_text_columns(o, &load, &sized, err) < 0)
+        goto out;
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
     if (b.drv->exec(b.db, sql, err) < 0)
         goto out;
