@@ -36,11 +36,11 @@ static const char merge_usage[] =
     "Exit status: 0 when the merged run completed requests and none failed, 1 when\n"
     "some failed or none completed, 2 on bad usage or a log that does not parse.\n";
 
-static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
+static char *slurp(const char *path, size_t *n, struct zb_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        zb_fail(err, ZB_ERR_SYS, "%s: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -59,7 +59,7 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
     fclose(f);
     if (bad) {
         free(p);
-        snprintf(err, errlen, "%s: cannot read", path);
+        zb_fail(err, ZB_ERR_SYS, "%s: cannot read", path);
         return NULL;
     }
     *n = len;
@@ -69,7 +69,7 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
 /* Interval k of the merged run: each agent's interval at the same wall
  * time, histograms decoded from the logs and added. */
 static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, double len,
-                        struct point *p, char *err, size_t errlen)
+                        struct point *p, struct zb_err *err)
 {
     static struct interval sum;
     sum.completed = sum.failed = 0;
@@ -80,7 +80,7 @@ static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, 
         const struct agent_interval *iv = &a[i].iv[k - k0[i]];
         sum.completed += iv->completed;
         sum.failed += iv->failed;
-        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err, errlen) < 0)
+        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err) < 0)
             return -1;
     }
     point_from(p, (double)k * len, len, &sum);
@@ -134,13 +134,13 @@ int merge_main(int argc, const char *const *argv)
         fprintf(stderr, "loadgen merge: out of memory\n");
         return ZB_EXIT_FAIL;
     }
-    char err[1200];
+    struct zb_err err;
     int rc = 0, parsed = 0;
     for (int i = 0; i < nlogs && !rc; i++, parsed++) {
         size_t n;
-        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, err, sizeof err);
-        if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], err, sizeof err) < 0) {
-            fprintf(stderr, "loadgen merge: %s\n", err);
+        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, &err);
+        if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], &err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err.msg);
             rc = ZB_EXIT_USAGE;
         }
         if (!rc && fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
@@ -203,8 +203,8 @@ int merge_main(int argc, const char *const *argv)
         rc = ZB_EXIT_FAIL;
     }
     for (size_t k = 0; !rc && k < npoints; k++)
-        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], err, sizeof err) < 0) {
-            fprintf(stderr, "loadgen merge: %s\n", err);
+        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], &err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err.msg);
             rc = ZB_EXIT_USAGE;
         }
     r.points = pts;
