@@ -300,11 +300,30 @@ START_TEST(port_variable_and_starter_are_kept)
 }
 END_TEST
 
+/* build/bin/zbconf, what the scripts read the config with, prints the
+ * values as the programs read them: expanded, defaults filled in. */
+START_TEST(zbconf_prints_values_as_programs_read_them)
+{
+    char out[512];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ZB_PG_PORT=6543 %s -c conf/zipbench.conf pg.port "
+                             "sqlite.table server.bind pg.read_only dataset.postal.format",
+                             prog("zbconf")), 0);
+    ck_assert_str_eq(out, "6543\nzipcode\n127.0.0.1\nno\nkenall\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf pg.no_such_key",
+                             prog("zbconf")), 2);
+    ck_assert_msg(strstr(out, "unknown key 'no_such_key'"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf --set pg.port=7000 "
+                             "pg.port", prog("zbconf")), 0);
+    ck_assert_str_eq(out, "7000\n");
+}
+END_TEST
+
 Suite *suite_conf(void)
 {
     TCase *t = tier(test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
         long_lines_are_an_error, values_that_would_fail_later, include_reads_overlays,
-        port_variable_and_starter_are_kept)), TIER_UNIT);
+        port_variable_and_starter_are_kept, zbconf_prints_values_as_programs_read_them)),
+        TIER_UNIT);
     return suite_of("conf", t, NULL);
 }
