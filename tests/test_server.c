@@ -558,8 +558,8 @@ START_TEST(methods_and_http)
 }
 END_TEST
 
-/* Strict toward clients where libmicrohttpd 0.9.75 is not (issue 11 item
- * 9): the server's own JSON 400s; and what 0.9.75 answers by itself,
+/* Strict toward clients where libmicrohttpd 0.9.75 is not: the server's
+ * own JSON 400s; and what 0.9.75 answers by itself,
  * before the handler runs (docs/RELIABILITY.md lists it). */
 START_TEST(strict_http)
 {
