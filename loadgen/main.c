@@ -253,31 +253,71 @@ static int write_reports(const struct config *cfg, const struct result *res, str
     return rc;
 }
 
-static int run(struct config *cfg)
+/* The URL's target, checked, with its SNI name (sni, "" for none) and
+ * its TLS settings tried, and resolved: 0, or the exit status after
+ * saying why on stderr. */
+static int prepare_target(const struct config *cfg, struct target *tgt, char *sni, size_t snilen)
 {
     struct zb_err err;
-    static struct target tgt;
-    if (url_parse(cfg->url, &tgt, &err) < 0) {
+    if (url_parse(cfg->url, tgt, &err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err.msg);
         return cli_usage_error("loadgen");
     }
-    int rc = check_target(cfg, &tgt);
+    int rc = check_target(cfg, tgt);
     if (rc)
         return rc;
-    char sni[256];
-    pick_sni(cfg, &tgt, sni, sizeof sni);
-    if (tgt.tls) {             /* bad -Z, -f, -E or --cacert: say so before the run */
-        struct tls_ctx *probe = tls_ctx_new(cfg, sni[0] ? sni : NULL, tgt.host, &err);
+    pick_sni(cfg, tgt, sni, snilen);
+    if (tgt->tls) {            /* bad -Z, -f, -E or --cacert: say so before the run */
+        struct tls_ctx *probe = tls_ctx_new(cfg, sni[0] ? sni : NULL, tgt->host, &err);
         if (!probe) {
             fprintf(stderr, "loadgen: %s\n", err.msg);
             return cli_usage_error("loadgen");
         }
         tls_ctx_free(probe);
     }
-    if (target_resolve(&tgt, cfg->proxy, cfg->bind_addr, cfg->timeout, &err) < 0) {
+    if (target_resolve(tgt, cfg->proxy, cfg->bind_addr, cfg->timeout, &err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err.msg);
         return ZB_EXIT_FAIL;
     }
+    return 0;
+}
+
+/* ab's opening lines, "Benchmarking HOST (be patient)", on the report's stream. */
+static void print_banner(const struct config *cfg, const struct target *tgt)
+{
+    FILE *out = report_out(cfg);
+    fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", zb_version);
+    fprintf(out, "Benchmarking %s ", tgt->host);
+    if (cfg->proxy)
+        fprintf(out, "[through %s:%d] ", tgt->connect_host, tgt->connect_port);
+    fprintf(out, "(be patient)%s", cfg->progress ? "\n" : "...");
+    fflush(out);
+}
+
+/* The run's end (monotonic ns), from the clock at the join (end) and the
+ * last response (last, 0 for none). Time taken runs to the last response,
+ * as ab's does; a run cut by ^C lasted until the cut. One that -t ended
+ * lasted -t at least (at 0.5 req/s the last response may come long before
+ * it), or exactly -t if it abandoned stragglers. */
+static uint64_t run_stop_ns(const struct shared *sh, const struct stats *st, uint64_t end,
+                            uint64_t last)
+{
+    uint64_t stop = last ? last : end;
+    if (sh->end_ns && end >= sh->end_ns)
+        stop = st->abandoned || last < sh->end_ns ? sh->end_ns : last;
+    if (atomic_load(&sh->stop))
+        stop = end;
+    return stop;
+}
+
+static int run(struct config *cfg)
+{
+    struct zb_err err;
+    static struct target tgt;
+    char sni[256];
+    int rc = prepare_target(cfg, &tgt, sni, sizeof sni);
+    if (rc)
+        return rc;
     struct keys keys;
     struct keys *kp = NULL;
     if (cfg->keyfile) {
@@ -327,15 +367,8 @@ static int run(struct config *cfg)
         fprintf(stderr, "loadgen: out of memory\n");
         return ZB_EXIT_FAIL;
     }
-    if (!cfg->json) {
-        FILE *out = report_out(cfg);
-        fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", zb_version);
-        fprintf(out, "Benchmarking %s ", tgt.host);
-        if (cfg->proxy)
-            fprintf(out, "[through %s:%d] ", tgt.connect_host, tgt.connect_port);
-        fprintf(out, "(be patient)%s", cfg->progress ? "\n" : "...");
-        fflush(out);
-    }
+    if (!cfg->json)
+        print_banner(cfg, &tgt);
 
     static struct provenance prov;
     provenance_here(&prov);
@@ -390,15 +423,7 @@ static int run(struct config *cfg)
     }
     uint64_t end = zb_now_ns(), last = res.st.last_done_ns;
     getrusage(RUSAGE_SELF, &ru1);
-    /* Time taken runs to the last response, as ab's does; a run cut by ^C
-     * lasted until the cut. One that -t ended lasted -t at least (at 0.5
-     * req/s the last response may come long before it), or exactly -t if
-     * it abandoned stragglers. */
-    uint64_t stop = last ? last : end;
-    if (sh.end_ns && end >= sh.end_ns)
-        stop = res.st.abandoned || last < sh.end_ns ? sh.end_ns : last;
-    if (atomic_load(&sh.stop))
-        stop = end;
+    uint64_t stop = run_stop_ns(&sh, &res.st, end, last);
     res.seconds = (double)(stop - sh.start_ns) / 1e9;
     res.cpu_user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
     res.cpu_sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
