@@ -87,6 +87,59 @@ static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, 
     return 0;
 }
 
+/* Reads and parses the logs at paths[0..nlogs) into texts and a, which
+ * must share one --interval; *parsed: how many of a to free. 0, or the
+ * exit status after saying why. */
+static int read_logs(const char *const *paths, int nlogs, struct agent_log *a, char **texts,
+                     int *parsed)
+{
+    struct zb_err err;
+    for (int i = 0; i < nlogs; i++) {
+        size_t n;
+        char *text = texts[i] = slurp(paths[i], &n, &err);
+        if (!text || hdrlog_parse(text, n, paths[i], &a[i], &err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err.msg);
+            return ZB_EXIT_USAGE;
+        }
+        (*parsed)++;
+        if (fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
+            fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
+                    "with one --interval\n", paths[i], a[i].interval_s, paths[0],
+                    a[0].interval_s);
+            return ZB_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* The merged run's reports as the flags ask: the text, JSON or .hgrm on
+ * stdout (stderr when --csv - has it), --csv, -e. 0, or ZB_EXIT_FAIL when
+ * a file cannot be written or the run had failures or no completions. */
+static int write_reports(const struct config *cfg, bool percentiles, const struct result *r)
+{
+    int rc = 0;
+    FILE *out = cfg->csv && !strcmp(cfg->csv, "-") ? stderr : stdout;
+    if (percentiles)
+        report_hgrm(r, out);
+    else if (cfg->json)
+        report_json(r, out);
+    else
+        report_text(r, out);
+    fflush(stdout);
+    if (cfg->csv && report_csv(r, cfg->csv) < 0) {
+        fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg->csv);
+        rc = ZB_EXIT_FAIL;
+    }
+    if (cfg->percentile_csv && report_percentile_csv(r, cfg->percentile_csv) < 0) {
+        fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg->percentile_csv);
+        rc = ZB_EXIT_FAIL;
+    }
+    report_warn_errors(r, "loadgen merge");
+    if (!rc && (stats_failed(&r->st) || !r->st.completed))
+        rc = ZB_EXIT_FAIL;
+    return rc;
+}
+
 int merge_main(int argc, const char *const *argv)
 {
     static const apr_getopt_option_t opts[] = {
@@ -135,21 +188,8 @@ int merge_main(int argc, const char *const *argv)
         return ZB_EXIT_FAIL;
     }
     struct zb_err err;
-    int rc = 0, parsed = 0;
-    for (int i = 0; i < nlogs && !rc; i++, parsed++) {
-        size_t n;
-        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, &err);
-        if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], &err) < 0) {
-            fprintf(stderr, "loadgen merge: %s\n", err.msg);
-            rc = ZB_EXIT_USAGE;
-        }
-        if (!rc && fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
-            fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
-                    "with one --interval\n", g->argv[g->ind + i], a[i].interval_s,
-                    g->argv[g->ind], a[0].interval_s);
-            rc = ZB_EXIT_USAGE;
-        }
-    }
+    int parsed = 0;
+    int rc = read_logs(g->argv + g->ind, nlogs, a, texts, &parsed);
     if (rc) {
         for (int i = 0; i < nlogs; i++) {
             if (i < parsed)
@@ -209,27 +249,8 @@ int merge_main(int argc, const char *const *argv)
         }
     r.points = pts;
     r.npoints = npoints;
-    if (!rc) {
-        FILE *out = cfg.csv && !strcmp(cfg.csv, "-") ? stderr : stdout;
-        if (percentiles)
-            report_hgrm(&r, out);
-        else if (cfg.json)
-            report_json(&r, out);
-        else
-            report_text(&r, out);
-        fflush(stdout);
-        if (cfg.csv && report_csv(&r, cfg.csv) < 0) {
-            fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg.csv);
-            rc = ZB_EXIT_FAIL;
-        }
-        if (cfg.percentile_csv && report_percentile_csv(&r, cfg.percentile_csv) < 0) {
-            fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg.percentile_csv);
-            rc = ZB_EXIT_FAIL;
-        }
-        report_warn_errors(&r, "loadgen merge");
-        if (!rc && (stats_failed(&r.st) || !r.st.completed))
-            rc = ZB_EXIT_FAIL;
-    }
+    if (!rc)
+        rc = write_reports(&cfg, percentiles, &r);
     free(pts);
     free(k0);
     for (int i = 0; i < nlogs; i++) {
