@@ -36,7 +36,7 @@ read_conf() {
     out=$("$build/bin/zbconf" -c "$conf" "${names[@]}") ||
         die "cannot read $conf (with $build/bin/zbconf, which make all builds)"
     mapfile -t values <<< "$out"
-    for i in "${!names[@]}"; do conf_value[${names[$i]}]=${values[$i]}; done
+    for i in "${!names[@]}"; do conf_value[${names[$i]}]=${values[$i]-}; done
 }
 # abs PATH: relative paths in the config are relative to the repository.
 abs() { case $1 in /*|'') printf '%s' "$1" ;; *) printf '%s/%s' "$root" "$1" ;; esac; }
