@@ -218,7 +218,7 @@ static void row_json(char *out, const char *const *f)
     *o++ = '{';
     for (int i = 0; i < ZB_NCOLS; i++) {
         o += sprintf(o, "%s\"%s\":", i ? "," : "", zb_columns[i]);
-        if (zb_column_is_flag(i))
+        if (zb_postal_table("").cols[i].type == ZB_INTEGER)
             o += sprintf(o, "%d", atoi(f[i]));
         else
             o += zb_json_quote(o, f[i], strlen(f[i]));
