@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { run, runCleanups, isStopping } from './lib/run.mjs';
-import { databases, dbPids } from './lib/services.mjs';
+import { databases, daemonPidFiles } from './lib/services.mjs';
 import { provenance, provenanceLine, sectionProvenance } from './lib/provenance.mjs';
 import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
@@ -168,18 +168,11 @@ const ctx = {
   },
 };
 // The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
-// the driver and what it runs, the databases, the project's nginx, Apache,
-// nginx + PHP-FPM and the poolers (daemons: not below the driver).
-ctx.ownRoots = () => {
-  const b = path.resolve(build);
-  const fpm = process.env.ZB_FPM_DIR || path.join(b, 'php-fpm');
-  const pooler = path.join(path.resolve(ctx.root, process.env.ZB_DB_DIR || 'build/db'), 'pooler');
-  return [process.pid, ...(ctx.dbPidList || []), pidInFile(path.join(b, 'nginx/nginx.pid')),
-          pidInFile(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid')),
-          pidInFile(path.join(fpm, 'run/php-fpm.pid')), pidInFile(path.join(fpm, 'run/nginx.pid')),
-          pidInFile(path.join(pooler, 'pgbouncer.pid')), pidInFile(path.join(pooler, 'pgpool.pid')),
-          ...labPids()].filter(Boolean);
-};
+// the driver and what it runs, and the daemons of the project's scripts
+// (ctx.daemonPidFiles: the databases, nginx, Apache, nginx + PHP-FPM, the
+// poolers; not below the driver), their pid files read at each call.
+ctx.ownRoots = () => [process.pid, ...(ctx.daemonPidFiles || []).map(pidInFile), ...labPids()]
+  .filter(Boolean);
 // The lab's hosts (ctx.labDir, set by the network experiment): every
 // process in their namespaces.
 function labPids() {
@@ -228,7 +221,7 @@ async function main() {
   const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });
   if (mk.code !== 0) throw new Error(`make failed: ${mk.stderr.trim().split('\n').slice(-5).join('\n')}`);
   await databases(ctx);
-  ctx.dbPidList = Object.values(await dbPids(ctx));
+  ctx.daemonPidFiles = await daemonPidFiles(ctx);
 
   let failed = 0;
   const errored = [];

@@ -261,8 +261,6 @@ void backend_close(struct backend *b);
  * writes them. */
 #define ZB_NCOLS 15
 extern const char *const zb_columns[ZB_NCOLS];
-/* Flags are INTEGER, the rest TEXT, as the original benchmark did. */
-bool zb_column_is_flag(int col);
 /* The postal table called `name`: KEN_ALL's 15 columns, looked up by
  * zip_code, old_code indexed too. */
 struct zb_table zb_postal_table(const char *name);

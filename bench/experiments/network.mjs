@@ -257,7 +257,7 @@ export default {
           const e = fmtErrors(cell);
           return `${fmtCell(cell)}${e ? ` · errors: ${e}` : ''} · ${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
         })])));
-      // The issue's target: per-request through pgbouncer at c 10 at least
+      // The target: per-request through pgbouncer at c 10 at least
       // 5x direct; same-round ratios where both ran in a round.
       const ratio = (s, a, b) => fmtSameRound(results[s.name].sameRoundRatio(`${a} ${c}`, `${b} ${c}`));
       for (const s of settings) {
