@@ -1673,13 +1673,13 @@ Suite *suite_loadgen(void)
         refused_connects_fail, close_with_the_data, many_connections_interleaved,
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
-        merge_agents, ab_report_lines, request_flags,
+        ab_report_lines, request_flags,
         seed_repeatable, miss_ratio, keys_percent_encoded, keys_imply_variable_length,
         bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),
         TIER_UNIT);
     /* Against the peers: nginx's TLS, the reference HDR reader (npm). */
-    TCase *peers = test_case("peers", NULL, NULL, 60, TESTS(https_nginx, hdr_log_read_by_reference));
+    TCase *peers = test_case("peers", NULL, NULL, 60, TESTS(https_nginx, hdr_log_read_by_reference, merge_agents));
     return suite_of("loadgen", tc, peers, NULL);
 }
