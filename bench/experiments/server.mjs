@@ -288,7 +288,10 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     lines.push('### Each backend\'s own client on the same query and table, same run (c 10)', '',
       table(['backend', 'native client', 'lookups/s', 'zipbench over HTTP, loadgen -c 10', 'zipbench / native'], nrows, 'llrrr'),
       ...Object.entries(natives).map(([b, n]) => `- ${b}: \`${n.cmd}\``), '',
-      'The CPU table above splits each side\'s cost per lookup by tier: (server + client) against the native client\'s.', '');
+      'The CPU table above splits each side\'s cost per lookup by tier: (server + client) against the native client\'s. ' +
+      'Where the database spends more per lookup under zipbench than under its own client, or the server more per MariaDB ' +
+      'lookup than per PostgreSQL one, docs/DECISIONS.md shows what forces it: "InnoDB\'s cost per lookup under zipbench ' +
+      'above sysbench\'s" and "The MariaDB lookup path".', '');
   }
   if (iso) {
     const r = ratioOf(cells, 'isolation sqlite pooled 10', key('sqlite', 'pooled', 10));
