@@ -100,7 +100,7 @@ export default {
     writeCells(ctx.out, 'as3ap', all);
     barPlot(ctx.out, 'as3ap', { title: 'AS3AP-style, populate and single user: seconds per query kind (log scale); bars: 95% CI of the median',
       ylabel: 'seconds', log: true, series: backends, width: 1000,
-      groups: single.map(t => ({ label: t, bars: Object.fromEntries(backends.map(b => [b, find(figs, b, t)?.cell?.summary])) })) });
+      groups: single.map(t => ({ label: t.split(':')[0], bars: Object.fromEntries(backends.map(b => [b, find(figs, b, t)?.cell?.summary])) })) });
     return lines.join('\n');
   },
 };

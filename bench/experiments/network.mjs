@@ -286,14 +286,21 @@ export default {
     const file = writeData(ctx.out, 'network.dat', [
       ['#rtt_ms', ...ALL.flatMap(([l]) => [l.replace(/ /g, '_'), 'lo', 'hi'])],
       ...relayed.map(s => [s.rtt, ...ALL.flatMap(([l]) => bar(s, l))])]);
-    const rates = relayed.flatMap(s => ALL.flatMap(([l]) => bar(s, l).map(Number)));
-    draw(ctx.out, 'network', 900, 560, [
-      "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered requests/s (log scale)'", logAxis(rates),
-      'set grid',
-      'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title ${gpString(l)}`).join(', '),
-    ].join('\n'), { title: `Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)`,
-                    legend: ALL.map(([l]) => l) });
+    plot(ctx.out, file, c);
     lines.push('', 'Plot: `plots/network.svg` (data: `data/network.dat`).', '');
     return lines.join('\n');
   },
 };
+
+// The plot of network.dat (written by run, or recorded): req/s against the
+// RTT, a line per strategy, at concurrency c, into DIR/plots/network.svg.
+export function plot(dir, file, c) {
+  const rows = fs.readFileSync(file, 'utf8').split('\n').filter(l => l && !l.startsWith('#'));
+  const rates = rows.flatMap(r => r.split(' ').slice(1).map(Number));
+  draw(dir, 'network', 900, 560, [
+    "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered requests/s (log scale)'", logAxis(rates),
+    'set grid',
+    'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title ${gpString(l)}`).join(', '),
+  ].join('\n'), { title: `Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)`,
+                  legend: ALL.map(([l]) => l) });
+}

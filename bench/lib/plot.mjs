@@ -76,7 +76,9 @@ export function logAxis(values, axis = 'y') {
   if (!v.length) return `set logscale ${axis}`;
   const lo = 10 ** Math.floor(Math.log10(Math.min(...v))), hi = 10 ** Math.ceil(Math.log10(Math.max(...v)) + 1e-9);
   // A hair beyond both ends: gnuplot drops a tic that falls on the end.
-  return `set logscale ${axis}\nset ${axis}range [${lo * 0.999}:${hi * 1.001}]\n${logTics(lo, hi, axis)}`;
+  // Decades gnuplot labels itself print as 0.001 and 10, not 10.00000.
+  return `set logscale ${axis}\nset ${axis}range [${lo * 0.999}:${hi * 1.001}]\n` +
+         (logTics(lo, hi, axis) || `set format ${axis} '%g'`);
 }
 
 // Renders body (gnuplot commands: the plot and its axes) into
