@@ -1,5 +1,6 @@
-/* The MariaDB driver's own header: what its three files share, and no one
+/* The MariaDB driver's own header: what its four files share, and no one
  * else includes (everything outside the driver goes through backend.h).
+ * Each file uses only those below it:
  *
  *   backend_mysql.c           the synchronous driver (loader, sqlbench) and
  *                             the one struct backend_driver of the table
@@ -8,6 +9,7 @@
  *   backend_mysql_settings.c  the crash-safe change of a global setting
  *                             (innodb_flush_log_at_trx_commit): set_sync,
  *                             recover, and the put-back on close
+ *   backend_mysql_conn.c      handles, statements, errors, plain queries
  *
  * Every function declared here fails as the driver's calls do: -1 with err
  * filled (kind classified from MariaDB's error number), a connection error
@@ -70,7 +72,7 @@ extern const struct backend_driver backend_mysql;
 /* The asynchronous calls (backend_mysql_async.c). */
 extern const struct backend_async my_async;
 
-/* ---- backend_mysql.c: connections, statements, errors ---- */
+/* ---- backend_mysql_conn.c: connections, statements, errors ---- */
 
 /* A handle with the options both sides share (charset, the session's
  * sql_mode, the password file); NULL when out of memory. Not connected. */
@@ -90,6 +92,13 @@ int my_fail(struct db *db, struct zb_err *err, const char *what);
 int stmt_fail(struct stmt *st, struct zb_err *err, const char *what);
 /* A statement of no parameters, its result (if any) drained. */
 int my_exec(struct db *db, const char *sql, struct zb_err *err);
+/* The driver's prepare() and run() (backend.h). */
+int my_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
+               struct zb_err *err);
+int my_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
+           long long *affected, struct zb_err *err);
+/* The row a MariaDB message names ("... at row 11"), or 0. */
+long long row_named_in(const char *msg);
 /* The driver's query(): prepare, run, rows to fn, free. */
 int my_query(struct db *db, const char *sql, int nparams, const char *const *params, row_fn fn,
              void *arg, long long *affected, struct zb_err *err);
