@@ -256,6 +256,7 @@ static void emit(struct merge *m, FILE *out, const char *name, struct base_secti
         free(key);
         kept[n++] = line;
     }
+    int replaced = ndone;      /* done[0..replaced): key_of's copies, freed below */
     while (n > 0 && blank(kept[n - 1]))
         n--;
     int last = n;
@@ -284,6 +285,8 @@ static void emit(struct merge *m, FILE *out, const char *name, struct base_secti
     for (int i = 0; i < n; i++)
         if (owned[i])
             free(kept[i]);
+    for (int i = 0; i < replaced; i++)
+        free((char *)done[i]);
     free(kept);
     free(owned);
 }
