@@ -25,7 +25,7 @@
 
 struct keyset {
     struct srv_backend *sb;
-    struct loop *loops;
+    struct loop *const *loops;
     int nloops;
     uint64_t *turns;               /* the loops' turns when a set was replaced (watcher only) */
     pthread_t thread;
@@ -154,9 +154,9 @@ static void retire(struct keyset *ks, struct key_set *old)
     if (!old)
         return;
     for (int i = 0; i < ks->nloops; i++)
-        ks->turns[i] = atomic_load(&ks->loops[i].turns);
+        ks->turns[i] = atomic_load(&ks->loops[i]->turns);
     for (int i = 0; i < ks->nloops; i++)
-        while (atomic_load(&ks->loops[i].turns) == ks->turns[i] && !atomic_load(&ks->stop))
+        while (atomic_load(&ks->loops[i]->turns) == ks->turns[i] && !atomic_load(&ks->stop))
             usleep(1000);
     free(old);
 }
@@ -174,7 +174,7 @@ static void read_now(struct keyset *ks, const char *version)
             srv_log("server: backend %s: the table was replaced: /random draws from its %zu "
                     "codes now (%zu before)", sb->label, set->n, old->n);
         atomic_store(&ks->loading, false);
-        loop_wake_all(ks->loops);
+        loop_wake_all(ks->loops[0]);
         retire(ks, old);
         return;
     }
@@ -190,7 +190,7 @@ static void read_now(struct keyset *ks, const char *version)
     if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
         served_mark_down(sb, &err);
     atomic_store(&ks->loading, false);
-    loop_wake_all(ks->loops);
+    loop_wake_all(ks->loops[0]);
 }
 
 /* ---- the watcher ---- */
@@ -248,12 +248,11 @@ static void *watch(void *arg)
 
 /* ---- the loops' side ---- */
 
-int keyset_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err)
+int keyset_start(struct srv_backend *sb, struct loop *const *loops, int nloops, struct zb_err *err)
 {
     if (!sb->postal)
         return 0;
     struct keyset *ks = calloc(1, sizeof *ks);
-    int nloops = loops[0].npeers;
     uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
     if (!ks || !turns) {
         free(ks);
@@ -342,4 +341,108 @@ size_t keyset_size(struct srv_backend *sb, double *age_s)
     const struct key_set *set = sb->keyset ? atomic_load(&sb->keyset->set) : NULL;
     *age_s = set ? (double)(zb_now_ns() - set->loaded_ns) / 1e9 : -1;
     return set ? set->n : 0;
+}
+
+/* ---- picking a key ---- */
+
+static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo] == k;
+}
+
+uint32_t keyset_pick(const struct key_set *set, double miss, uint64_t *rng)
+{
+    uint32_t k = 0;
+    const uint32_t *keys = set->keys;
+    size_t n = set->n;
+    if (n > 0 && !(miss > 0 && zb_rand_unit(rng) < miss))
+        return keys[zb_rand_below(rng, (uint32_t)n)];
+    /* A code that is not in the table: random 7-digit numbers are almost
+     * all misses (a full list fills ~1.2% of them). */
+    for (int tries = 0; tries < 1000; tries++) {
+        k = zb_rand_below(rng, 10000000);
+        if (!has_key(keys, n, k))
+            break;
+    }
+    return k;
+}
+
+/* ---- requests waiting for a set ---- */
+
+void keyset_waiters_init(struct key_waiters *ws, struct loop *l)
+{
+    ws->loop = l;
+    APR_RING_INIT(&ws->list, key_wait, link);
+}
+
+static uint64_t due_of(const struct key_wait *w)
+{
+    return w->since_ns + (uint64_t)w->sb->conf.acquire_timeout_ms * 1000000u;
+}
+
+void keyset_wait(struct key_waiters *ws, struct key_wait *w)
+{
+    w->since_ns = zb_now_ns();
+    APR_RING_INSERT_TAIL(&ws->list, w, key_wait, link);
+    loop_deadline(ws->loop, due_of(w));
+}
+
+void keyset_woken(struct key_waiters *ws)
+{
+    struct key_wait_list over;
+    APR_RING_INIT(&over, key_wait, link);
+    struct key_wait *w = APR_RING_FIRST(&ws->list), *nx;
+    for (; w != APR_RING_SENTINEL(&ws->list, key_wait, link); w = nx) {
+        nx = APR_RING_NEXT(w, link);
+        if (!keyset_pending(w->sb)) {
+            APR_RING_REMOVE(w, link);
+            APR_RING_INSERT_TAIL(&over, w, key_wait, link);
+        }
+    }
+    while (!APR_RING_EMPTY(&over, key_wait, link)) {
+        w = APR_RING_FIRST(&over);
+        APR_RING_REMOVE(w, link);
+        if (w->over(w, NULL))   /* a read again: wait for it, as long as allowed */
+            APR_RING_INSERT_TAIL(&ws->list, w, key_wait, link);
+    }
+}
+
+uint64_t keyset_deadlines(struct key_waiters *ws, uint64_t now)
+{
+    uint64_t next = 0;
+    struct key_wait *w = APR_RING_FIRST(&ws->list), *nx;
+    for (; w != APR_RING_SENTINEL(&ws->list, key_wait, link); w = nx) {
+        nx = APR_RING_NEXT(w, link);
+        uint64_t due = due_of(w);
+        if (due > now) {
+            next = deadline_min(next, due);
+            continue;
+        }
+        APR_RING_REMOVE(w, link);
+        const struct backend_conf *bc = &w->sb->conf;
+        struct zb_err err;
+        zb_fail(&err, ZB_ERR_TIMEOUT, "backend %s: its keys were not loaded within %d ms",
+                bc->name, bc->acquire_timeout_ms);
+        w->over(w, &err);
+    }
+    return next;
+}
+
+void keyset_wind_down(struct key_waiters *ws)
+{
+    struct zb_err err;
+    zb_fail(&err, ZB_ERR_CONN, "the server is stopping");
+    while (!APR_RING_EMPTY(&ws->list, key_wait, link)) {
+        struct key_wait *w = APR_RING_FIRST(&ws->list);
+        APR_RING_REMOVE(w, link);
+        w->over(w, &err);
+    }
 }

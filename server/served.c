@@ -50,7 +50,7 @@ int served_init(struct srv_backend *sb, const struct backend_conf *bc,
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
                        bc->driver ? bc->driver : "");
     int st = bc->strategy ? conf_choice(zb_strategy_names, bc->strategy) : -1;
-    sb->strategy = st >= 0 ? (enum zb_strategy)st : bc->persistent ? ZB_POOLED : ZB_PER_REQUEST;
+    sb->strategy = st >= 0 ? (enum zb_strategy)st : ZB_POOLED;
     char table_name[256];
     struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
     /* A text key is found only by its exact bytes, on every backend. */

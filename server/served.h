@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "conf.h"
+#include "counter.h"
 #include "dataset.h"
 #include "loop.h"
 #include "util.h"
@@ -44,7 +45,7 @@ struct srv_backend {
      * never writes. Strings still point into the zb_conf, which outlives us. */
     struct backend_conf conf;
     const struct backend_driver *drv;
-    enum zb_strategy strategy;     /* the default: conf's strategy or persistent */
+    enum zb_strategy strategy;     /* the default: conf's strategy, else pooled */
     int index;                     /* in srv->served[], and in each loop's lb[] */
     /* The dataset this pair serves (owned by the caller of server_start):
      * its table on this backend, looked up by its key column. */

@@ -91,7 +91,7 @@ export default {
         // url(stack, code, {p, via, backend, query})
         const url = (stack, code, o) => {
           if (stack === 'zipbench')
-            return `http://127.0.0.1:${srvPort}/zip/${o.backend || b}/${code}?${o.query || `persistent=${o.p}`}`;
+            return `http://127.0.0.1:${srvPort}/zip/${o.backend || b}/${code}?${o.query || `strategy=${o.p ? 'pooled' : 'per-request'}`}`;
           const port = stack === 'apache' ? apachePort : fpm.port;
           return `http://127.0.0.1:${port}/zip.php?backend=${b}&persistent=${o.p}${o.via ? `&via=${o.via}` : ''}&code=${code}`;
         };
@@ -200,11 +200,11 @@ export default {
       if (tool === 'ab')
         lines.push('### Every backend, mode and concurrency: ab -k, code=random', '',
           `\`ab -k -n ${requests} -t ${seconds} -c C 'http://127.0.0.1:PORT/zip.php?backend=B&code=random&persistent=P'\``,
-          `(Apache's port, PHP-FPM's nginx) and \`.../zip/B/random?persistent=P\` on the server (\`build/bin/server --port ${srvPort}\`).`, '');
+          `(Apache's port, PHP-FPM's nginx) and \`.../zip/B/random?strategy=S\` on the server (S pooled for P 1, per-request for P 0) (\`build/bin/server --port ${srvPort}\`).`, '');
       else
         lines.push('### Every backend, mode and concurrency: loadgen --keys, the same codes for all', '',
           `\`loadgen -k -n ${requests} -t ${seconds} -c C --seed RUN --keys ${keys} 'http://127.0.0.1:PORT/zip.php?backend=B&code={key}&persistent=P'\``,
-          'and `.../zip/B/{key}?persistent=P` on the server.', '');
+          'and `.../zip/B/{key}?strategy=S` on the server (S pooled for P 1, per-request for P 0).', '');
       const rows = [];
       for (const b of BACKENDS) for (const p of [1, 0]) for (const c of levels)
         rows.push([LABEL[b], p ? 'persistent' : 'per-request', c, cell(`apache ${tool} ${b} ${p} ${c}`),
