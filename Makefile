@@ -17,7 +17,7 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
 BIN      := $(BUILD)/bin
-PROGRAMS := server loader loadgen gen sqlbench relay
+PROGRAMS := server loader loadgen gen sqlbench relay zbconf
 # program name -> source folder
 DIR_server   := server
 DIR_loader   := loader
@@ -25,6 +25,7 @@ DIR_loadgen  := loadgen
 DIR_gen      := datasets
 DIR_sqlbench := sqlbench
 DIR_relay    := relay
+DIR_zbconf   := zbconf
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

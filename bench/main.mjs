@@ -8,11 +8,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { run, runCleanups, isStopping } from './lib/run.mjs';
-import { databases, dbPids } from './lib/services.mjs';
+import { databases, daemonPidFiles } from './lib/services.mjs';
 import { provenance, provenanceLine, sectionProvenance } from './lib/provenance.mjs';
 import { netnsPids, pidInFile } from './lib/proc.mjs';
 import { cellLegend } from './lib/cells.mjs';
 import { answer, relPaths } from './lib/summary.mjs';
+import { wrapProse } from './lib/prose.mjs';
 import { takeLock, holderPid } from './lib/lock.mjs';
 import { erroredCells } from './lib/goodput.mjs';
 
@@ -77,6 +78,8 @@ Options:
       --budget S       cap on seconds of runs per experiment, shared among its
                        parts (default 900; 60 with --quick); a cell the cap
                        stops before its interval is narrow enough is marked
+      --assemble       run nothing: assemble DIR/RESULTS.md again from the
+                       sections, data and plots already in DIR
       --allow-errors   exit 0 even when some cells had errors (non-2xx
                        answers, timeouts, resets: marked E, never in a rate)
       --list           print the parts and exit
@@ -94,7 +97,7 @@ naming that process. Environment: ZB_BUILD
 
 Exit status: 0 when every experiment produced its table and no cell had
 errors; 1 when an experiment failed, another bench holds the tree, or a cell
-had errors (each one named on stderr and under "Warnings" in RESULTS.md;
+had errors (each one named on stderr and in DIR/data/warnings.log;
 --allow-errors accepts them); 2 on bad usage. The cells of poolsize's small
 pools are not counted: their 503s at c 100 are what that experiment
 measures (its default pool's are).`;
@@ -111,7 +114,7 @@ try {
       quick: { type: 'boolean' }, out: { type: 'string' }, only: { type: 'string' },
       'min-runs': { type: 'string' }, 'max-runs': { type: 'string' }, target: { type: 'string' },
       budget: { type: 'string' }, list: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      'allow-errors': { type: 'boolean' },
+      'allow-errors': { type: 'boolean' }, assemble: { type: 'boolean' },
     },
   }).values;
 } catch (e) { fail(e.message); }
@@ -165,18 +168,11 @@ const ctx = {
   },
 };
 // The benchmark's own processes, whose CPU is not "other work" (lib/proc.mjs):
-// the driver and what it runs, the databases, the project's nginx, Apache,
-// nginx + PHP-FPM and the poolers (daemons: not below the driver).
-ctx.ownRoots = () => {
-  const b = path.resolve(build);
-  const fpm = process.env.ZB_FPM_DIR || path.join(b, 'php-fpm');
-  const pooler = path.join(path.resolve(ctx.root, process.env.ZB_DB_DIR || 'build/db'), 'pooler');
-  return [process.pid, ...(ctx.dbPidList || []), pidInFile(path.join(b, 'nginx/nginx.pid')),
-          pidInFile(path.join(process.env.ZB_APACHE_DIR || path.join(b, 'apache'), 'run/httpd.pid')),
-          pidInFile(path.join(fpm, 'run/php-fpm.pid')), pidInFile(path.join(fpm, 'run/nginx.pid')),
-          pidInFile(path.join(pooler, 'pgbouncer.pid')), pidInFile(path.join(pooler, 'pgpool.pid')),
-          ...labPids()].filter(Boolean);
-};
+// the driver and what it runs, and the daemons of the project's scripts
+// (ctx.daemonPidFiles: the databases, nginx, Apache, nginx + PHP-FPM, the
+// poolers; not below the driver), their pid files read at each call.
+ctx.ownRoots = () => [process.pid, ...(ctx.daemonPidFiles || []).map(pidInFile), ...labPids()]
+  .filter(Boolean);
 // The lab's hosts (ctx.labDir, set by the network experiment): every
 // process in their namespaces.
 function labPids() {
@@ -216,12 +212,16 @@ async function main() {
     return 1;
   }
   provenance();      // the tree's state fixed now, before the run writes anything
+  if (args.assemble) {
+    await assemble();
+    return 0;
+  }
   fs.mkdirSync(out, { recursive: true });
   fs.mkdirSync(ctx.work, { recursive: true });
   const mk = await run('make', ['-s', 'all', 'dataset'], { timeoutS: 1800 });
   if (mk.code !== 0) throw new Error(`make failed: ${mk.stderr.trim().split('\n').slice(-5).join('\n')}`);
   await databases(ctx);
-  ctx.dbPidList = Object.values(await dbPids(ctx));
+  ctx.daemonPidFiles = await daemonPidFiles(ctx);
 
   let failed = 0;
   const errored = [];
@@ -239,9 +239,9 @@ async function main() {
       if (isStopping()) return 1;    // cut short by a signal: nothing written
       const secs = Math.round((Date.now() - t0) / 1000);
       // No machine path in a results file: paths relative to the tree.
-      fs.writeFileSync(file, relPaths(`${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
+      fs.writeFileSync(file, wrapProse(relPaths(`${md.trimEnd()}\n\nMeasured ${utcNow()} in ${secs} s` +
                                       `${quick ? ' (--quick: one short run per cell)' : ''}.\n` +
-                                      `${provenanceLine()}\n`, root));
+                                      `${provenanceLine()}\n`, root)));
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
       errored.push(...partErrors(part, mod, t0));
     } catch (e) {
@@ -254,7 +254,7 @@ async function main() {
   }
   ctx.logFile = null;
   if (isStopping()) return 1;
-  assemble();
+  await assemble();
   if (errored.length && !args['allow-errors']) {
     process.stderr.write(`bench: ${errored.length} cell${errored.length === 1 ? '' : 's'} had errors: exit 1 ` +
                          '(--allow-errors accepts them)\n');
@@ -288,7 +288,19 @@ function utcNow() {
   return new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 }
 
-function assemble() {
+// A section's plots, each with the caption its experiment gives (the
+// module's plots: { NAME: caption }), placed under the section.
+function figures(names, captions) {
+  const lines = [];
+  for (const name of names) {
+    const cap = captions[name] || name;
+    const dat = fs.existsSync(path.join(out, 'data', `${name}.dat`)) ? ` Data: \`data/${name}.dat\`.` : '';
+    lines.push(`![${name}](plots/${name}.svg)`, '', `*${cap}*${dat}`, '');
+  }
+  return lines;
+}
+
+async function assemble() {
   const when = utcNow();
   // The answer first, on one screen, from the data the parts wrote.
   const lines = ['# zipbench results', '', ...answer(path.join(out, 'data')), '## How these figures were made', ''];
@@ -311,13 +323,17 @@ function assemble() {
   lines.push('Client and server share the same cores: every comparison below is a ratio measured in',
              'the same run. ' + cellLegend,
              '');
-  const [calib, ...rest] = sections[0] && sections[0].endsWith('RESULTS-calibrate.md') ? sections : [null, ...sections];
-  if (calib) lines.push(fs.readFileSync(calib, 'utf8').trimEnd(), '');
-  const plots = fs.existsSync(path.join(out, 'plots'))
-    ? fs.readdirSync(path.join(out, 'plots')).filter(f => f.endsWith('.svg')).sort() : [];
-  for (const p of plots) lines.push(`![${p.replace(/\.svg$/, '')}](plots/${p})`);
-  if (plots.length) lines.push('');
-  for (const s of rest) lines.push(fs.readFileSync(s, 'utf8').trimEnd(), '');
+  const plots = new Set(fs.existsSync(path.join(out, 'plots'))
+    ? fs.readdirSync(path.join(out, 'plots')).filter(f => f.endsWith('.svg')).map(f => f.slice(0, -4)) : []);
+  for (const part of PARTS) {
+    const file = path.join(out, `RESULTS-${part}.md`);
+    if (!fs.existsSync(file)) continue;
+    const captions = (await import(`./experiments/${part}.mjs`)).default.plots || {};
+    const mine = Object.keys(captions).filter(n => plots.has(n));
+    mine.forEach(n => plots.delete(n));
+    lines.push(fs.readFileSync(file, 'utf8').trimEnd(), '', ...figures(mine, captions));
+  }
+  if (plots.size) lines.push('### Other plots', '', ...figures([...plots].sort(), {}));
   // A section from an older run may name a command that no longer exists.
   for (const s of sections) {
     const gone = [...new Set([...fs.readFileSync(s, 'utf8').matchAll(/\bscripts\/([\w-]+)/g)].map(m => m[1]))]
@@ -326,12 +342,15 @@ function assemble() {
       ctx.warn(`${path.basename(s)} names ${gone.map(x => `scripts/${x}`).join(', ')}, which no longer exist: ` +
                `rerun it with \`scripts/bench --only ${path.basename(s).replace(/^RESULTS-|\.md$/g, '')}\``);
   }
+  // What the run warned about goes to its own log; the page says where.
+  const warnLog = path.join(out, 'data', 'warnings.log');
   if (ctx.warnings.length) {
-    lines.push('## Warnings of this run', '');
-    for (const w of ctx.warnings) lines.push(`- ${w}`);
-    lines.push('');
+    fs.mkdirSync(path.dirname(warnLog), { recursive: true });
+    fs.writeFileSync(warnLog, relPaths(ctx.warnings.map(w => `${when}: ${w}`).join('\n') + '\n', root));
+    lines.push(`This assembly warned ${ctx.warnings.length} time${ctx.warnings.length === 1 ? '' : 's'}: ` +
+               '`data/warnings.log`.', '');
   }
-  fs.writeFileSync(path.join(out, 'RESULTS.md'), relPaths(lines.join('\n'), root));
+  fs.writeFileSync(path.join(out, 'RESULTS.md'), wrapProse(relPaths(lines.join('\n'), root)));
   process.stderr.write(`bench: wrote ${path.join(out, 'RESULTS.md')}\n`);
 }
 

@@ -35,8 +35,6 @@ const char *const zb_columns[ZB_NCOLS] = { POSTAL_COLUMNS(NAME, NAME) };
 const char *const zb_sync_names[3] = { "full", "normal", "off" };
 #undef NAME
 
-bool zb_column_is_flag(int col) { return col >= 9; }
-
 #define NDRIVERS (sizeof drivers / sizeof drivers[0])
 
 const struct backend_driver *backend_driver(const char *name)

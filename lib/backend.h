@@ -1,6 +1,6 @@
 /* The one seam between zipbench and a database.
  *
- * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql.c) fills one
+ * Every driver (backend_sqlite.c, backend_pg.c, backend_mysql*.c) fills one
  * struct backend_driver; the table in backend.c names them, and it is the
  * only list of drivers: the config checks `driver` against it and hands
  * each driver the keys only it knows. The loader, sqlbench and the server
@@ -131,6 +131,15 @@ struct backend_driver {
 
     /* Dialect: text appended to CREATE TABLE (e.g. " ENGINE=InnoDB"). */
     const char *(*create_suffix)(struct db *db);
+    /* Dialect: text columns are declared VARCHAR(n), n the most characters
+     * a value of the column has in the rows loaded (ZB_VARCHAR_MAX at
+     * most: a wider column, or one whose rows cannot be read twice, stays
+     * TEXT). MariaDB's: a TEXT key is indexed by a 768-character prefix,
+     * whose MyISAM index sorts 1 KB records (DECISIONS.md: MariaDB's text
+     * columns are VARCHAR sized from the data). A value that does not fit
+     * is then an error, never cut (the load's warnings fail it). false:
+     * TEXT, as PostgreSQL's DBAs use it. */
+    bool sized_text;
     /* Dialect: text appended to a text key's "= ?" so that a lookup
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */
@@ -198,7 +207,9 @@ struct backend_async {
      * one may be complete too). -1: that statement failed; if err->kind is
      * ZB_ERR_CONN the connection is lost with everything sent on it, else
      * it goes on. With nothing sent, it checks an idle connection: -1 if
-     * the database closed it. */
+     * the database closed it (the first call right after an answer may
+     * skip the look and ask for ZB_WANT_READ: a close then makes the
+     * socket readable, and the next call checks). */
     int (*result)(struct db *db, row_fn fn, void *arg, struct zb_err *err);
 
     /* Pipelining, NULL where the client library cannot: pipeline() right
@@ -250,8 +261,6 @@ void backend_close(struct backend *b);
  * writes them. */
 #define ZB_NCOLS 15
 extern const char *const zb_columns[ZB_NCOLS];
-/* Flags are INTEGER, the rest TEXT, as the original benchmark did. */
-bool zb_column_is_flag(int col);
 /* The postal table called `name`: KEN_ALL's 15 columns, looked up by
  * zip_code, old_code indexed too. */
 struct zb_table zb_postal_table(const char *name);
@@ -288,6 +297,11 @@ long long zb_insert_batches(const struct backend_driver *drv, struct db *db,
  * prepared INSERT of 100 rows is kilobytes of "(?,?,..."), so the cause
  * that follows it is never cut off. Returns buf. */
 const char *zb_sql_brief(const char *sql, char *buf, size_t len);
+
+/* The widest VARCHAR a sized_text driver declares, in characters: 64
+ * columns of it (4 bytes a character in utf8mb4) stay within MariaDB's
+ * 65,535-byte row. */
+#define ZB_VARCHAR_MAX 255
 #define ZB_SQL_BRIEF 72   /* bytes zb_sql_brief keeps at most */
 
 /* One row of ncols fields in the tab-separated text format both COPY FROM

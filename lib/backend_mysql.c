@@ -1,65 +1,20 @@
-/* MySQL/MariaDB through libmariadb; InnoDB and MyISAM are the same driver
- * with a different ENGINE= on CREATE TABLE. Statements use the binary
- * protocol with string binds; results are fetched into growable buffers.
- *
- * The asynchronous side (the server's) uses Connector/C's non-blocking API
- * (MYSQL_OPT_NONBLOCK; mysql_real_connect_start/_cont,
- * mysql_stmt_prepare/execute/store_result_start/_cont): each call runs the
- * library's own coroutine until it would block and says which socket event
- * it waits for. One statement at a time: the API has no pipelining. */
+/* MySQL/MariaDB through libmariadb, the synchronous side (the loader's and
+ * sqlbench's) and the driver's one struct backend_driver; InnoDB and
+ * MyISAM are the same driver with a different ENGINE= on CREATE TABLE.
+ * Statements use the binary protocol with string binds; results are
+ * fetched into growable buffers. The asynchronous side (the server's) is
+ * backend_mysql_async.c, the crash-safe change of the global durability
+ * knob backend_mysql_settings.c; what they share is backend_mysql.h. */
 #include <mysql.h>
-#include <sys/socket.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "backend.h"
-
-enum my_op { OP_NONE, OP_CONNECT, OP_PREPARE, OP_EXECUTE, OP_STORE };
-
-struct db {
-    MYSQL *h;
-    bool broken;
-    /* The asynchronous side's: the operation under way, what it waits for,
-     * and the statement it is for. */
-    enum my_op op;
-    int wait;                  /* MYSQL_WAIT_* bits of the last _start/_cont */
-    int status;                /* the operation's own result once it ends */
-    MYSQL *connected;          /* mysql_real_connect's result */
-    struct stmt *cur;          /* the statement being prepared or run */
-    bool execute_after;        /* cur: prepare, then run (a one-shot query) */
-    bool answered;             /* cur's operations are done, not yet reported */
-    bool executed;             /* ... and it ran: its rows are stored */
-    const char *const *params; /* cur's parameters (the caller keeps them) */
-    const char *sql;           /* cur's SQL while it is being prepared */
-    struct stmt *prepared, *oneshot;  /* freed on close */
-    unsigned read_timeout_s;   /* per read from the server: query_timeout_ms rounded up */
-    char engine[16];
-    char suffix[64];
-    char version[64];
-    int saved_flush;     /* innodb_flush_log_at_trx_commit to put back on close, or -1 */
-    char sync_lock[64];  /* the GET_LOCK that marks its record in SETTINGS_TABLE live */
-};
-
-struct stmt {
-    struct db *db;
-    MYSQL_STMT *s;
-    int nparams, ncols;
-    MYSQL_BIND *pbind, *rbind;
-    unsigned long *plen, *rlen;
-    my_bool *rnull, *rerr;
-    char **rbuf;
-    unsigned long *rcap;
-};
-
-extern const struct backend_driver backend_mysql;
+#include "backend_mysql.h"
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static void library_init(void) { mysql_library_init(0, NULL, NULL); }
@@ -75,7 +30,7 @@ static bool conn_errno(unsigned e)
  * file, access denied, no such database, shutting down) is ZB_ERR_REFUSED,
  * the backend is down; anything else ("too many connections", a reset
  * under load) is ZB_ERR_CONN. */
-static enum zb_err_kind my_connect_kind(unsigned e)
+enum zb_err_kind my_connect_kind(unsigned e)
 {
     return e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR || e == ER_ACCESS_DENIED_ERROR ||
                    e == ER_DBACCESS_DENIED_ERROR || e == ER_BAD_DB_ERROR || e == ER_SERVER_SHUTDOWN
@@ -122,18 +77,18 @@ static int my_check_key(const char *key, const char *value, char *why, size_t le
     return 0;
 }
 
-static int my_fail(struct db *db, struct zb_err *err, const char *what)
+int my_fail(struct db *db, struct zb_err *err, const char *what)
 {
     return my_fail_code(db, err, what, mysql_errno(db->h), mysql_error(db->h));
 }
 
-static int stmt_fail(struct stmt *st, struct zb_err *err, const char *what)
+int stmt_fail(struct stmt *st, struct zb_err *err, const char *what)
 {
     return my_fail_code(st->db, err, what, mysql_stmt_errno(st->s), mysql_stmt_error(st->s));
 }
 
 /* A handle with the options both sides share; NULL when out of memory. */
-static struct db *my_new(const struct backend_conf *bc)
+struct db *my_new(const struct backend_conf *bc)
 {
     pthread_once(&library_once, library_init);
     struct db *db = calloc(1, sizeof *db);
@@ -157,12 +112,12 @@ static struct db *my_new(const struct backend_conf *bc)
     return db;
 }
 
-static const char *my_host(const struct backend_conf *bc)
+const char *my_host(const struct backend_conf *bc)
 {
     return bc->socket ? "localhost" : (bc->host ? bc->host : "127.0.0.1");
 }
 
-static int my_connect_failed(struct db *db, const struct backend_conf *bc, enum zb_err_kind kind,
+int my_connect_failed(struct db *db, const struct backend_conf *bc, enum zb_err_kind kind,
                              struct zb_err *err)
 {
     char why[600];
@@ -171,7 +126,7 @@ static int my_connect_failed(struct db *db, const struct backend_conf *bc, enum 
                    zb_password_file_problem(bc, why, sizeof why));
 }
 
-static void my_connected(struct db *db)
+void my_connected(struct db *db)
 {
     snprintf(db->suffix, sizeof db->suffix, " ENGINE=%s DEFAULT CHARSET=utf8mb4", db->engine);
     snprintf(db->version, sizeof db->version, "MariaDB %s", mysql_get_server_info(db->h));
@@ -208,7 +163,7 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     return 0;
 }
 
-static int my_exec(struct db *db, const char *sql, struct zb_err *err)
+int my_exec(struct db *db, const char *sql, struct zb_err *err)
 {
     if (mysql_real_query(db->h, sql, strlen(sql)) != 0)
         return my_fail(db, err, sql);
@@ -219,36 +174,10 @@ static int my_exec(struct db *db, const char *sql, struct zb_err *err)
     return 0;
 }
 
-/* innodb_flush_log_at_trx_commit is global: scripts/db lets zipbench change
- * it only through a procedure that runs with root's rights (zipbench has
- * no SUPER). A server without that procedure gets SET GLOBAL, which works
- * for an account that has SUPER. */
-static int set_flush_log(struct db *db, int value, struct zb_err *err)
-{
-    char sql[96];
-    snprintf(sql, sizeof sql, "CALL zipbench_admin.set_innodb_flush_log_at_trx_commit(%d)", value);
-    struct zb_err call_err = { 0 };
-    if (my_exec(db, sql, &call_err) == 0)
-        return 0;
-    unsigned e = mysql_errno(db->h);
-    if (e != ER_SP_DOES_NOT_EXIST && e != ER_BAD_DB_ERROR && e != ER_DBACCESS_DENIED_ERROR &&
-        e != ER_PROCACCESS_DENIED_ERROR) {
-        if (err)
-            *err = call_err;
-        return -1;
-    }
-    snprintf(sql, sizeof sql, "SET GLOBAL innodb_flush_log_at_trx_commit = %d", value);
-    return my_exec(db, sql, err);
-}
-
-static void stmt_free(struct stmt *st);
-
-static void release_sync(struct db *db);
-
 static void my_close(struct db *db)
 {
     if (db->saved_flush >= 0 && !db->broken)
-        release_sync(db);
+        my_release_sync(db);
     /* An operation still under way (given up): make its I/O fail first, so
      * that closing never waits on the database. */
     if (db->op != OP_NONE)
@@ -261,7 +190,7 @@ static void my_close(struct db *db)
 
 static bool my_alive(struct db *db) { return !db->broken; }
 
-static void stmt_free(struct stmt *st)
+void stmt_free(struct stmt *st)
 {
     if (!st)
         return;
@@ -269,12 +198,15 @@ static void stmt_free(struct stmt *st)
         mysql_stmt_close(st->s);
     for (int i = 0; st->rbuf && i < st->ncols; i++)
         free(st->rbuf[i]);
+    for (int i = 0; st->pbuf && i < st->nparams; i++)
+        free(st->pbuf[i]);
+    free(st->pbuf); free(st->pcap);
     free(st->pbind); free(st->rbind); free(st->plen); free(st->rlen);
     free(st->rnull); free(st->rerr); free(st->rbuf); free(st->rcap);
     free(st);
 }
 
-static struct stmt *stmt_new(struct db *db)
+struct stmt *stmt_new(struct db *db)
 {
     struct stmt *st = calloc(1, sizeof *st);
     if (st && !(st->s = mysql_stmt_init(db->h))) {
@@ -285,9 +217,6 @@ static struct stmt *stmt_new(struct db *db)
         st->db = db;
     return st;
 }
-
-/* Once prepared: bind buffers for the parameters and result columns. */
-static int stmt_setup(struct stmt *st, int nparams, struct zb_err *err);
 
 static int my_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
                       struct zb_err *err)
@@ -308,7 +237,7 @@ static int my_prepare(struct db *db, const char *sql, int nparams, struct stmt *
     return 0;
 }
 
-static int stmt_setup(struct stmt *st, int nparams, struct zb_err *err)
+int stmt_setup(struct stmt *st, int nparams, struct zb_err *err)
 {
     st->nparams = nparams;
     MYSQL_RES *meta = mysql_stmt_result_metadata(st->s);
@@ -324,8 +253,10 @@ static int stmt_setup(struct stmt *st, int nparams, struct zb_err *err)
     st->rerr = calloc((size_t)nc, sizeof *st->rerr);
     st->rbuf = calloc((size_t)nc, sizeof *st->rbuf);
     st->rcap = calloc((size_t)nc, sizeof *st->rcap);
+    st->pbuf = calloc((size_t)np, sizeof *st->pbuf);
+    st->pcap = calloc((size_t)np, sizeof *st->pcap);
     if (!st->pbind || !st->plen || !st->rbind || !st->rlen || !st->rnull || !st->rerr ||
-        !st->rbuf || !st->rcap)
+        !st->rbuf || !st->rcap || !st->pbuf || !st->pcap)
         return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
     for (int c = 0; c < st->ncols; c++) {
         st->rcap[c] = 256;
@@ -349,29 +280,49 @@ static void bind_results(struct stmt *st)
     }
 }
 
-static int bind_params(struct stmt *st, const char *const *params, struct zb_err *err)
+int bind_params(struct stmt *st, const char *const *params, struct zb_err *err)
 {
+    /* Each value is copied into the parameter's own buffer, which stays
+     * bound: a run whose values are all text, as the last one's were, and
+     * fit, binds nothing (mysql_stmt_bind_param would send the types
+     * again with the next run). */
+    bool rebind = !st->pbound;
     for (int i = 0; i < st->nparams; i++) {
         MYSQL_BIND *b = &st->pbind[i];
-        memset(b, 0, sizeof *b);
-        if (params[i]) {
-            b->buffer_type = MYSQL_TYPE_STRING;
-            b->buffer = (void *)params[i];
-            st->plen[i] = strlen(params[i]);
-            b->buffer_length = st->plen[i];
-            b->length = &st->plen[i];
-        } else {
+        if (!params[i]) {
+            rebind |= b->buffer_type != MYSQL_TYPE_NULL;
+            memset(b, 0, sizeof *b);
             b->buffer_type = MYSQL_TYPE_NULL;
+            continue;
         }
+        size_t len = strlen(params[i]);
+        if (len + 1 > st->pcap[i] || b->buffer_type != MYSQL_TYPE_STRING) {
+            size_t cap = len + 1 > 64 ? len + 1 : 64;
+            char *buf = len + 1 > st->pcap[i] ? realloc(st->pbuf[i], cap) : st->pbuf[i];
+            if (!buf)
+                return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
+            if (buf != st->pbuf[i]) {
+                st->pbuf[i] = buf;
+                st->pcap[i] = cap;
+            }
+            memset(b, 0, sizeof *b);
+            b->buffer_type = MYSQL_TYPE_STRING;
+            b->buffer = st->pbuf[i];
+            b->buffer_length = st->pcap[i];
+            b->length = &st->plen[i];
+            rebind = true;
+        }
+        memcpy(st->pbuf[i], params[i], len + 1);
+        st->plen[i] = len;
     }
-    if (st->nparams && mysql_stmt_bind_param(st->s, st->pbind))
-        return stmt_fail(st, err, "bind");
+    if (st->nparams && rebind) {
+        st->pbound = false;
+        if (mysql_stmt_bind_param(st->s, st->pbind))
+            return stmt_fail(st, err, "bind");
+        st->pbound = true;
+    }
     return 0;
 }
-
-/* The rows of an executed statement to fn, read as they come or from the
- * stored result; then the result is freed, so the statement can run again. */
-static int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err);
 
 static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void *arg,
                     long long *affected, struct zb_err *err)
@@ -385,11 +336,14 @@ static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void 
     return st->ncols ? fetch_rows(st, fn, arg, err) : 0;
 }
 
-static int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)
+int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)
 {
-    bind_results(st);
-    if (mysql_stmt_bind_result(st->s, st->rbind))
-        return stmt_fail(st, err, "bind result");
+    if (!st->rbound) {
+        bind_results(st);
+        if (mysql_stmt_bind_result(st->s, st->rbind))
+            return stmt_fail(st, err, "bind result");
+        st->rbound = true;
+    }
     const char *vals[64];
     size_t lens[64];
     int ncols = st->ncols < 64 ? st->ncols : 64, stop = 0, rc;
@@ -440,7 +394,7 @@ static int my_run(struct stmt *st, const char *const *params, row_fn fn, void *a
 
 static void my_finalize(struct stmt *st) { stmt_free(st); }
 
-static int my_query(struct db *db, const char *sql, int nparams, const char *const *params,
+int my_query(struct db *db, const char *sql, int nparams, const char *const *params,
                     row_fn fn, void *arg, long long *affected, struct zb_err *err)
 {
     struct stmt *st;
@@ -574,7 +528,7 @@ static long long my_bulk_load(struct db *db, const struct zb_table *table, rows_
     return loaded;
 }
 
-static int my_variable(struct db *db, const char *name, char *out, size_t len)
+int my_variable(struct db *db, const char *name, char *out, size_t len)
 {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT @@%s", name);
@@ -591,265 +545,13 @@ static int my_variable(struct db *db, const char *name, char *out, size_t len)
     return row ? 0 : -1;
 }
 
-/* ---- the global durability knob, put back whatever happens ----
- *
- * innodb_flush_log_at_trx_commit is server-wide and outlives the session
- * that set it, so a session that changes it first records, in
- * SETTINGS_TABLE of its database, the value to put back (the one found
- * when no record was there: the server's own), under a GET_LOCK name that
- * it holds until it ends, and who changed it ("pid N on HOST"). close()
- * deletes its record and puts the value back unless another live record
- * still needs the change. A record is abandoned when its lock is free (its
- * session ended without close(): a loader killed with SIGKILL, a server
- * restart) or when its process is gone from this host while MariaDB still
- * ends its session (rolling back a big transaction can take seconds, the
- * lock held all along): no one will put its value back but the next
- * loader's recover() (and `scripts/db start`, for free locks), which do,
- * and say so. A record of a process on another host counts as live while
- * its lock is held: there is no telling whether that process is gone. */
-#define SETTINGS_TABLE "zipbench_global_settings"
-#define FLUSH_KNOB "innodb_flush_log_at_trx_commit"
-
-struct text_out { char v[256]; bool found; };
-
-static int first_text(void *arg, int n, const char *const *v, const size_t *l)
+int first_text(void *arg, int n, const char *const *v, const size_t *l)
 {
     (void)l;
     struct text_out *t = arg;
     t->found = true;
     snprintf(t->v, sizeof t->v, "%s", n > 0 && v[0] ? v[0] : "");
     return 1;
-}
-
-
-/* Records and releases of the knob take turns (GET_LOCK as a mutex), so
- * that two sessions starting at once cannot both take the other's changed
- * value for the server's own. */
-#define SYNC_MUTEX "'zipbench.sync.records'"
-
-static int record_sync_locked(struct db *db, struct zb_err *err);
-
-static int record_sync(struct db *db, struct zb_err *err)
-{
-    struct text_out t = { 0 };
-    if (my_query(db, "SELECT GET_LOCK(" SYNC_MUTEX ", 30)", 0, NULL, first_text, &t, NULL, err) < 0)
-        return -1;
-    if (strcmp(t.v, "1"))
-        return zb_fail(err, ZB_ERR_BUSY, "mysql: another session held %s for 30 s", SYNC_MUTEX);
-    int rc = record_sync_locked(db, err);
-    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
-    return rc;
-}
-
-/* Records that this session changes the knob, and what to put back. */
-static int record_sync_locked(struct db *db, struct zb_err *err)
-{
-    struct text_out t = { 0 };
-    if (my_query(db, "SELECT CONCAT('zipbench.sync.', CONNECTION_ID())", 0, NULL, first_text, &t,
-                 NULL, err) < 0)
-        return -1;
-    snprintf(db->sync_lock, sizeof db->sync_lock, "%.63s", t.v);
-    const char *lock[] = { db->sync_lock };
-    t.found = false;
-    if (my_query(db, "SELECT GET_LOCK(?, 0)", 1, lock, first_text, &t, NULL, err) < 0)
-        return -1;
-    if (strcmp(t.v, "1"))
-        return zb_fail(err, ZB_ERR_SQL, "mysql: GET_LOCK(%s) refused", db->sync_lock);
-    if (my_exec(db, "CREATE TABLE IF NOT EXISTS " SETTINGS_TABLE " (lock_name VARCHAR(64) "
-                "PRIMARY KEY, setting VARCHAR(64) NOT NULL, restore_to VARCHAR(32) NOT NULL, "
-                "changed_by VARCHAR(200) NOT NULL, since TIMESTAMP NOT NULL DEFAULT "
-                "CURRENT_TIMESTAMP) ENGINE=InnoDB COMMENT 'zipbench: global settings a session "
-                "changed, to put back (lib/backend_mysql.c)'", err) < 0)
-        return -1;
-    /* The value to put back: an earlier record's (the server's own, while
-     * another session has it changed), else the one in force now. */
-    t.found = false;
-    if (my_query(db, "SELECT restore_to FROM " SETTINGS_TABLE " WHERE setting = '" FLUSH_KNOB
-                 "' LIMIT 1", 0, NULL, first_text, &t, NULL, err) < 0)
-        return -1;
-    if (!t.found && my_query(db, "SELECT @@global." FLUSH_KNOB, 0, NULL, first_text, &t, NULL,
-                             err) < 0)
-        return -1;
-    char who[128], host[64] = "?";
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = 0;
-    snprintf(who, sizeof who, "pid %ld on %s", (long)getpid(), host);
-    const char *row[] = { db->sync_lock, t.v, who };
-    if (my_query(db, "REPLACE INTO " SETTINGS_TABLE " (lock_name, setting, restore_to, "
-                 "changed_by) VALUES (?, '" FLUSH_KNOB "', ?, ?)", 3, row, NULL, NULL, NULL,
-                 err) < 0)
-        return -1;
-    db->saved_flush = atoi(t.v);
-    return 0;
-}
-
-/* Whether "pid N on HOST" (a record's changed_by) is a process of this
- * host that no longer runs: none has the pid, or a zombie (killed, and
- * not yet reaped: an orphan's reaper may take its time). A pid that runs
- * again (reused) reads as live: its record then waits for its lock to be
- * free, which is safe. */
-static bool process_gone(const char *changed_by)
-{
-    long pid;
-    char host[256], here[256] = "";
-    if (sscanf(changed_by, "pid %ld on %255s", &pid, host) != 2 || pid <= 0)
-        return false;
-    gethostname(here, sizeof here);
-    here[sizeof here - 1] = 0;
-    if (strcmp(host, here))
-        return false;
-    if (kill((pid_t)pid, 0) < 0)
-        return errno == ESRCH;
-    char path[64], stat[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-    if (f)
-        fclose(f);
-    stat[n] = 0;
-    const char *state = strrchr(stat, ')');   /* "pid (comm) S ...": comm may hold ')' */
-    return state && (state[1] == ' ') && (state[2] == 'Z' || state[2] == 'X');
-}
-
-/* The records of the knob, as record_sync wrote them. */
-enum { MAX_RECORDS = 64 };
-struct records {
-    int n, live, abandoned;   /* live: needed by a running session (its own counted apart) */
-    bool own_live;
-    struct record {
-        char lock[72], restore_to[32], changed_by[208], since[32];
-        bool abandoned;
-    } r[MAX_RECORDS];
-};
-
-static int add_record(void *arg, int n, const char *const *v, const size_t *l)
-{
-    (void)l;
-    struct records *rs = arg;
-    if (n < 6 || rs->n == MAX_RECORDS)
-        return 0;
-    struct record *r = &rs->r[rs->n++];
-    snprintf(r->lock, sizeof r->lock, "%s", v[0] ? v[0] : "");
-    snprintf(r->restore_to, sizeof r->restore_to, "%s", v[1] ? v[1] : "");
-    snprintf(r->changed_by, sizeof r->changed_by, "%s", v[2] ? v[2] : "");
-    snprintf(r->since, sizeof r->since, "%s", v[3] ? v[3] : "");
-    bool held = v[4] != NULL, own = held && !strcmp(v[5], "1");
-    r->abandoned = !held || (!own && process_gone(r->changed_by));
-    if (r->abandoned)
-        rs->abandoned++;
-    else if (own)
-        rs->own_live = true;
-    else
-        rs->live++;
-    return 0;
-}
-
-/* Reads the records, oldest first, each marked abandoned or not. */
-static int read_records(struct db *db, struct records *rs, struct zb_err *err)
-{
-    memset(rs, 0, sizeof *rs);
-    return my_query(db, "SELECT lock_name, restore_to, changed_by, since, IS_USED_LOCK(lock_name), "
-                    "IS_USED_LOCK(lock_name) = CONNECTION_ID() FROM " SETTINGS_TABLE " WHERE "
-                    "setting = '" FLUSH_KNOB "' ORDER BY since", 0, NULL, add_record, rs, NULL, err);
-}
-
-static void release_sync(struct db *db)
-{
-    const char *lock[] = { db->sync_lock };
-    struct records rs;
-    my_exec(db, "DO GET_LOCK(" SYNC_MUTEX ", 30)", NULL);
-    if (read_records(db, &rs, NULL) == 0 && rs.live == 0) {
-        if (set_flush_log(db, db->saved_flush, NULL) == 0)
-            my_exec(db, "DELETE FROM " SETTINGS_TABLE, NULL);
-    } else {
-        my_query(db, "DELETE FROM " SETTINGS_TABLE " WHERE lock_name = ?", 1, lock, NULL, NULL,
-                 NULL, NULL);
-    }
-    my_query(db, "SELECT RELEASE_LOCK(?)", 1, lock, NULL, NULL, NULL, NULL);
-    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
-    db->saved_flush = -1;
-}
-
-/* recover() with SYNC_MUTEX held: records and releases wait, so the live
- * records it counts are all there are. */
-static int recover_locked(struct db *db, char *note, size_t notelen, struct zb_err *err)
-{
-    struct records rs;
-    struct text_out now = { 0 };
-    if (read_records(db, &rs, err) < 0)
-        return -1;
-    const struct record *first = NULL;
-    for (int i = 0; i < rs.n && !first; i++)
-        if (rs.r[i].abandoned)
-            first = &rs.r[i];
-    if (!first)
-        return 0;
-    if (my_query(db, "SELECT @@global." FLUSH_KNOB, 0, NULL, first_text, &now, NULL, err) < 0)
-        return -1;
-    int restore_to = atoi(first->restore_to);
-    bool live = rs.live > 0 || rs.own_live;
-    char by[300];
-    snprintf(by, sizeof by, "%s since %s%s", first->changed_by, first->since,
-             rs.abandoned > 1 ? ", and others" : "");
-    if (!live && atoi(now.v) != restore_to) {
-        if (set_flush_log(db, restore_to, err) < 0)
-            return -1;
-        snprintf(note, notelen, FLUSH_KNOB " was %s, left so by a load that did not end (%s): "
-                 "put back to %d", now.v, by, restore_to);
-    } else {
-        snprintf(note, notelen, "removed the record of a load that did not end (%s); "
-                 FLUSH_KNOB " is %s%s", by, now.v, live ? ", changed by a load still running" : "");
-    }
-    /* By name: an abandoned record's lock may still be held by its session. */
-    for (int i = 0; i < rs.n; i++) {
-        const char *lock[] = { rs.r[i].lock };
-        if (rs.r[i].abandoned && my_query(db, "DELETE FROM " SETTINGS_TABLE " WHERE lock_name = ?",
-                                          1, lock, NULL, NULL, NULL, err) < 0)
-            return -1;
-    }
-    return 1;
-}
-
-static int my_recover(struct db *db, char *note, size_t notelen, struct zb_err *err)
-{
-    struct text_out t = { 0 };
-    /* No table (nothing was ever changed here) is nothing to do. */
-    if (my_query(db, "SELECT COUNT(*) FROM information_schema.TABLES WHERE table_schema = "
-                 "DATABASE() AND table_name = '" SETTINGS_TABLE "'", 0, NULL, first_text, &t, NULL,
-                 err) < 0)
-        return -1;
-    if (atoll(t.v) == 0)
-        return 0;
-    t.found = false;
-    if (my_query(db, "SELECT GET_LOCK(" SYNC_MUTEX ", 30)", 0, NULL, first_text, &t, NULL, err) < 0)
-        return -1;
-    if (strcmp(t.v, "1"))
-        return zb_fail(err, ZB_ERR_BUSY, "mysql: another session held %s for 30 s", SYNC_MUTEX);
-    int rc = recover_locked(db, note, notelen, err);
-    my_exec(db, "DO RELEASE_LOCK(" SYNC_MUTEX ")", NULL);
-    return rc;
-}
-
-static int my_set_sync(struct db *db, enum zb_sync level, char *desc, size_t desclen,
-                       struct zb_err *err)
-{
-    char flush[16];
-    bool innodb = strcasecmp(db->engine, "InnoDB") == 0;
-    if (innodb && level != ZB_SYNC_DEFAULT) {
-        /* The knob is global: record what to put back, and put it back on close. */
-        if (db->saved_flush < 0 && record_sync(db, err) < 0)
-            return -1;
-        static const int value[] = { [ZB_SYNC_FULL] = 1, [ZB_SYNC_NORMAL] = 2, [ZB_SYNC_OFF] = 0 };
-        if (set_flush_log(db, value[level], err) < 0)
-            return -1;
-    }
-    my_variable(db, "innodb_flush_log_at_trx_commit", flush, sizeof flush);
-    if (innodb)
-        snprintf(desc, desclen, "innodb_flush_log_at_trx_commit=%s", flush);
-    else
-        snprintf(desc, desclen, "MyISAM: no fsync per commit%s", level != ZB_SYNC_DEFAULT
-                                                                    ? " (no knob to set)" : "");
-    return 0;
 }
 
 static int first_number(void *arg, int n, const char *const *v, const size_t *l)
@@ -916,183 +618,6 @@ static int my_try_load_lock(struct db *db, const char *table, struct zb_err *err
     return t.v[0] == '1';
 }
 
-/* ---- asynchronous ---- */
-
-/* What the library waits for, as the server's epoll understands it. */
-static int my_wants(struct db *db, int status)
-{
-    db->wait = status;
-    int w = (status & MYSQL_WAIT_READ ? ZB_WANT_READ : 0) |
-            (status & MYSQL_WAIT_WRITE ? ZB_WANT_WRITE : 0);
-    return w ? w : ZB_WANT_READ;
-}
-
-static int my_connect_start(const struct backend_conf *bc, struct db **out, struct zb_err *err)
-{
-    struct db *db = my_new(bc);
-    if (!db)
-        return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
-    *out = db;
-    /* No timeouts of the library's: the server bounds every wait itself. */
-    mysql_options(db->h, MYSQL_OPT_NONBLOCK, 0);
-    db->op = OP_CONNECT;
-    int status = mysql_real_connect_start(&db->connected, db->h, my_host(bc),
-                                          bc->user ? bc->user : "zipbench", bc->password,
-                                          bc->database ? bc->database : "zipbench",
-                                          (unsigned)(bc->port > 0 ? bc->port : 3306), bc->socket, 0);
-    if (status)
-        return my_wants(db, status);
-    db->op = OP_NONE;
-    if (!db->connected)
-        return my_connect_failed(db, bc, my_connect_kind(mysql_errno(db->h)), err);
-    my_connected(db);
-    return 0;
-}
-
-static int my_connect_step(struct db *db, struct zb_err *err)
-{
-    int status = mysql_real_connect_cont(&db->connected, db->h, db->wait);
-    if (status)
-        return my_wants(db, status);
-    db->op = OP_NONE;
-    if (!db->connected) {
-        db->broken = true;
-        return zb_fail(err, my_connect_kind(mysql_errno(db->h)), "mysql: cannot connect: %s (%u)",
-                       mysql_error(db->h), mysql_errno(db->h));
-    }
-    my_connected(db);
-    return 0;
-}
-
-static int my_sock(struct db *db) { return (int)mysql_get_socket(db->h); }
-
-/* The current statement's operation ended (its status in db->status): on
- * to the next one of its chain (prepare, execute, store the result), until
- * one has to wait. 0 once the whole chain is done. */
-static int my_next(struct db *db, int status, struct zb_err *err)
-{
-    struct stmt *st = db->cur;
-    while (!status) {
-        if (db->status) {
-            enum my_op op = db->op;
-            db->op = OP_NONE;
-            return stmt_fail(st, err, op == OP_PREPARE ? "prepare" : op == OP_EXECUTE ? "execute"
-                                                                                   : "store result");
-        }
-        switch (db->op) {
-        case OP_PREPARE:
-            if (stmt_setup(st, st->nparams, err) < 0 ||
-                (db->execute_after && bind_params(st, db->params, err) < 0)) {
-                db->op = OP_NONE;
-                return -1;
-            }
-            if (!db->execute_after) {
-                db->op = OP_NONE;
-                db->answered = true;
-                db->executed = false;
-                return 0;
-            }
-            db->op = OP_EXECUTE;
-            status = mysql_stmt_execute_start(&db->status, st->s);
-            break;
-        case OP_EXECUTE:
-            db->op = OP_STORE;
-            status = mysql_stmt_store_result_start(&db->status, st->s);
-            break;
-        default:
-            db->op = OP_NONE;
-            db->answered = db->executed = true;
-            return 0;
-        }
-    }
-    return my_wants(db, status);
-}
-
-static int my_cont(struct db *db)
-{
-    switch (db->op) {
-    case OP_PREPARE: return mysql_stmt_prepare_cont(&db->status, db->cur->s, db->wait);
-    case OP_EXECUTE: return mysql_stmt_execute_cont(&db->status, db->cur->s, db->wait);
-    default: return mysql_stmt_store_result_cont(&db->status, db->cur->s, db->wait);
-    }
-}
-
-static int my_start_prepare(struct db *db, struct stmt *st, const char *sql, int nparams,
-                            struct zb_err *err)
-{
-    st->nparams = nparams;
-    db->cur = st;
-    db->op = OP_PREPARE;
-    return my_next(db, mysql_stmt_prepare_start(&db->status, st->s, sql, strlen(sql)), err);
-}
-
-static int my_async_prepare(struct db *db, const char *sql, int nparams, struct stmt **out,
-                            struct zb_err *err)
-{
-    if (db->prepared || !(db->prepared = stmt_new(db)))
-        return zb_fail(err, ZB_ERR_SYS, db->prepared ? "mysql: one prepared statement only"
-                                                     : "mysql: out of memory");
-    *out = db->prepared;
-    db->execute_after = false;
-    return my_start_prepare(db, db->prepared, sql, nparams, err);
-}
-
-static int my_send(struct db *db, struct stmt *st, const char *sql, int nparams,
-                   const char *const *params, struct zb_err *err)
-{
-    db->params = params;
-    db->answered = false;
-    if (!st) {   /* one-shot: prepared, run, and kept until the next one */
-        stmt_free(db->oneshot);
-        if (!(db->oneshot = stmt_new(db)))
-            return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
-        db->execute_after = true;
-        return my_start_prepare(db, db->oneshot, sql, nparams, err);
-    }
-    if (bind_params(st, params, err) < 0)
-        return -1;
-    db->cur = st;
-    db->op = OP_EXECUTE;
-    return my_next(db, mysql_stmt_execute_start(&db->status, st->s), err);
-}
-
-static int my_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *err)
-{
-    if (db->op != OP_NONE) {
-        int rc = my_next(db, my_cont(db), err);
-        if (rc != 0)
-            return rc;
-    }
-    if (!db->answered) {
-        /* Idle: the server closing its end is the only thing to read. */
-        char c;
-        ssize_t n = recv(my_sock(db), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) || n > 0) {
-            db->broken = true;
-            return zb_fail(err, ZB_ERR_CONN, "mysql: the server closed the connection");
-        }
-        return ZB_WANT_READ;
-    }
-    db->answered = false;
-    return db->executed && db->cur->ncols ? fetch_rows(db->cur, fn, arg, err) : 0;
-}
-
-static void my_abort(struct db *db)
-{
-    db->broken = true;
-    mariadb_cancel(db->h);
-}
-
-static const struct backend_async my_async = {
-    .connect_start = my_connect_start,
-    .connect_step = my_connect_step,
-    .socket = my_sock,
-    .prepare = my_async_prepare,
-    .send = my_send,
-    .result = my_async_result,
-    .abort = my_abort,
-};
-
 const struct backend_driver backend_mysql = {
     .name = "mysql",
     .analyze = "ANALYZE TABLE ",
@@ -1110,6 +635,7 @@ const struct backend_driver backend_mysql = {
     .table_bytes = my_table_bytes,
     .version = my_version,
     .create_suffix = my_create_suffix,
+    .sized_text = true,
     /* The tables' utf8mb4_general_ci ignores case and trailing spaces
      * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
     .text_key_exact = " COLLATE utf8mb4_nopad_bin",

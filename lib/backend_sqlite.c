@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,8 +125,19 @@ static long key_or(const struct backend_conf *bc, const char *key, long def)
     return v && int_key(v, 0, LONG_MAX, &n) == 0 ? n : def;
 }
 
+/* Process-wide, before SQLite's first use: no memory statistics. They
+ * take one mutex around every allocation and free of every connection, so
+ * the loops' per-request opens (schema parsing allocates hundreds of
+ * times) queue on it (DECISIONS.md: SQLite per-request at c=10). */
+static void sqlite_configure(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
+    static pthread_once_t configured = PTHREAD_ONCE_INIT;
+    pthread_once(&configured, sqlite_configure);
     struct db *db = calloc(1, sizeof *db);
     if (!db)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");

@@ -500,6 +500,76 @@ int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err)
     return conf_set(conf, buf, dot + 1, eq + 1, err);
 }
 
+/* Field f of base as text: strings as they are ("" when unset), integers in
+ * decimal, booleans as yes or no. */
+static void format_field(const void *base, const struct field *f, char *buf, size_t len)
+{
+    const void *p = (const char *)base + f->offset;
+    switch (f->type) {
+    case F_INT:
+        snprintf(buf, len, "%d", *(const int *)p);
+        return;
+    case F_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)p ? "yes" : "no");
+        return;
+    case F_STR:
+    case F_IDENT:
+    case F_TABLE:
+    case F_CHOICE: {
+        const char *v = *(const char *const *)p;
+        snprintf(buf, len, "%s", v ? v : "");
+        return;
+    }
+    }
+}
+
+static int get_field(const void *base, const struct field *f, size_t nf, const char *key,
+                     const char *where, char *buf, size_t len, struct zb_err *err)
+{
+    for (size_t i = 0; i < nf; i++)
+        if (!strcmp(f[i].key, key)) {
+            format_field(base, &f[i], buf, len);
+            return 0;
+        }
+    return zb_fail(err, ZB_ERR_INPUT, "%s: unknown key '%s'", where, key);
+}
+
+int conf_get_arg(const struct zb_conf *conf, const char *arg, char *buf, size_t len,
+                 struct zb_err *err)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s", arg);
+    char *dot = strrchr(name, '.');
+    if (!dot || dot == name || !dot[1])
+        return zb_fail(err, ZB_ERR_INPUT, "'%s' is not BACKEND.KEY, server.KEY or "
+                       "dataset.NAME.KEY", arg);
+    *dot = 0;
+    const char *key = dot + 1;
+    char where[600];
+    if (!strcmp(name, "server")) {
+        snprintf(where, sizeof where, "[server]");
+        return get_field(&conf->server, server_fields, NFIELDS(server_fields), key, where, buf,
+                         len, err);
+    }
+    if (!strncmp(name, "dataset.", 8)) {
+        const struct dataset_conf *d = conf_dataset(conf, name + 8);
+        if (!d)
+            return zb_fail(err, ZB_ERR_INPUT, "no dataset '%s' in %s", name + 8, conf->file);
+        snprintf(where, sizeof where, "[dataset %s]", d->name);
+        return get_field(d, dataset_fields, NFIELDS(dataset_fields), key, where, buf, len, err);
+    }
+    const struct backend_conf *b = conf_backend(conf, name);
+    if (!b)
+        return zb_fail(err, ZB_ERR_INPUT, "no backend '%s' in %s", name, conf->file);
+    const char *option = conf_option(b, key);
+    if (option && !known_field(backend_fields, NFIELDS(backend_fields), key)) {
+        snprintf(buf, len, "%s", option);
+        return 0;
+    }
+    snprintf(where, sizeof where, "[backend %s]", b->name);
+    return get_field(b, backend_fields, NFIELDS(backend_fields), key, where, buf, len, err);
+}
+
 /* A section header seen so far (of any file), for "defined twice". */
 struct seen_header {
     char name[128];

@@ -159,6 +159,15 @@ int conf_set(struct zb_conf *conf, const char *section, const char *key,
  * takes. */
 int conf_set_arg(struct zb_conf *conf, const char *arg, struct zb_err *err);
 
+/* The value of one key, named as --set names it ("BACKEND.KEY",
+ * "server.KEY", "dataset.NAME.KEY"), as the programs see it: the
+ * environment's ${NAME:-DEFAULT} expanded, defaults filled in; strings as
+ * they are ("" when unset), integers in decimal, booleans yes or no. A key
+ * of the backend's driver gives its value when set. -1 with err on an
+ * unknown backend, dataset or key. What build/bin/zbconf prints. */
+int conf_get_arg(const struct zb_conf *conf, const char *arg, char *buf, size_t len,
+                 struct zb_err *err);
+
 const struct backend_conf *conf_backend(const struct zb_conf *conf, const char *name);
 const struct dataset_conf *conf_dataset(const struct zb_conf *conf, const char *name);
 /* The datasets' names for a message: "postal, cities". */

@@ -77,24 +77,6 @@ static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
               "_Atomic uint64_t must overlay uint64_t");
 #define AT(p) ((_Atomic uint64_t *)(p))
 
-void hist_record_atomic(struct hist *h, uint64_t ns)
-{
-    atomic_fetch_add_explicit(AT(&h->bucket[bucket_of(ns)]), 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(AT(&h->count), 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(AT(&h->sum), ns, memory_order_relaxed);
-    /* min and max settle fast: the CAS loop runs only on a new extreme. */
-    uint64_t cur = atomic_load_explicit(AT(&h->min), memory_order_relaxed);
-    while (ns < cur && !atomic_compare_exchange_weak_explicit(AT(&h->min), &cur, ns,
-                                                              memory_order_relaxed,
-                                                              memory_order_relaxed))
-        ;
-    cur = atomic_load_explicit(AT(&h->max), memory_order_relaxed);
-    while (ns > cur && !atomic_compare_exchange_weak_explicit(AT(&h->max), &cur, ns,
-                                                              memory_order_relaxed,
-                                                              memory_order_relaxed))
-        ;
-}
-
 #define LOAD(p) atomic_load_explicit(AT(p), memory_order_relaxed)
 #define STORE(p, v) atomic_store_explicit(AT(p), (v), memory_order_relaxed)
 

@@ -7,11 +7,9 @@
  * O(1), never allocates, and a struct hist is one flat 16 KiB object:
  * keep one per thread and hist_merge() them at the end.
  *
- * hist_record_atomic() may be called from several threads on one shared
- * histogram; it costs three relaxed atomic adds, plus a compare-and-swap
- * only when a value is a new min or max. The server keeps one histogram
- * per thread instead (hist_record_own, plain loads and stores) and merges
- * them for /stats (hist_merge_live).
+ * A histogram that other threads read while its one writer records (the
+ * server's, per thread) is written with hist_record_own (relaxed loads
+ * and stores) and read with hist_merge_live, as /stats does.
  * Readers that run while writers record see a consistent-enough snapshot
  * (counts may be a few values apart), which is all /stats needs. */
 #ifndef ZB_HIST_H
@@ -36,16 +34,14 @@ void hist_init(struct hist *h);
 void hist_record(struct hist *h, uint64_t ns);
 /* n values of ns at once (a histogram read back from a log). */
 void hist_record_n(struct hist *h, uint64_t ns, uint64_t n);
-/* Same as hist_record, safe against other hist_record_atomic callers. */
-void hist_record_atomic(struct hist *h, uint64_t ns);
 /* Same as hist_record, for a histogram with one writer whose readers are
  * other threads (hist_merge_live): relaxed atomic loads and stores, no
  * locked instruction. */
 void hist_record_own(struct hist *h, uint64_t ns);
 /* into += from; either may be empty. */
 void hist_merge(struct hist *into, const struct hist *from);
-/* The same while another thread records into from (hist_record_own or
- * _atomic): a snapshot good to within the values recorded meanwhile. */
+/* The same while another thread records into from (hist_record_own): a
+ * snapshot good to within the values recorded meanwhile. */
 void hist_merge_live(struct hist *into, const struct hist *from);
 
 /* The lowest value that bucket i (0 .. HIST_BUCKETS-1) holds: how another

@@ -239,20 +239,6 @@ void kenall_close(struct kenall_reader *r)
     free(r);
 }
 
-long kenall_count(const char *path, const struct kenall_opts *opts, struct zb_err *err)
-{
-    struct kenall_reader *r = kenall_open(path, opts, err);
-    if (!r)
-        return -1;
-    long rows = 0;
-    const char *const *fields;
-    int rc;
-    while ((rc = kenall_next(r, &fields, err)) == 1)
-        rows++;
-    kenall_close(r);
-    return rc < 0 ? -1 : rows;
-}
-
 int kenall_first_line_fields(const char *path, const struct kenall_opts *opts, struct zb_err *err)
 {
     struct kenall_reader *r = kenall_open(path, opts, err);

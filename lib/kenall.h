@@ -68,7 +68,4 @@ void kenall_close(struct kenall_reader *r);
  * 0 for an empty one. -1 with err when it cannot be read. */
 int kenall_first_line_fields(const char *path, const struct kenall_opts *opts, struct zb_err *err);
 
-/* Convenience: counts the rows of a file (merged or raw); -1 on error. */
-long kenall_count(const char *path, const struct kenall_opts *opts, struct zb_err *err);
-
 #endif

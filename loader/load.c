@@ -293,6 +293,64 @@ int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
     return 0;
 }
 
+/* A sized_text driver's column types (backend.h): VARCHAR(n), n the most
+ * characters a value of the column has in the rows to load (the first
+ * --limit of them), read in a pass of their own before the table is
+ * created; TEXT past ZB_VARCHAR_MAX. Rows that cannot be read twice (a
+ * file on stdin) keep TEXT. A bad row ends the pass with every text
+ * column TEXT, and the load then fails on it as it always has. The
+ * types, written into sized, replace t's columns. */
+struct sized {
+    struct zb_column col[ZB_MAX_COLUMNS];
+    char type[ZB_MAX_COLUMNS][24];
+};
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int size_text_columns(const struct load_opts *o, struct zb_table *t, struct sized *sz,
+                             struct zb_err *err)
+{
+    if (t->ncols > ZB_MAX_COLUMNS || !strcmp(o->data->conf->file, "-"))
+        return 0;
+    size_t width[ZB_MAX_COLUMNS] = { 0 };
+    struct zb_err ignored = { 0 };
+    struct dataset_reader *r = dataset_open(o->data, &ignored);
+    if (!r)
+        return 0;
+    const char *const *f;
+    long long n = 0;
+    int rc = 0;
+    while ((!o->limit || n < o->limit) && (rc = dataset_next(r, &f, &ignored)) == 1) {
+        if ((++n & 4095) == 0 && check_interrupted(err) < 0) {
+            dataset_close(r);
+            return -1;
+        }
+        for (int i = 0; i < t->ncols; i++) {
+            size_t w = t->cols[i].type == ZB_TEXT && f[i] ? utf8_chars(f[i]) : 0;
+            if (w > width[i])
+                width[i] = w;
+        }
+    }
+    dataset_close(r);
+    if (rc < 0)
+        return 0;
+    for (int i = 0; i < t->ncols; i++) {
+        sz->col[i] = t->cols[i];
+        if (t->cols[i].type != ZB_TEXT || width[i] > ZB_VARCHAR_MAX)
+            continue;
+        snprintf(sz->type[i], sizeof sz->type[i], "VARCHAR(%zu)", width[i] ? width[i] : 1);
+        sz->col[i].sql_type = sz->type[i];
+    }
+    t->cols = sz->col;
+    return 0;
+}
+
 /* Puts back a global setting that a load which did not end (killed with
  * SIGKILL, before or while this one ran) left changed, and says so: each
  * load does it when it starts and when it ends, so the setting is never
@@ -321,6 +379,51 @@ static int take_load_lock(struct backend *b, const char *table, struct zb_err *e
         taken = b->drv->try_load_lock(b->db, table, err);
     }
     return taken < 0 ? -1 : 0;
+}
+
+/* Whether the staging table load (loaded rows by the load's own count, of
+ * the file's rows) may replace table name: it must hold every row the
+ * file has, and not replace a bigger table unless asked (a file cut short
+ * at a line end reads as a good, smaller one; a --limit sample is asked).
+ * Sets res->replaced_rows. */
+static int check_swappable(struct backend *b, const struct load_opts *o,
+                           const struct zb_table *load, const char *name, long long loaded,
+                           long long rows, struct load_result *res, struct zb_err *err)
+{
+    const char *file = o->data->conf->file;
+    /* A bulk load's count is the database's own (bulk_load): scanning the
+     * fresh table again would read all of it back (PostgreSQL: through
+     * shared buffers) to learn nothing new. */
+    long long in_table = loaded;
+    if (o->mode != MODE_BULK) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", load->name);
+        if (b->drv->query(b->db, sql, 0, NULL, count_cb, &in_table, NULL, err) < 0)
+            return -1;
+    }
+    if (in_table != rows || loaded != rows)
+        return zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not "
+                       "swapped in", b->conf->name, in_table, file, rows);
+    res->replaced_rows = table_rows(b, name);
+    if (res->replaced_rows > rows && !o->allow_shrink && !o->limit)
+        return zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s "
+                       "left as it was (--allow-shrink replaces it all the same)", file, rows,
+                       res->replaced_rows, name, name);
+    return 0;
+}
+
+/* The durability in force is what it was at the start (res->sync), unless
+ * another session changed a global knob meanwhile: then res->sync says both. */
+static void note_sync_change(struct backend *b, struct load_result *res)
+{
+    char end_sync[sizeof res->sync];
+    if (b->drv->set_sync(b->db, ZB_SYNC_DEFAULT, end_sync, sizeof end_sync, NULL) == 0 &&
+        strcmp(end_sync, res->sync)) {
+        char start[sizeof res->sync];
+        memcpy(start, res->sync, sizeof start);
+        snprintf(res->sync, sizeof res->sync, "%.100s at the start, %.100s at the end (changed "
+                 "by another session)", start, end_sync);
+    }
 }
 
 int load_run(const struct backend_conf *bc, const struct load_opts *o, struct load_result *res,
@@ -359,6 +462,9 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (!(src.r = dataset_open(o->data, err)))
         goto out;
     snprintf(res->encoding, sizeof res->encoding, "%s", dataset_encoding(src.r));
+    struct sized sized;
+    if (b.drv->sized_text && size_text_columns(o, &load, &sized, err) < 0)
+        goto out;
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
     if (b.drv->exec(b.db, sql, err) < 0)
         goto out;
@@ -409,44 +515,12 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
         res->index_seconds = zb_now_s() - t1;
     }
 
-    /* The table must hold every row the file has, or it is not swapped in.
-     * A bulk load's count is the database's own (bulk_load): scanning the
-     * fresh table again would read all of it back (PostgreSQL: through
-     * shared buffers) to learn nothing new. */
-    long long in_table = loaded;
-    if (o->mode != MODE_BULK) {
-        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", load.name);
-        if (b.drv->query(b.db, sql, 0, NULL, count_cb, &in_table, NULL, err) < 0)
-            goto out;
-    }
-    if (in_table != src.rows || loaded != src.rows) {
-        zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not swapped in",
-                bc->name, in_table, file, src.rows);
-        goto out;
-    }
-    /* Nor does it replace a bigger table unless asked: a file cut short at
-     * a line end reads as a good, smaller one. A --limit sample is asked. */
-    res->replaced_rows = table_rows(&b, name);
-    if (res->replaced_rows > src.rows && !o->allow_shrink && !o->limit) {
-        zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s left as "
-                "it was (--allow-shrink replaces it all the same)", file, src.rows,
-                res->replaced_rows, name, name);
-        goto out;
-    }
-    if (check_interrupted(err) < 0)
+    if (check_swappable(&b, o, &load, name, loaded, src.rows, res, err) < 0 ||
+        check_interrupted(err) < 0)
         goto out;
     if (b.drv->swap_table(b.db, load.name, name, err) < 0)
         goto out;
-    /* The durability in force is what it was at the start, unless another
-     * session changed a global knob meanwhile: then say both. */
-    char end_sync[sizeof res->sync];
-    if (b.drv->set_sync(b.db, ZB_SYNC_DEFAULT, end_sync, sizeof end_sync, NULL) == 0 &&
-        strcmp(end_sync, res->sync)) {
-        char start[sizeof res->sync];
-        memcpy(start, res->sync, sizeof start);
-        snprintf(res->sync, sizeof res->sync, "%.100s at the start, %.100s at the end (changed "
-                 "by another session)", start, end_sync);
-    }
+    note_sync_change(&b, res);
     res->rows = src.rows;
     res->lines = dataset_lines(src.r);
     res->table_bytes = b.drv->table_bytes(b.db, name);

@@ -288,6 +288,97 @@ static int csv_overlay(struct zb_conf *conf, const char *conf_path, const char *
 
 static void on_signal(int sig) { load_interrupted = sig; }
 
+/* --dataset NAME (NULL: the default one): a [dataset NAME] of conf, or a
+ * file in the postal dataset's layout, with --raw and --encoding, described
+ * into data. ZB_EXIT_OK, or the exit status after saying why. */
+static int named_dataset(const struct zb_conf *conf, const char *dataset, bool raw,
+                         const char *encoding, struct dataset_conf *dc, struct dataset *data)
+{
+    struct zb_err err = { 0 };
+    const char *want = dataset ? dataset : DATASET_DEFAULT;
+    const struct dataset_conf *named = conf_dataset(conf, want);
+    if (!named && access(want, F_OK) != 0) {
+        char known[512];
+        conf_dataset_names(conf, known, sizeof known);
+        fprintf(stderr, "loader: no dataset '%s' in %s (known: %s), nor a file of that name; "
+                "a CSV of one's own: --csv FILE --key COLUMN\n", want, conf->file, known);
+        return ZB_EXIT_USAGE;
+    }
+    *dc = named ? *named : *conf_dataset(conf, DATASET_DEFAULT);
+    if (!named)
+        dc->file = want;
+    if (raw && strcmp(dc->format, "kenall")) {
+        fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc->name);
+        return cli_usage_error("loader");
+    }
+    dc->raw |= raw;
+    if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
+        fprintf(stderr, "loader: %s\n", err.msg);
+        return cli_usage_error("loader");
+    }
+    if (encoding)
+        dc->encoding = encoding;
+    if (!strcmp(dc->format, "kenall") && not_kenall(dc) < 0)
+        return ZB_EXIT_FAIL;
+    if (dataset_describe(data, dc, &err) < 0) {
+        fprintf(stderr, "loader: dataset %s: %s\n", dc->name, err.msg);
+        return ZB_EXIT_FAIL;
+    }
+    return ZB_EXIT_OK;
+}
+
+/* --describe: the dataset and the table it becomes on each chosen backend. */
+static void print_description(const struct dataset_conf *dc, const struct dataset *data,
+                              const char *columns, const struct backend_conf *const *chosen,
+                              int nchosen)
+{
+    printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc->name,
+           dc->file, dc->format, columns, data->col[data->key].name);
+    if (data->sampled)
+        printf("sample   types inferred from the first %ld rows\n", data->sampled);
+    for (int i = 0; i < nchosen; i++) {
+        char name[128];
+        dataset_table(data, chosen[i], name, sizeof name);
+        printf("table    %s on %s\n", name, chosen[i]->name);
+    }
+}
+
+/* Loads the dataset into each chosen backend in turn, reporting each (as a
+ * table, or JSON), until a signal stops it (load_interrupted); 1 if any
+ * load failed, else 0. */
+static int load_all(const struct backend_conf *const *chosen, int nchosen,
+                    const struct load_opts *o, bool json)
+{
+    if (!json)
+        printf("%-8s %-7s %-11s %8s %9s %10s %8s %9s  %s\n", "backend", "engine", "mode", "rows",
+               "seconds", "rows/s", "index_s", "size_MiB", "version; durability; encoding");
+    /* SIGINT, SIGTERM, SIGHUP: stop the load at its next row and clean up
+     * as after an error (a global setting put back, the staging table
+     * dropped), then exit 128 + the signal. SA_RESTART: a statement under
+     * way completes first (libpq and libmariadb wait again on EINTR). */
+    struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int failed = 0;
+    for (int i = 0; i < nchosen && !load_interrupted; i++) {
+        struct load_result res;
+        struct zb_err err = { 0 };
+        if (load_run(chosen[i], o, &res, &err) < 0) {
+            char next[300];
+            fprintf(stderr, "loader: %s: %s%s\n", chosen[i]->name, err.msg,
+                    backend_next_step(chosen[i], &err, next, sizeof next));
+            for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
+                fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
+            failed = 1;
+            continue;
+        }
+        report(chosen[i], o, &res, json);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     enum { O_NO_INDEX = 256, O_SYNC, O_RAW, O_ENCODING, O_SET, O_JSON, O_LIMIT, O_SHRINK, O_DESCRIBE,
@@ -409,41 +500,10 @@ int main(int argc, char **argv)
         overlay_keys = keys_path;
         dc = *data.conf;
     } else {
-        /* The dataset: a [dataset NAME], or a file in the postal dataset's layout. */
-        const char *want = dataset ? dataset : DATASET_DEFAULT;
-        const struct dataset_conf *named = conf_dataset(&conf, want);
-        if (!named && access(want, F_OK) != 0) {
-            char known[512];
-            conf_dataset_names(&conf, known, sizeof known);
-            fprintf(stderr, "loader: no dataset '%s' in %s (known: %s), nor a file of that name; "
-                    "a CSV of one's own: --csv FILE --key COLUMN\n", want, conf.file, known);
+        int rc = named_dataset(&conf, dataset, raw, encoding, &dc, &data);
+        if (rc != ZB_EXIT_OK) {
             conf_free(&conf);
-            return ZB_EXIT_USAGE;
-        }
-        dc = named ? *named : *conf_dataset(&conf, DATASET_DEFAULT);
-        if (!named)
-            dc.file = want;
-        if (raw && strcmp(dc.format, "kenall")) {
-            fprintf(stderr, "loader: --raw: dataset %s is not in the kenall format\n", dc.name);
-            conf_free(&conf);
-            return cli_usage_error("loader");
-        }
-        dc.raw |= raw;
-        if (encoding && dataset_check_value("encoding", encoding, "--encoding", &err) < 0) {
-            fprintf(stderr, "loader: %s\n", err.msg);
-            conf_free(&conf);
-            return cli_usage_error("loader");
-        }
-        if (encoding)
-            dc.encoding = encoding;
-        if (!strcmp(dc.format, "kenall") && not_kenall(&dc) < 0) {
-            conf_free(&conf);
-            return ZB_EXIT_FAIL;
-        }
-        if (dataset_describe(&data, &dc, &err) < 0) {
-            fprintf(stderr, "loader: dataset %s: %s\n", dc.name, err.msg);
-            conf_free(&conf);
-            return ZB_EXIT_FAIL;
+            return rc;
         }
     }
     o.data = &data;
@@ -483,45 +543,11 @@ int main(int argc, char **argv)
         }
     }
     if (describe) {
-        printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc.name,
-               dc.file, dc.format, columns, data.col[data.key].name);
-        if (data.sampled)
-            printf("sample   types inferred from the first %ld rows\n", data.sampled);
-        for (int i = 0; i < nchosen; i++) {
-            char name[128];
-            dataset_table(&data, chosen[i], name, sizeof name);
-            printf("table    %s on %s\n", name, chosen[i]->name);
-        }
+        print_description(&dc, &data, columns, chosen, nchosen);
         conf_free(&conf);
         return ZB_EXIT_OK;
     }
-    if (!json)
-        printf("%-8s %-7s %-11s %8s %9s %10s %8s %9s  %s\n", "backend", "engine", "mode", "rows",
-               "seconds", "rows/s", "index_s", "size_MiB", "version; durability; encoding");
-    /* SIGINT, SIGTERM, SIGHUP: stop the load at its next row and clean up
-     * as after an error (a global setting put back, the staging table
-     * dropped), then exit 128 + the signal. SA_RESTART: a statement under
-     * way completes first (libpq and libmariadb wait again on EINTR). */
-    struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    int failed = 0;
-    for (int i = 0; i < nchosen && !load_interrupted; i++) {
-        struct load_result res;
-        memset(&err, 0, sizeof err);
-        if (load_run(chosen[i], &o, &res, &err) < 0) {
-            char next[300];
-            fprintf(stderr, "loader: %s: %s%s\n", chosen[i]->name, err.msg,
-                    backend_next_step(chosen[i], &err, next, sizeof next));
-            for (const char *l = res.more_bad_rows; *l; l = strchr(l, '\n') + 1)
-                fprintf(stderr, "loader: %s: %.*s\n", chosen[i]->name, (int)strcspn(l, "\n"), l);
-            failed = 1;
-            continue;
-        }
-        report(chosen[i], &o, &res, json);
-    }
+    int failed = load_all(chosen, nchosen, &o, json);
     conf_free(&conf);
     if (load_interrupted)
         return 128 + load_interrupted;

@@ -263,6 +263,109 @@ static void join_cmdline(struct config *cfg, int argc, const char *const *argv)
                               argv[i]);
 }
 
+/* --seed N: a whole number >= 0, decimal, 0x hex or 0 octal. */
+static int parse_seed(struct config *cfg, const char *arg)
+{
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(arg, &end, 0);
+    if (errno || end == arg || *end || *arg == '-')
+        return usage_error("--seed: '%s' is not a whole number >= 0", arg);
+    cfg->seed = s;
+    return 0;
+}
+
+/* --start-at MS: a wall-clock time in ms since 1970, at most a day away. */
+static int parse_start_at(struct config *cfg, const char *arg)
+{
+    char *end;
+    errno = 0;
+    long long ms = strtoll(arg, &end, 10);
+    /* An epoch in ms has 13 digits; 10 digits is seconds. */
+    if (errno || end == arg || *end || ms < 100000000000LL)
+        return usage_error("--start-at: '%s' is not a time in milliseconds since 1970 "
+                           "(e.g. $(($(date +%%s%%3N) + 2000)))", arg);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (ms > (long long)now.tv_sec * 1000 + 86400000LL)
+        return usage_error("--start-at: '%s' is more than a day away", arg);
+    cfg->start_at_ms = ms;
+    return 0;
+}
+
+static int settle(struct config *cfg, bool have_n, int threads);
+
+/* One of ab's letters that has no long name (the opts table's second
+ * part): 0, or the exit status after saying why. */
+static int ab_letter(struct config *cfg, int ch, const char *arg)
+{
+    long v;
+    switch (ch) {
+    case 'b':
+        if (cli_long("loadgen", "-b", arg, 1, 1 << 30, &v) < 0)
+            return cli_usage_error("loadgen");
+        cfg->window = (int)v;
+        break;
+    case 'B': cfg->bind_addr = arg; break;
+    case 'p':
+    case 'u':
+        if (cfg->head || cfg->body_file)
+            return usage_error("-%s: cannot mix with -i, -p or -u", ch == 'p' ? "p" : "u");
+        if (load_body(cfg, ch == 'p' ? "-p" : "-u", arg) < 0)
+            return ZB_EXIT_USAGE;
+        if (!strcmp(cfg->method, "GET"))
+            cfg->method = ch == 'p' ? "POST" : "PUT";
+        break;
+    case 'T': cfg->content_type = arg; break;
+    case 'v':
+        if (cli_long("loadgen", "-v", arg, 0, 9, &v) < 0)
+            return cli_usage_error("loadgen");
+        cfg->verbosity = (int)v;
+        break;
+    case 'i': {
+        int rc = set_method(cfg, "HEAD", "-i");
+        cfg->head = true;
+        return rc;
+    }
+    case 'm':
+        if (cfg->head)
+            return usage_error("-m: cannot mix with -i%s", "");
+        if (!*arg || strpbrk(arg, " \t\r\n"))
+            return usage_error("-m: '%s' is not a method name", arg);
+        cfg->method = arg;
+        break;
+    case 'w':
+    case 'x':
+    case 'y':
+    case 'z':
+        return usage_error("-%s: ab's HTML report is not supported (--json gives the "
+                           "figures for machines)", ch == 'w' ? "w" : ch == 'x' ? "x"
+                                                                : ch == 'y' ? "y" : "z");
+    case 'C': {
+        size_t n = strlen(cfg->cookie);
+        if (n + strlen(arg) + 3 >= sizeof cfg->cookie)
+            return usage_error("-C: the cookies are longer than 2 KiB%s", "");
+        snprintf(cfg->cookie + n, sizeof cfg->cookie - n, "%s%s", n ? "; " : "", arg);
+        break;
+    }
+    case 'A': cfg->auth = arg; break;
+    case 'P': cfg->proxy_auth = arg; break;
+    case 'X': cfg->proxy = arg; break;
+    case 'd': cfg->no_percentiles = true; break;
+    case 'S': cfg->no_confidence = true; break;
+    case 'l': cfg->variable_length = true; break;
+    case 'g': cfg->gnuplot = arg; break;
+    case 'e': cfg->percentile_csv = arg; break;
+    case 'r': break;
+    case 'I': cfg->no_sni = true; break;
+    case 'Z': cfg->ciphers = arg; break;
+    case 'f': cfg->tls_protocol = arg; break;
+    case 'E': cfg->client_cert = arg; break;
+    }
+    return 0;
+}
+
+
 int args_parse(int argc, const char *const *argv, struct config *cfg)
 {
     static const apr_getopt_option_t opts[] = {
@@ -343,15 +446,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case O_JSON: cfg->json = true; break;
         case O_CSV: cfg->csv = arg; break;
         case O_KEYS: cfg->keyfile = arg; break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(arg, &end, 0);
-            if (errno || end == arg || *end || *arg == '-')
-                return usage_error("--seed: '%s' is not a whole number >= 0", arg);
-            cfg->seed = s;
-            break;
-        }
+        case O_SEED: rc = parse_seed(cfg, arg); break;
         case O_MISS:
             if (cli_double("loadgen", "--miss", arg, 0, 1, &d) < 0)
                 return cli_usage_error("loadgen");
@@ -368,21 +463,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
                 return cli_usage_error("loadgen");
             cfg->interval = d;
             break;
-        case O_START_AT: {
-            char *end;
-            errno = 0;
-            long long ms = strtoll(arg, &end, 10);
-            /* An epoch in ms is 13 digits now; 10 digits is seconds. */
-            if (errno || end == arg || *end || ms < 100000000000LL)
-                return usage_error("--start-at: '%s' is not a time in milliseconds since 1970 "
-                                   "(e.g. $(($(date +%%s%%3N) + 2000)))", arg);
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            if (ms > (long long)now.tv_sec * 1000 + 86400000LL)
-                return usage_error("--start-at: '%s' is more than a day away", arg);
-            cfg->start_at_ms = ms;
-            break;
-        }
+        case O_START_AT: rc = parse_start_at(cfg, arg); break;
         case O_VERIFY: cfg->verify = true; break;
         case O_CACERT:
             cfg->cacert = arg;
@@ -390,65 +471,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
             break;
         case O_RESUME: cfg->tls_resume = true; break;
         case O_MAX_ERRORS: rc = parse_max_errors(cfg, arg); break;
-        case 'b':
-            if (cli_long("loadgen", "-b", arg, 1, 1 << 30, &v) < 0)
-                return cli_usage_error("loadgen");
-            cfg->window = (int)v;
-            break;
-        case 'B': cfg->bind_addr = arg; break;
-        case 'p':
-        case 'u':
-            if (cfg->head || cfg->body_file)
-                return usage_error("-%s: cannot mix with -i, -p or -u", ch == 'p' ? "p" : "u");
-            if (load_body(cfg, ch == 'p' ? "-p" : "-u", arg) < 0)
-                return ZB_EXIT_USAGE;
-            if (!strcmp(cfg->method, "GET"))
-                cfg->method = ch == 'p' ? "POST" : "PUT";
-            break;
-        case 'T': cfg->content_type = arg; break;
-        case 'v':
-            if (cli_long("loadgen", "-v", arg, 0, 9, &v) < 0)
-                return cli_usage_error("loadgen");
-            cfg->verbosity = (int)v;
-            break;
-        case 'i':
-            rc = set_method(cfg, "HEAD", "-i");
-            cfg->head = true;
-            break;
-        case 'm':
-            if (cfg->head)
-                return usage_error("-m: cannot mix with -i%s", "");
-            if (!*arg || strpbrk(arg, " \t\r\n"))
-                return usage_error("-m: '%s' is not a method name", arg);
-            cfg->method = arg;
-            break;
-        case 'w':
-        case 'x':
-        case 'y':
-        case 'z':
-            return usage_error("-%s: ab's HTML report is not supported (--json gives the "
-                               "figures for machines)", ch == 'w' ? "w" : ch == 'x' ? "x"
-                                                                    : ch == 'y' ? "y" : "z");
-        case 'C': {
-            size_t n = strlen(cfg->cookie);
-            if (n + strlen(arg) + 3 >= sizeof cfg->cookie)
-                return usage_error("-C: the cookies are longer than 2 KiB%s", "");
-            snprintf(cfg->cookie + n, sizeof cfg->cookie - n, "%s%s", n ? "; " : "", arg);
-            break;
-        }
-        case 'A': cfg->auth = arg; break;
-        case 'P': cfg->proxy_auth = arg; break;
-        case 'X': cfg->proxy = arg; break;
-        case 'd': cfg->no_percentiles = true; break;
-        case 'S': cfg->no_confidence = true; break;
-        case 'l': cfg->variable_length = true; break;
-        case 'g': cfg->gnuplot = arg; break;
-        case 'e': cfg->percentile_csv = arg; break;
-        case 'r': break;
-        case 'I': cfg->no_sni = true; break;
-        case 'Z': cfg->ciphers = arg; break;
-        case 'f': cfg->tls_protocol = arg; break;
-        case 'E': cfg->client_cert = arg; break;
+        default: rc = ab_letter(cfg, ch, arg); break;
         case 'V':
             cli_version("loadgen", tls_library());
             exit(ZB_EXIT_OK);
@@ -466,6 +489,14 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
     if (g->ind + 1 < argc)
         return usage_error("unexpected argument '%s' (one URL only)", g->argv[g->ind + 1]);
     cfg->url = g->argv[g->ind];       /* APR permutes its own copy of argv */
+    return settle(cfg, have_n, threads);
+}
+
+/* What the options decide together, once all are read: the -n that -t
+ * implies, -c within -n, --miss with --keys, the threads. 0, or the exit
+ * status after saying why. */
+static int settle(struct config *cfg, bool have_n, int threads)
+{
     if (cfg->timelimit > 0 && !have_n)
         cfg->requests = 50000000;
     if ((uint64_t)cfg->concurrency > cfg->requests) {

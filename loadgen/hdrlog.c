@@ -207,10 +207,9 @@ static uint64_t value_from_index(const struct layout *l, uint64_t index)
     return sub << ((unsigned)bucket + l->unit_mag);
 }
 
-static int fail(char *err, size_t errlen, const char *msg)
+static int fail(struct zb_err *err, const char *msg)
 {
-    snprintf(err, errlen, "%s", msg);
-    return -1;
+    return zb_fail(err, ZB_ERR_INPUT, "%s", msg);
 }
 
 /* zlib data of n bytes into a fresh buffer (at most INFLATE_MAX). */
@@ -251,22 +250,22 @@ static unsigned char *inflate_all(const unsigned char *in, size_t n, size_t *out
     return out;
 }
 
-int hdr_decode(const char *b64, size_t n, struct hist *h, char *err, size_t errlen)
+int hdr_decode(const char *b64, size_t n, struct hist *h, struct zb_err *err)
 {
     /* APR's decoder stops quietly at a stray character: check them first. */
     if (n < 12 || n % 4)
-        return fail(err, errlen, "not a base64 histogram (length)");
+        return fail(err, "not a base64 histogram (length)");
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)b64[i];
         bool pad = c == '=' && i >= n - 2 && (i == n - 1 || b64[n - 1] == '=');
         if (!isalnum(c) && c != '+' && c != '/' && !pad)
-            return fail(err, errlen, "not a base64 histogram (character)");
+            return fail(err, "not a base64 histogram (character)");
     }
     char *text = strndup(b64, n);
     unsigned char *bin = text ? malloc((size_t)apr_base64_decode_len(text)) : NULL;
     if (!bin) {
         free(text);
-        return fail(err, errlen, "out of memory");
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
     }
     size_t len = (size_t)apr_base64_decode_binary(bin, text);
     free(text);
@@ -274,28 +273,28 @@ int hdr_decode(const char *b64, size_t n, struct hist *h, char *err, size_t errl
     unsigned char *raw = NULL;
     size_t rawlen = 0;
     if (len < 8 || get32(bin) != V2_COMPRESSED_COOKIE) {
-        fail(err, errlen, "not a V2 compressed histogram (cookie)");
+        fail(err, "not a V2 compressed histogram (cookie)");
         goto out;
     }
     uint32_t zlen = get32(bin + 4);
     if (zlen > len - 8) {
-        fail(err, errlen, "histogram shorter than its length field");
+        fail(err, "histogram shorter than its length field");
         goto out;
     }
     raw = inflate_all(bin + 8, zlen, &rawlen);
     if (!raw) {
-        fail(err, errlen, "histogram does not inflate");
+        fail(err, "histogram does not inflate");
         goto out;
     }
     if (rawlen < V2_HEADER || get32(raw) != V2_COOKIE) {
-        fail(err, errlen, "not a V2 histogram (inner cookie)");
+        fail(err, "not a V2 histogram (inner cookie)");
         goto out;
     }
     uint32_t payload = get32(raw + 4);
     struct layout l;
     if (payload > rawlen - V2_HEADER ||
         layout_of((int)get32(raw + 12), get64(raw + 16), get64(raw + 24), &l) < 0) {
-        fail(err, errlen, "histogram header out of range");
+        fail(err, "histogram header out of range");
         goto out;
     }
     const unsigned char *p = raw + V2_HEADER, *end = p + payload;
@@ -303,25 +302,25 @@ int hdr_decode(const char *b64, size_t n, struct hist *h, char *err, size_t errl
     while (p < end) {
         int64_t v;
         if (get_zigzag(&p, end, &v) < 0) {
-            fail(err, errlen, "histogram counts cut short");
+            fail(err, "histogram counts cut short");
             goto out;
         }
         if (v < 0) {                       /* a run of -v empty buckets */
             if ((uint64_t)-v > l.length - idx) {
-                fail(err, errlen, "histogram counts beyond its range");
+                fail(err, "histogram counts beyond its range");
                 goto out;
             }
             idx += (uint64_t)-v;
             continue;
         }
         if (idx >= l.length) {
-            fail(err, errlen, "histogram counts beyond its range");
+            fail(err, "histogram counts beyond its range");
             goto out;
         }
         if (v > 0) {
             uint64_t value = value_from_index(&l, idx);
             if (value == UINT64_MAX || (uint64_t)v > (1ull << 62) - h->count) {
-                fail(err, errlen, "histogram value or count out of range");
+                fail(err, "histogram value or count out of range");
                 goto out;
             }
             hist_record_n(h, value, (uint64_t)v);
@@ -409,7 +408,63 @@ static int interval_index(const struct agent_log *a, double t, size_t *k)
     return 0;
 }
 
-/* "key=value" pairs of the summary; strings are "quoted" with \" and \\. */
+static int read_count(const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-')
+        return -1;
+    *out = n;
+    return 0;
+}
+
+static int read_int(const char *v, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 0 || n > 100000000)
+        return -1;
+    *out = (int)n;
+    return 0;
+}
+
+static int read_real(const char *v, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !isfinite(d) || d < 0)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* Cut to the field's size, as a longer value cannot be one loadgen wrote. */
+static int read_str(const char *v, char *out, size_t len)
+{
+    size_t n = strnlen(v, len - 1);
+    memcpy(out, v, n);
+    out[n] = 0;
+    return 0;
+}
+
+/* count:sum:min:max, the exact figures a histogram's buckets only
+ * approximate; the buckets come from the tagged lines. */
+static int read_hist(const char *v, struct hist *h)
+{
+    unsigned long long c, s, mn, mx;
+    char tail;
+    if (sscanf(v, "%llu:%llu:%llu:%llu%c", &c, &s, &mn, &mx, &tail) != 4)
+        return -1;
+    h->sum = s;
+    if (c) {
+        h->min = mn;
+        h->max = mx;
+    }
+    return 0;
+}
+
+/* One key=value pair of the summary (SUMMARY_FIELDS), the value unquoted. */
 static int summary_field(struct agent_log *a, const char *key, size_t kn, const char *val,
                          size_t vn)
 {
@@ -418,97 +473,21 @@ static int summary_field(struct agent_log *a, const char *key, size_t kn, const 
         return -1;
     memcpy(v, val, vn);
     v[vn] = 0;
-#define KEY(s) (kn == strlen(s) && !memcmp(key, s, kn))
-    struct { const char *name; uint64_t *p; } counts[] = {
-        { "completed", &a->st.completed }, { "non2xx", &a->st.non2xx },
-        { "status_404", &a->st.status_404 }, { "status_503", &a->st.status_503 },
-        { "status_4xx", &a->st.status_4xx }, { "status_5xx", &a->st.status_5xx },
-        { "status_other", &a->st.status_other }, { "miss_answers", &a->miss_answers },
-        { "keepalive_requests", &a->st.keepalive_reqs }, { "connections", &a->st.connects },
-        { "abandoned", &a->st.abandoned }, { "failed_connect", &a->st.err_connect },
-        { "failed_receive", &a->st.err_recv }, { "failed_send", &a->st.err_send },
-        { "failed_timeout", &a->st.err_timeout }, { "failed_exceptions", &a->st.err_except },
-        { "length_mismatch", &a->st.err_length }, { "bytes_total", &a->st.bytes_total },
-        { "bytes_html", &a->st.bytes_body }, { "bytes_sent", &a->st.bytes_sent },
-        { "handshakes", &a->st.handshakes }, { "resumed", &a->st.resumed },
-        { "doc_length", &a->doc_length },
-    };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        if (KEY(counts[i].name)) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(v, &end, 10);
-            if (errno || end == v || *end || v[0] == '-')
-                return -1;
-            *counts[i].p = n;
-            return 0;
-        }
-    struct { const char *name; char *p; size_t len; } strs[] = {
-        { "server", a->server, sizeof a->server }, { "host", a->host, sizeof a->host },
-        { "path", a->path, sizeof a->path }, { "method", a->method, sizeof a->method },
-        { "tls_info", a->tls_info, sizeof a->tls_info },
-        { "tls_tmpkey", a->tls_tmpkey, sizeof a->tls_tmpkey },
-        { "tls_sni", a->tls_sni, sizeof a->tls_sni },
-        { "hostname", a->prov.hostname, sizeof a->prov.hostname },
-        { "cpu_model", a->prov.cpu_model, sizeof a->prov.cpu_model },
-        { "kernel", a->prov.kernel, sizeof a->prov.kernel },
-        { "loadgen", a->prov.loadgen, sizeof a->prov.loadgen },
-    };
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        if (KEY(strs[i].name)) {
-            snprintf(strs[i].p, strs[i].len, "%s", v);
-            return 0;
-        }
-    struct { const char *name; double *p; } reals[] = {
-        { "seconds", &a->seconds }, { "cpu_user_s", &a->cpu_user }, { "cpu_sys_s", &a->cpu_sys },
-        { "rate", &a->rate },
-    };
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
-        if (KEY(reals[i].name)) {
-            char *end;
-            double d = strtod(v, &end);
-            if (end == v || *end || !isfinite(d) || d < 0)
-                return -1;
-            *reals[i].p = d;
-            return 0;
-        }
-    struct { const char *name; int *p; } ints[] = {
-        { "concurrency", &a->concurrency }, { "threads", &a->threads }, { "port", &a->port },
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (KEY(ints[i].name)) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (end == v || *end || n < 0 || n > 100000000)
-                return -1;
-            *ints[i].p = (int)n;
-            return 0;
-        }
-    struct { const char *name; bool *p; } flags[] = {
-        { "keepalive", &a->keepalive }, { "tls", &a->tls }, { "posted", &a->posted },
-        { "variable_length", &a->variable_length },
-    };
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (KEY(flags[i].name)) {
-            *flags[i].p = !strcmp(v, "1");
-            return 0;
-        }
-    /* HISTNAME=count:sum:min:max, the exact figures a histogram's buckets
-     * only approximate. */
-    struct hist *h = KEY("lat") ? &a->st.lat : tag_hist(&a->st, key, kn);
-    if (h) {
-        unsigned long long c, s, mn, mx;
-        char tail;
-        if (sscanf(v, "%llu:%llu:%llu:%llu%c", &c, &s, &mn, &mx, &tail) != 4)
-            return -1;
-        h->sum = s;
-        if (c) {
-            h->min = mn;
-            h->max = mx;
-        }
-        return 0;
-    }
-#undef KEY
+#define IS_KEY(name) (kn == strlen(name) && !memcmp(key, name, kn))
+#define READ_COUNT(name, value, field) if (IS_KEY(name)) return read_count(v, &(field));
+#define READ_INT(name, value, field) if (IS_KEY(name)) return read_int(v, &(field));
+#define READ_FLAG(name, value, field) if (IS_KEY(name)) return (field) = !strcmp(v, "1"), 0;
+#define READ_REAL(name, format, value, field) if (IS_KEY(name)) return read_real(v, &(field));
+#define READ_STR(name, value, field) if (IS_KEY(name)) return read_str(v, field, sizeof field);
+#define READ_HIST(name, value, field) if (IS_KEY(name)) return read_hist(v, &(field));
+    SUMMARY_FIELDS(READ_COUNT, READ_INT, READ_FLAG, READ_REAL, READ_STR, READ_HIST)
+#undef READ_COUNT
+#undef READ_INT
+#undef READ_FLAG
+#undef READ_REAL
+#undef READ_STR
+#undef READ_HIST
+#undef IS_KEY
     return 0;                      /* a key from a newer loadgen: skipped */
 }
 
@@ -551,8 +530,7 @@ static int parse_summary(struct agent_log *a, const char *p, const char *end)
 }
 
 /* "T,LEN,MAX,HISTF..." after an optional "Tag=NAME,". */
-static int parse_interval(struct agent_log *a, const char *p, const char *end, char *err,
-                          size_t errlen)
+static int parse_interval(struct agent_log *a, const char *p, const char *end, struct zb_err *err)
 {
     const char *tag = NULL;
     size_t tagn = 0;
@@ -560,7 +538,7 @@ static int parse_interval(struct agent_log *a, const char *p, const char *end, c
         tag = p + 4;
         const char *c = memchr(tag, ',', (size_t)(end - tag));
         if (!c)
-            return fail(err, errlen, "a Tag= line without fields");
+            return fail(err, "a Tag= line without fields");
         tagn = (size_t)(c - tag);
         p = c + 1;
     }
@@ -570,18 +548,18 @@ static int parse_interval(struct agent_log *a, const char *p, const char *end, c
         const char *c = memchr(p, ',', (size_t)(end - p));
         size_t len = c ? (size_t)(c - p) : 0;
         if (!c || len == 0 || len >= sizeof num)
-            return fail(err, errlen, "an interval line needs START,LENGTH,MAX,HISTOGRAM");
+            return fail(err, "an interval line needs START,LENGTH,MAX,HISTOGRAM");
         memcpy(num, p, len);
         num[len] = 0;
         char *e;
         f[i] = strtod(num, &e);
         if (*e || !isfinite(f[i]) || f[i] < 0)
-            return fail(err, errlen, "an interval line has a field that is not a number >= 0");
+            return fail(err, "an interval line has a field that is not a number >= 0");
         p = c + 1;
     }
     struct hist tmp;
     hist_init(&tmp);
-    if (hdr_decode(p, (size_t)(end - p), &tmp, err, errlen) < 0)
+    if (hdr_decode(p, (size_t)(end - p), &tmp, err) < 0)
         return -1;
     if (tag) {
         struct hist *h = tag_hist(&a->st, tag, tagn);
@@ -593,9 +571,9 @@ static int parse_interval(struct agent_log *a, const char *p, const char *end, c
         a->interval_s = f[1] > 0 ? f[1] : 1;
     size_t k;
     if (interval_index(a, f[0], &k) < 0 || reserve(a, k) < 0)
-        return fail(err, errlen, "interval start out of range");
+        return fail(err, "interval start out of range");
     if (a->iv[k].hist)
-        return fail(err, errlen, "a second histogram for the same interval");
+        return fail(err, "a second histogram for the same interval");
     hist_merge(&a->st.lat, &tmp);
     a->iv[k].len = f[1];
     a->iv[k].completed = hist_count(&tmp);
@@ -610,19 +588,18 @@ static bool starts(const char *p, const char *end, const char *prefix)
     return (size_t)(end - p) >= n && !memcmp(p, prefix, n);
 }
 
-int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a, char *err,
-                 size_t errlen)
+int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a,
+                 struct zb_err *err)
 {
     memset(a, 0, sizeof *a);
     stats_init(&a->st);
     const char *p = text, *end = text + n;
-    char why[256];
+    struct zb_err why;
     for (int line = 1; p < end; line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl : end;
         const char *le = e > p && e[-1] == '\r' ? e - 1 : e;
         int rc = 0;
-        why[0] = 0;
         /* The short comments are read from a NUL-ended copy: the text
          * is not a C string, and sscanf and strtod read to a NUL. */
         char c[256];
@@ -630,14 +607,12 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
         if (starts(p, le, "#[StartTime: ")) {
             a->start_epoch_s = strtod(c + 13, NULL);
             if (!isfinite(a->start_epoch_s) || a->start_epoch_s < 0) {
-                snprintf(why, sizeof why, "a StartTime that is not a time");
-                rc = -1;
+                rc = fail(&why, "a StartTime that is not a time");
             }
         } else if (starts(p, le, "#[loadgen interval: ")) {
             a->interval_s = strtod(c + 20, NULL);
             if (!(a->interval_s >= 0.001 && a->interval_s <= 86400)) {
-                snprintf(why, sizeof why, "an interval that is not 0.001..86400 s");
-                rc = -1;
+                rc = fail(&why, "an interval that is not 0.001..86400 s");
             }
         } else if (starts(p, le, "#[loadgen failed: ")) {
             double t, len;
@@ -646,8 +621,7 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
             char close;
             if (sscanf(c + 18, "%lf,%lf,%llu%c", &t, &len, &nf, &close) != 4 || close != ']' ||
                 !isfinite(len) || len < 0 || interval_index(a, t, &k) < 0 || reserve(a, k) < 0) {
-                snprintf(why, sizeof why, "a 'loadgen failed' line that is not T,LEN,N");
-                rc = -1;
+                rc = fail(&why, "a 'loadgen failed' line that is not T,LEN,N");
             } else {
                 a->iv[k].failed += nf;
                 if (!a->iv[k].len)
@@ -655,24 +629,24 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
             }
         } else if (starts(p, le, "#[loadgen summary: ")) {
             if (le == p || le[-1] != ']' || parse_summary(a, p + 19, le - 1) < 0) {
-                snprintf(why, sizeof why, "a 'loadgen summary' line that does not parse");
-                rc = -1;
+                rc = fail(&why, "a 'loadgen summary' line that does not parse");
             }
         } else if (p == le || *p == '#' || *p == '"') {
             /* comments, the legend, blank lines */
         } else {
-            rc = parse_interval(a, p, le, why, sizeof why);
+            rc = parse_interval(a, p, le, &why);
         }
         if (rc < 0) {
-            snprintf(err, errlen, "%s:%d: %s", name, line, why);
+            zb_fail(err, ZB_ERR_INPUT, "%s:%d: %s", name, line, why.msg);
             agent_log_free(a);
             return -1;
         }
         p = nl ? nl + 1 : end;
     }
     if (!a->have_summary) {
-        snprintf(err, errlen, "%s: no '#[loadgen summary: ...]' line: not a whole loadgen --hdr-log "
-                 "(did the run finish?)", name);
+        zb_fail(err, ZB_ERR_INPUT,
+                "%s: no '#[loadgen summary: ...]' line: not a whole loadgen --hdr-log "
+                "(did the run finish?)", name);
         agent_log_free(a);
         return -1;
     }

@@ -126,11 +126,11 @@ static size_t longest(const struct keys *k)
 
 /* Encodes the keys and misses as they will be sent (after the misses were
  * proved absent from the keys as written). */
-static int keys_encode(struct keys *k, char *err, size_t errlen)
+static int keys_encode(struct keys *k, struct zb_err *err)
 {
     if (encode_keys(k->key, k->len, k->n, &k->key_text) < 0 ||
         (k->nmiss && encode_keys(k->miss, k->miss_len, k->nmiss, &k->miss_text) < 0)) {
-        snprintf(err, errlen, "--keys: out of memory");
+        zb_fail(err, ZB_ERR_SYS, "--keys: out of memory");
         return -1;
     }
     k->maxlen = longest(k);
@@ -166,13 +166,12 @@ static int make_miss(const struct keys *k, const struct set *s, uint64_t *rng, c
     return -1;
 }
 
-int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char *err,
-              size_t errlen)
+int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, struct zb_err *err)
 {
     memset(k, 0, sizeof *k);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "--keys: cannot open '%s'", path);
+        zb_fail(err, ZB_ERR_INPUT, "--keys: cannot open '%s'", path);
         return -1;
     }
     fseek(f, 0, SEEK_END);
@@ -181,7 +180,7 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
     k->text = malloc((size_t)size + 1);
     if (size < 0 || !k->text || fread(k->text, 1, (size_t)size, f) != (size_t)size) {
         fclose(f);
-        snprintf(err, errlen, "--keys: cannot read '%s'", path);
+        zb_fail(err, ZB_ERR_INPUT, "--keys: cannot read '%s'", path);
         return -1;
     }
     fclose(f);
@@ -200,7 +199,7 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
                 k->key = realloc(k->key, cap * sizeof *k->key);
                 k->len = realloc(k->len, cap * sizeof *k->len);
                 if (!k->key || !k->len) {
-                    snprintf(err, errlen, "--keys: out of memory");
+                    zb_fail(err, ZB_ERR_SYS, "--keys: out of memory");
                     return -1;
                 }
             }
@@ -213,15 +212,15 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
         p = next;
     }
     if (!k->n) {
-        snprintf(err, errlen, "--keys: '%s' holds no keys", path);
+        zb_fail(err, ZB_ERR_INPUT, "--keys: '%s' holds no keys", path);
         return -1;
     }
     if (miss <= 0)
-        return keys_encode(k, err, errlen);
+        return keys_encode(k, err);
 
     struct set s;
     if (set_build(&s, k) < 0) {
-        snprintf(err, errlen, "--keys: out of memory");
+        zb_fail(err, ZB_ERR_SYS, "--keys: out of memory");
         return -1;
     }
     uint64_t rng = seed ^ 0x6d697373ull;        /* its own stream: "miss" */
@@ -231,7 +230,7 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
     if (!k->miss || !k->miss_len || !pool) {
         free(s.slot);
         free(pool);
-        snprintf(err, errlen, "--keys: out of memory");
+        zb_fail(err, ZB_ERR_SYS, "--keys: out of memory");
         return -1;
     }
     for (uint32_t i = 0; i < MISS_POOL; i++) {
@@ -247,11 +246,11 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char
     free(s.slot);
     if (!k->nmiss) {
         free(pool);
-        snprintf(err, errlen, "--miss: cannot make a key absent from '%s'", path);
+        zb_fail(err, ZB_ERR_INPUT, "--miss: cannot make a key absent from '%s'", path);
         return -1;
     }
     k->miss_pool = pool;
-    return keys_encode(k, err, errlen);
+    return keys_encode(k, err);
 }
 
 void keys_free(struct keys *k)
@@ -317,20 +316,20 @@ static int append_basic(char **buf, size_t *len, size_t *cap, const char *name,
 }
 
 int request_build(struct request *r, const struct config *cfg, const struct target *t,
-                  const struct keys *k, char *err, size_t errlen)
+                  const struct keys *k, struct zb_err *err)
 {
     memset(r, 0, sizeof *r);
     const char *slot = strstr(t->path, SLOT);
     if (slot && !k) {
-        snprintf(err, errlen, "the URL has a {key} slot but no --keys FILE was given");
+        zb_fail(err, ZB_ERR_INPUT, "the URL has a {key} slot but no --keys FILE was given");
         return -1;
     }
     if (!slot && k) {
-        snprintf(err, errlen, "--keys needs a {key} slot in the URL, e.g. /zip/pg/{key}");
+        zb_fail(err, ZB_ERR_INPUT, "--keys needs a {key} slot in the URL, e.g. /zip/pg/{key}");
         return -1;
     }
     if (slot && strstr(slot + strlen(SLOT), SLOT)) {
-        snprintf(err, errlen, "the URL may hold only one {key} slot");
+        zb_fail(err, ZB_ERR_INPUT, "the URL may hold only one {key} slot");
         return -1;
     }
     size_t cap = 512, len = 0;
@@ -373,7 +372,7 @@ int request_build(struct request *r, const struct config *cfg, const struct targ
     bad = bad || append(&buf, &len, &cap, "\r\n") < 0;
     if (bad) {
         free(buf);
-        snprintf(err, errlen, "out of memory");
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
         return -1;
     }
     r->pre = buf;

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "hist.h"
+#include "util.h"
 
 #define HEAD_MAX 8192          /* response head bigger than this: exception */
 #define MAX_HEADERS 64         /* -H lines */
@@ -91,11 +92,11 @@ struct target {
 
 /* Splits an http:// or https:// URL; on error writes a message to err and
  * returns -1. No name lookup yet. */
-int url_parse(const char *url, struct target *t, char *err, size_t errlen);
+int url_parse(const char *url, struct target *t, struct zb_err *err);
 /* Resolves connect_host with getaddrinfo and picks an address (target_pick);
  * -1 with a message if the name does not resolve. */
 int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
-                   double timeout_s, char *err, size_t errlen);
+                   double timeout_s, struct zb_err *err);
 /* With several addresses, the first that accepts a connection within
  * timeout_s (else the first) becomes t->chosen. */
 void target_pick(struct target *t, double timeout_s);
@@ -129,11 +130,10 @@ struct request {
     size_t body_len;
 };
 
-int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, char *err,
-              size_t errlen);
+int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, struct zb_err *err);
 void keys_free(struct keys *k);
 int request_build(struct request *r, const struct config *cfg, const struct target *t,
-                  const struct keys *k, char *err, size_t errlen);
+                  const struct keys *k, struct zb_err *err);
 void request_free(struct request *r);
 
 /* The key of request number idx: a pure function of (seed, idx), so runs
@@ -176,7 +176,7 @@ struct tls_ctx;                /* one per loop thread: SSL_CTX and its session *
  * -Z, -f or -E). sni: the name to send, or NULL; host: the URL's host,
  * which --verify checks the certificate against. */
 struct tls_ctx *tls_ctx_new(const struct config *cfg, const char *sni, const char *host,
-                            char *err, size_t errlen);
+                            struct zb_err *err);
 void tls_ctx_free(struct tls_ctx *t);
 /* A TLS client on connected (or connecting) fd; NULL when out of memory. */
 void *tls_open(struct tls_ctx *t, int fd);
@@ -278,7 +278,7 @@ void provenance_add(struct provenance *into, const struct provenance *p);
 /* V2 "compressed" encoding, base64: "HISTF...". Returns a malloc'd string. */
 char *hdr_encode(const struct hist *h);
 /* Decodes one; adds its counts into h. -1 and err on a malformed input. */
-int hdr_decode(const char *b64, size_t n, struct hist *h, char *err, size_t errlen);
+int hdr_decode(const char *b64, size_t n, struct hist *h, struct zb_err *err);
 void hdrlog_header(FILE *f, double start_epoch_s, double interval_s, const char *cmdline);
 void hdrlog_line(FILE *f, const char *tag, double t, double len, const struct hist *h);
 
@@ -311,8 +311,71 @@ struct agent_log {
 };
 /* Parses a log held in text[0..n), which must outlive a (its intervals
  * point into it); name is for messages (file:line). */
-int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a, char *err,
-                 size_t errlen);
+int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log *a,
+                 struct zb_err *err);
+
+/* The summary line's fields, in the order written: the one list that
+ * main.c writes (from struct result *r) and hdrlog.c reads back (into
+ * struct agent_log *a). Each entry is KIND(key, r's value, a's field):
+ *   COUNT  an unsigned count, "%llu"
+ *   INT    an int, "%d" (0..100000000)
+ *   FLAG   a bool, 0 or 1
+ *   REAL   a double >= 0, with its printf format
+ *   STR    a string, "quoted" with \" and \\ (a's field a char array)
+ *   HIST   a histogram's exact count:sum:min:max
+ * A reader skips a key it does not know (a log from a newer loadgen). */
+#define SUMMARY_FIELDS(COUNT, INT, FLAG, REAL, STR, HIST) \
+    COUNT("completed", r->st.completed, a->st.completed) \
+    COUNT("non2xx", r->st.non2xx, a->st.non2xx) \
+    COUNT("status_404", r->st.status_404, a->st.status_404) \
+    COUNT("status_503", r->st.status_503, a->st.status_503) \
+    COUNT("status_4xx", r->st.status_4xx, a->st.status_4xx) \
+    COUNT("status_5xx", r->st.status_5xx, a->st.status_5xx) \
+    COUNT("status_other", r->st.status_other, a->st.status_other) \
+    COUNT("miss_answers", r->miss_answers, a->miss_answers) \
+    COUNT("keepalive_requests", r->st.keepalive_reqs, a->st.keepalive_reqs) \
+    COUNT("connections", r->st.connects, a->st.connects) \
+    COUNT("abandoned", r->st.abandoned, a->st.abandoned) \
+    COUNT("failed_connect", r->st.err_connect, a->st.err_connect) \
+    COUNT("failed_receive", r->st.err_recv, a->st.err_recv) \
+    COUNT("failed_send", r->st.err_send, a->st.err_send) \
+    COUNT("failed_timeout", r->st.err_timeout, a->st.err_timeout) \
+    COUNT("failed_exceptions", r->st.err_except, a->st.err_except) \
+    COUNT("length_mismatch", r->st.err_length, a->st.err_length) \
+    COUNT("bytes_total", r->st.bytes_total, a->st.bytes_total) \
+    COUNT("bytes_html", r->st.bytes_body, a->st.bytes_body) \
+    COUNT("bytes_sent", r->st.bytes_sent, a->st.bytes_sent) \
+    COUNT("handshakes", r->st.handshakes, a->st.handshakes) \
+    COUNT("resumed", r->st.resumed, a->st.resumed) \
+    COUNT("doc_length", r->doc_length, a->doc_length) \
+    INT("concurrency", r->concurrency, a->concurrency) \
+    INT("threads", r->threads, a->threads) \
+    INT("port", r->port, a->port) \
+    FLAG("keepalive", r->keepalive, a->keepalive) \
+    FLAG("tls", r->tls, a->tls) \
+    FLAG("posted", r->posted, a->posted) \
+    FLAG("variable_length", r->cfg->variable_length, a->variable_length) \
+    REAL("seconds", "%.6f", r->seconds, a->seconds) \
+    REAL("cpu_user_s", "%.6f", r->cpu_user, a->cpu_user) \
+    REAL("cpu_sys_s", "%.6f", r->cpu_sys, a->cpu_sys) \
+    REAL("rate", "%.10g", r->rate, a->rate) \
+    STR("server", r->server, a->server) \
+    STR("host", r->host, a->host) \
+    STR("path", r->path, a->path) \
+    STR("method", r->cfg->method, a->method) \
+    STR("tls_info", r->tls_info, a->tls_info) \
+    STR("tls_tmpkey", r->tls_tmpkey, a->tls_tmpkey) \
+    STR("tls_sni", r->tls_sni, a->tls_sni) \
+    STR("hostname", r->prov->hostname, a->prov.hostname) \
+    STR("cpu_model", r->prov->cpu_model, a->prov.cpu_model) \
+    STR("kernel", r->prov->kernel, a->prov.kernel) \
+    STR("loadgen", r->prov->loadgen, a->prov.loadgen) \
+    HIST("lat", r->st.lat, a->st.lat) \
+    HIST("connect", r->st.connect, a->st.connect) \
+    HIST("processing", r->st.processing, a->st.processing) \
+    HIST("waiting", r->st.waiting, a->st.waiting) \
+    HIST("total", r->st.total, a->st.total)
+
 void agent_log_free(struct agent_log *a);
 
 /* ---- the run, as loop.c and main.c share it ---- */
@@ -353,7 +416,7 @@ struct worker {
     struct sample *samples;    /* -g */
     size_t nsamples, samples_cap;
     bool setup_failed;         /* no loop: out of memory or a TLS error */
-    char err[256];
+    struct zb_err err;
 };
 
 void *worker_run(void *arg);

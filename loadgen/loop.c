@@ -631,10 +631,10 @@ void *worker_run(void *arg)
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
     bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
     if (ok && sh->tgt->tls) {
-        L.tls = tls_ctx_new(cfg, sh->sni, sh->tgt->host, w->err, sizeof w->err);
+        L.tls = tls_ctx_new(cfg, sh->sni, sh->tgt->host, &w->err);
         ok = L.tls != NULL;
     } else if (!ok) {
-        snprintf(w->err, sizeof w->err, "out of memory");
+        zb_fail(&w->err, ZB_ERR_SYS, "out of memory");
     }
     w->setup_failed = !ok;
     hist_init(&L.iv.lat);

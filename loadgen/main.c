@@ -181,42 +181,19 @@ static void hdrlog_trailer(FILE *f, const struct result *r)
     hdrlog_line(f, "waiting", 0, r->seconds, &s->waiting);
     hdrlog_line(f, "total", 0, r->seconds, &s->total);
     fprintf(f, "#[loadgen summary:");
-    const struct { const char *k; uint64_t v; } n[] = {
-        { "completed", s->completed }, { "non2xx", s->non2xx },
-        { "status_404", s->status_404 }, { "status_503", s->status_503 },
-        { "status_4xx", s->status_4xx }, { "status_5xx", s->status_5xx },
-        { "status_other", s->status_other }, { "miss_answers", r->miss_answers },
-        { "keepalive_requests", s->keepalive_reqs }, { "connections", s->connects },
-        { "abandoned", s->abandoned }, { "failed_connect", s->err_connect },
-        { "failed_receive", s->err_recv }, { "failed_send", s->err_send },
-        { "failed_timeout", s->err_timeout }, { "failed_exceptions", s->err_except },
-        { "length_mismatch", s->err_length }, { "bytes_total", s->bytes_total },
-        { "bytes_html", s->bytes_body }, { "bytes_sent", s->bytes_sent },
-        { "handshakes", s->handshakes }, { "resumed", s->resumed },
-        { "doc_length", r->doc_length },
-    };
-    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
-        fprintf(f, " %s=%llu", n[i].k, (unsigned long long)n[i].v);
-    fprintf(f, " concurrency=%d threads=%d port=%d keepalive=%d tls=%d posted=%d"
-               " variable_length=%d seconds=%.6f cpu_user_s=%.6f cpu_sys_s=%.6f rate=%.10g",
-            r->concurrency, r->threads, r->port, r->keepalive, r->tls, r->posted,
-            r->cfg->variable_length, r->seconds, r->cpu_user, r->cpu_sys, r->rate);
-    kv_str(f, "server", r->server);
-    kv_str(f, "host", r->host);
-    kv_str(f, "path", r->path);
-    kv_str(f, "method", r->cfg->method);
-    kv_str(f, "tls_info", r->tls_info);
-    kv_str(f, "tls_tmpkey", r->tls_tmpkey);
-    kv_str(f, "tls_sni", r->tls_sni);
-    kv_str(f, "hostname", r->prov->hostname);
-    kv_str(f, "cpu_model", r->prov->cpu_model);
-    kv_str(f, "kernel", r->prov->kernel);
-    kv_str(f, "loadgen", r->prov->loadgen);
-    kv_hist(f, "lat", &s->lat);
-    kv_hist(f, "connect", &s->connect);
-    kv_hist(f, "processing", &s->processing);
-    kv_hist(f, "waiting", &s->waiting);
-    kv_hist(f, "total", &s->total);
+#define WRITE_COUNT(key, value, field) fprintf(f, " %s=%llu", key, (unsigned long long)(value));
+#define WRITE_INT(key, value, field) fprintf(f, " %s=%d", key, (int)(value));
+#define WRITE_FLAG(key, value, field) fprintf(f, " %s=%d", key, (value) ? 1 : 0);
+#define WRITE_REAL(key, format, value, field) fprintf(f, " %s=" format, key, (double)(value));
+#define WRITE_STR(key, value, field) kv_str(f, key, value);
+#define WRITE_HIST(key, value, field) kv_hist(f, key, &(value));
+    SUMMARY_FIELDS(WRITE_COUNT, WRITE_INT, WRITE_FLAG, WRITE_REAL, WRITE_STR, WRITE_HIST)
+#undef WRITE_COUNT
+#undef WRITE_INT
+#undef WRITE_FLAG
+#undef WRITE_REAL
+#undef WRITE_STR
+#undef WRITE_HIST
     fprintf(f, "]\n");
 }
 
@@ -276,43 +253,83 @@ static int write_reports(const struct config *cfg, const struct result *res, str
     return rc;
 }
 
-static int run(struct config *cfg)
+/* The URL's target, checked, with its SNI name (sni, "" for none) and
+ * its TLS settings tried, and resolved: 0, or the exit status after
+ * saying why on stderr. */
+static int prepare_target(const struct config *cfg, struct target *tgt, char *sni, size_t snilen)
 {
-    char err[512];
-    static struct target tgt;
-    if (url_parse(cfg->url, &tgt, err, sizeof err) < 0) {
-        fprintf(stderr, "loadgen: %s\n", err);
+    struct zb_err err;
+    if (url_parse(cfg->url, tgt, &err) < 0) {
+        fprintf(stderr, "loadgen: %s\n", err.msg);
         return cli_usage_error("loadgen");
     }
-    int rc = check_target(cfg, &tgt);
+    int rc = check_target(cfg, tgt);
     if (rc)
         return rc;
-    char sni[256];
-    pick_sni(cfg, &tgt, sni, sizeof sni);
-    if (tgt.tls) {             /* bad -Z, -f, -E or --cacert: say so before the run */
-        struct tls_ctx *probe = tls_ctx_new(cfg, sni[0] ? sni : NULL, tgt.host, err, sizeof err);
+    pick_sni(cfg, tgt, sni, snilen);
+    if (tgt->tls) {            /* bad -Z, -f, -E or --cacert: say so before the run */
+        struct tls_ctx *probe = tls_ctx_new(cfg, sni[0] ? sni : NULL, tgt->host, &err);
         if (!probe) {
-            fprintf(stderr, "loadgen: %s\n", err);
+            fprintf(stderr, "loadgen: %s\n", err.msg);
             return cli_usage_error("loadgen");
         }
         tls_ctx_free(probe);
     }
-    if (target_resolve(&tgt, cfg->proxy, cfg->bind_addr, cfg->timeout, err, sizeof err) < 0) {
-        fprintf(stderr, "loadgen: %s\n", err);
+    if (target_resolve(tgt, cfg->proxy, cfg->bind_addr, cfg->timeout, &err) < 0) {
+        fprintf(stderr, "loadgen: %s\n", err.msg);
         return ZB_EXIT_FAIL;
     }
+    return 0;
+}
+
+/* ab's opening lines, "Benchmarking HOST (be patient)", on the report's stream. */
+static void print_banner(const struct config *cfg, const struct target *tgt)
+{
+    FILE *out = report_out(cfg);
+    fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", zb_version);
+    fprintf(out, "Benchmarking %s ", tgt->host);
+    if (cfg->proxy)
+        fprintf(out, "[through %s:%d] ", tgt->connect_host, tgt->connect_port);
+    fprintf(out, "(be patient)%s", cfg->progress ? "\n" : "...");
+    fflush(out);
+}
+
+/* The run's end (monotonic ns), from the clock at the join (end) and the
+ * last response (last, 0 for none). Time taken runs to the last response,
+ * as ab's does; a run cut by ^C lasted until the cut. One that -t ended
+ * lasted -t at least (at 0.5 req/s the last response may come long before
+ * it), or exactly -t if it abandoned stragglers. */
+static uint64_t run_stop_ns(const struct shared *sh, const struct stats *st, uint64_t end,
+                            uint64_t last)
+{
+    uint64_t stop = last ? last : end;
+    if (sh->end_ns && end >= sh->end_ns)
+        stop = st->abandoned || last < sh->end_ns ? sh->end_ns : last;
+    if (atomic_load(&sh->stop))
+        stop = end;
+    return stop;
+}
+
+static int run(struct config *cfg)
+{
+    struct zb_err err;
+    static struct target tgt;
+    char sni[256];
+    int rc = prepare_target(cfg, &tgt, sni, sizeof sni);
+    if (rc)
+        return rc;
     struct keys keys;
     struct keys *kp = NULL;
     if (cfg->keyfile) {
-        if (keys_load(&keys, cfg->keyfile, cfg->miss, cfg->seed, err, sizeof err) < 0) {
-            fprintf(stderr, "loadgen: %s\n", err);
+        if (keys_load(&keys, cfg->keyfile, cfg->miss, cfg->seed, &err) < 0) {
+            fprintf(stderr, "loadgen: %s\n", err.msg);
             return ZB_EXIT_USAGE;
         }
         kp = &keys;
     }
     struct request req;
-    if (request_build(&req, cfg, &tgt, kp, err, sizeof err) < 0) {
-        fprintf(stderr, "loadgen: %s\n", err);
+    if (request_build(&req, cfg, &tgt, kp, &err) < 0) {
+        fprintf(stderr, "loadgen: %s\n", err.msg);
         if (kp)
             keys_free(kp);
         return cli_usage_error("loadgen");
@@ -350,15 +367,8 @@ static int run(struct config *cfg)
         fprintf(stderr, "loadgen: out of memory\n");
         return ZB_EXIT_FAIL;
     }
-    if (!cfg->json) {
-        FILE *out = report_out(cfg);
-        fprintf(out, "This is loadgen %s, an ab-compatible benchmark client\n\n", zb_version);
-        fprintf(out, "Benchmarking %s ", tgt.host);
-        if (cfg->proxy)
-            fprintf(out, "[through %s:%d] ", tgt.connect_host, tgt.connect_port);
-        fprintf(out, "(be patient)%s", cfg->progress ? "\n" : "...");
-        fflush(out);
-    }
+    if (!cfg->json)
+        print_banner(cfg, &tgt);
 
     static struct provenance prov;
     provenance_here(&prov);
@@ -409,19 +419,11 @@ static int run(struct config *cfg)
         pthread_join(tid[i], NULL);
         stats_add(&res.st, &w[i].st);
         if (w[i].setup_failed && !setup_err)
-            setup_err = w[i].err;
+            setup_err = w[i].err.msg;
     }
     uint64_t end = zb_now_ns(), last = res.st.last_done_ns;
     getrusage(RUSAGE_SELF, &ru1);
-    /* Time taken runs to the last response, as ab's does; a run cut by ^C
-     * lasted until the cut. One that -t ended lasted -t at least (at 0.5
-     * req/s the last response may come long before it), or exactly -t if
-     * it abandoned stragglers. */
-    uint64_t stop = last ? last : end;
-    if (sh.end_ns && end >= sh.end_ns)
-        stop = res.st.abandoned || last < sh.end_ns ? sh.end_ns : last;
-    if (atomic_load(&sh.stop))
-        stop = end;
+    uint64_t stop = run_stop_ns(&sh, &res.st, end, last);
     res.seconds = (double)(stop - sh.start_ns) / 1e9;
     res.cpu_user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
     res.cpu_sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);

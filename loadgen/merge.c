@@ -36,11 +36,11 @@ static const char merge_usage[] =
     "Exit status: 0 when the merged run completed requests and none failed, 1 when\n"
     "some failed or none completed, 2 on bad usage or a log that does not parse.\n";
 
-static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
+static char *slurp(const char *path, size_t *n, struct zb_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        zb_fail(err, ZB_ERR_SYS, "%s: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -59,7 +59,7 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
     fclose(f);
     if (bad) {
         free(p);
-        snprintf(err, errlen, "%s: cannot read", path);
+        zb_fail(err, ZB_ERR_SYS, "%s: cannot read", path);
         return NULL;
     }
     *n = len;
@@ -69,7 +69,7 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
 /* Interval k of the merged run: each agent's interval at the same wall
  * time, histograms decoded from the logs and added. */
 static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, double len,
-                        struct point *p, char *err, size_t errlen)
+                        struct point *p, struct zb_err *err)
 {
     static struct interval sum;
     sum.completed = sum.failed = 0;
@@ -80,11 +80,64 @@ static int merged_point(struct agent_log *a, const size_t *k0, int n, size_t k, 
         const struct agent_interval *iv = &a[i].iv[k - k0[i]];
         sum.completed += iv->completed;
         sum.failed += iv->failed;
-        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err, errlen) < 0)
+        if (iv->hist && hdr_decode(iv->hist, iv->hist_len, &sum.lat, err) < 0)
             return -1;
     }
     point_from(p, (double)k * len, len, &sum);
     return 0;
+}
+
+/* Reads and parses the logs at paths[0..nlogs) into texts and a, which
+ * must share one --interval; *parsed: how many of a to free. 0, or the
+ * exit status after saying why. */
+static int read_logs(const char *const *paths, int nlogs, struct agent_log *a, char **texts,
+                     int *parsed)
+{
+    struct zb_err err;
+    for (int i = 0; i < nlogs; i++) {
+        size_t n;
+        char *text = texts[i] = slurp(paths[i], &n, &err);
+        if (!text || hdrlog_parse(text, n, paths[i], &a[i], &err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err.msg);
+            return ZB_EXIT_USAGE;
+        }
+        (*parsed)++;
+        if (fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
+            fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
+                    "with one --interval\n", paths[i], a[i].interval_s, paths[0],
+                    a[0].interval_s);
+            return ZB_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* The merged run's reports as the flags ask: the text, JSON or .hgrm on
+ * stdout (stderr when --csv - has it), --csv, -e. 0, or ZB_EXIT_FAIL when
+ * a file cannot be written or the run had failures or no completions. */
+static int write_reports(const struct config *cfg, bool percentiles, const struct result *r)
+{
+    int rc = 0;
+    FILE *out = cfg->csv && !strcmp(cfg->csv, "-") ? stderr : stdout;
+    if (percentiles)
+        report_hgrm(r, out);
+    else if (cfg->json)
+        report_json(r, out);
+    else
+        report_text(r, out);
+    fflush(stdout);
+    if (cfg->csv && report_csv(r, cfg->csv) < 0) {
+        fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg->csv);
+        rc = ZB_EXIT_FAIL;
+    }
+    if (cfg->percentile_csv && report_percentile_csv(r, cfg->percentile_csv) < 0) {
+        fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg->percentile_csv);
+        rc = ZB_EXIT_FAIL;
+    }
+    report_warn_errors(r, "loadgen merge");
+    if (!rc && (stats_failed(&r->st) || !r->st.completed))
+        rc = ZB_EXIT_FAIL;
+    return rc;
 }
 
 int merge_main(int argc, const char *const *argv)
@@ -134,22 +187,9 @@ int merge_main(int argc, const char *const *argv)
         fprintf(stderr, "loadgen merge: out of memory\n");
         return ZB_EXIT_FAIL;
     }
-    char err[1200];
-    int rc = 0, parsed = 0;
-    for (int i = 0; i < nlogs && !rc; i++, parsed++) {
-        size_t n;
-        char *text = texts[i] = slurp(g->argv[g->ind + i], &n, err, sizeof err);
-        if (!text || hdrlog_parse(text, n, g->argv[g->ind + i], &a[i], err, sizeof err) < 0) {
-            fprintf(stderr, "loadgen merge: %s\n", err);
-            rc = ZB_EXIT_USAGE;
-        }
-        if (!rc && fabs(a[i].interval_s - a[0].interval_s) > 1e-6) {
-            fprintf(stderr, "loadgen merge: %s has %.3f s intervals, %s %.3f s: run the agents "
-                    "with one --interval\n", g->argv[g->ind + i], a[i].interval_s,
-                    g->argv[g->ind], a[0].interval_s);
-            rc = ZB_EXIT_USAGE;
-        }
-    }
+    struct zb_err err;
+    int parsed = 0;
+    int rc = read_logs(g->argv + g->ind, nlogs, a, texts, &parsed);
     if (rc) {
         for (int i = 0; i < nlogs; i++) {
             if (i < parsed)
@@ -203,33 +243,14 @@ int merge_main(int argc, const char *const *argv)
         rc = ZB_EXIT_FAIL;
     }
     for (size_t k = 0; !rc && k < npoints; k++)
-        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], err, sizeof err) < 0) {
-            fprintf(stderr, "loadgen merge: %s\n", err);
+        if (merged_point(a, k0, nlogs, k, a[0].interval_s, &pts[k], &err) < 0) {
+            fprintf(stderr, "loadgen merge: %s\n", err.msg);
             rc = ZB_EXIT_USAGE;
         }
     r.points = pts;
     r.npoints = npoints;
-    if (!rc) {
-        FILE *out = cfg.csv && !strcmp(cfg.csv, "-") ? stderr : stdout;
-        if (percentiles)
-            report_hgrm(&r, out);
-        else if (cfg.json)
-            report_json(&r, out);
-        else
-            report_text(&r, out);
-        fflush(stdout);
-        if (cfg.csv && report_csv(&r, cfg.csv) < 0) {
-            fprintf(stderr, "loadgen merge: --csv: cannot write '%s'\n", cfg.csv);
-            rc = ZB_EXIT_FAIL;
-        }
-        if (cfg.percentile_csv && report_percentile_csv(&r, cfg.percentile_csv) < 0) {
-            fprintf(stderr, "loadgen merge: -e: cannot write '%s'\n", cfg.percentile_csv);
-            rc = ZB_EXIT_FAIL;
-        }
-        report_warn_errors(&r, "loadgen merge");
-        if (!rc && (stats_failed(&r.st) || !r.st.completed))
-            rc = ZB_EXIT_FAIL;
-    }
+    if (!rc)
+        rc = write_reports(&cfg, percentiles, &r);
     free(pts);
     free(k0);
     for (int i = 0; i < nlogs; i++) {

@@ -82,27 +82,27 @@ static int protocol_range(const char *name, int *lo, int *hi)
     return -1;
 }
 
-static void ssl_err(char *err, size_t errlen, const char *what)
+static void ssl_err(struct zb_err *err, const char *what)
 {
     char e[256] = "";
     unsigned long code = ERR_get_error();
     if (code)
         ERR_error_string_n(code, e, sizeof e);
-    snprintf(err, errlen, "%s%s%s", what, e[0] ? ": " : "", e);
+    zb_fail(err, ZB_ERR_INPUT, "%s%s%s", what, e[0] ? ": " : "", e);
     ERR_clear_error();
 }
 
 struct tls_ctx *tls_ctx_new(const struct config *cfg, const char *sni, const char *host,
-                            char *err, size_t errlen)
+                            struct zb_err *err)
 {
     struct tls_ctx *t = calloc(1, sizeof *t);
     if (!t) {
-        snprintf(err, errlen, "out of memory");
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     t->ctx = SSL_CTX_new(TLS_client_method());
     if (!t->ctx) {
-        ssl_err(err, errlen, "TLS: cannot make a context");
+        ssl_err(err, "TLS: cannot make a context");
         free(t);
         return NULL;
     }
@@ -122,8 +122,8 @@ struct tls_ctx *tls_ctx_new(const struct config *cfg, const char *sni, const cha
     int lo, hi;
     if (cfg->tls_protocol) {
         if (protocol_range(cfg->tls_protocol, &lo, &hi) < 0) {
-            snprintf(err, errlen, "-f '%s': not one of TLS1, TLS1.1, TLS1.2, TLS1.3, ALL",
-                     cfg->tls_protocol);
+            zb_fail(err, ZB_ERR_INPUT, "-f '%s': not one of TLS1, TLS1.1, TLS1.2, TLS1.3, ALL",
+                    cfg->tls_protocol);
             tls_ctx_free(t);
             return NULL;
         }
@@ -148,7 +148,7 @@ struct tls_ctx *tls_ctx_new(const struct config *cfg, const char *sni, const cha
             bad = "--cacert: cannot load the certificates";
     }
     if (bad) {
-        ssl_err(err, errlen, bad);
+        ssl_err(err, bad);
         tls_ctx_free(t);
         return NULL;
     }

@@ -18,14 +18,14 @@
 /* host[:port] or [v6][:port] at s, up to one of the stop characters;
  * *rest is set after it. */
 static int split_host_port(const char *s, const char *stops, char *host, size_t hostlen,
-                           int *port, const char **rest, char *err, size_t errlen,
+                           int *port, const char **rest, struct zb_err *err,
                            const char *what)
 {
     const char *h = s, *hend, *r;
     if (*h == '[') {
         hend = strchr(h, ']');
         if (!hend) {
-            snprintf(err, errlen, "%s '%s': unclosed '[' in host", what, s);
+            zb_fail(err, ZB_ERR_INPUT, "%s '%s': unclosed '[' in host", what, s);
             return -1;
         }
         r = hend + 1;
@@ -38,7 +38,7 @@ static int split_host_port(const char *s, const char *stops, char *host, size_t 
     }
     size_t hl = (size_t)(hend - h);
     if (hl == 0 || hl >= hostlen) {
-        snprintf(err, errlen, "%s '%s': no host", what, s);
+        zb_fail(err, ZB_ERR_INPUT, "%s '%s': no host", what, s);
         return -1;
     }
     memcpy(host, h, hl);
@@ -47,20 +47,20 @@ static int split_host_port(const char *s, const char *stops, char *host, size_t 
         char *end;
         long p = strtol(r + 1, &end, 10);
         if (end == r + 1 || p < 1 || p > 65535 || (*end && !strchr(stops, *end))) {
-            snprintf(err, errlen, "%s '%s': bad port", what, s);
+            zb_fail(err, ZB_ERR_INPUT, "%s '%s': bad port", what, s);
             return -1;
         }
         *port = (int)p;
         r = end;
     } else if (*r && !strchr(stops, *r)) {
-        snprintf(err, errlen, "%s '%s': bad text after the host", what, s);
+        zb_fail(err, ZB_ERR_INPUT, "%s '%s': bad text after the host", what, s);
         return -1;
     }
     *rest = r;
     return 0;
 }
 
-int url_parse(const char *url, struct target *t, char *err, size_t errlen)
+int url_parse(const char *url, struct target *t, struct zb_err *err)
 {
     memset(t, 0, sizeof *t);
     const char *h;
@@ -72,15 +72,15 @@ int url_parse(const char *url, struct target *t, char *err, size_t errlen)
         t->port = 443;
         t->tls = true;
     } else {
-        snprintf(err, errlen, "'%s': only http:// and https:// URLs are supported", url);
+        zb_fail(err, ZB_ERR_INPUT, "'%s': only http:// and https:// URLs are supported", url);
         return -1;
     }
     const char *rest;
-    if (split_host_port(h, "/?#", t->host, sizeof t->host, &t->port, &rest, err, errlen,
+    if (split_host_port(h, "/?#", t->host, sizeof t->host, &t->port, &rest, err,
                         "URL") < 0)
         return -1;
     if (strlen(rest) + 2 >= sizeof t->path) {
-        snprintf(err, errlen, "'%s': path too long", url);
+        zb_fail(err, ZB_ERR_INPUT, "'%s': path too long", url);
         return -1;
     }
     if (*rest == '?')
@@ -150,13 +150,13 @@ void target_pick(struct target *t, double timeout_s)
 }
 
 int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
-                   double timeout_s, char *err, size_t errlen)
+                   double timeout_s, struct zb_err *err)
 {
     if (proxy) {
         const char *rest;
         t->connect_port = 80;
         if (split_host_port(proxy, "", t->connect_host, sizeof t->connect_host,
-                            &t->connect_port, &rest, err, errlen, "-X") < 0)
+                            &t->connect_port, &rest, err, "-X") < 0)
             return -1;
     }
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -171,7 +171,7 @@ int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
         rc = getaddrinfo(t->connect_host, port, &hints, &res);
     }
     if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve '%s': %s", t->connect_host, gai_strerror(rc));
+        zb_fail(err, ZB_ERR_INPUT, "cannot resolve '%s': %s", t->connect_host, gai_strerror(rc));
         return -1;
     }
     t->naddrs = 0;
@@ -183,7 +183,7 @@ int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
     }
     freeaddrinfo(res);
     if (!t->naddrs) {
-        snprintf(err, errlen, "cannot resolve '%s': no usable address", t->connect_host);
+        zb_fail(err, ZB_ERR_INPUT, "cannot resolve '%s': no usable address", t->connect_host);
         return -1;
     }
     target_pick(t, timeout_s);
@@ -192,7 +192,7 @@ int target_resolve(struct target *t, const char *proxy, const char *bind_addr,
                                .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *b;
         rc = getaddrinfo(bind_addr, NULL, &bh, &b);
         if (rc != 0) {
-            snprintf(err, errlen, "-B '%s': %s", bind_addr, gai_strerror(rc));
+            zb_fail(err, ZB_ERR_INPUT, "-B '%s': %s", bind_addr, gai_strerror(rc));
             return -1;
         }
         memcpy(&t->local, b->ai_addr, b->ai_addrlen);

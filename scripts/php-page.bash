@@ -21,43 +21,40 @@
 # the page, the SQLite file and the key file in a world-readable directory
 # under /var/tmp. The MariaDB password is read from the config's
 # password_file for the caller to hand over in a file only root reads.
-# Expects $root, $data and $conf; dies through the caller's die().
+# Expects $root, $build (absolute), $data and $conf; dies through the caller's die().
 
-# ini KEY SECTION: the value of KEY in [SECTION] of the zipbench config,
-# with ${NAME:-DEFAULT} taken from the environment as lib/conf.c does.
-ini() {
-    awk -v want="$2" -v key="$1" '
-        /^[ \t]*\[/ { s = $0; gsub(/^[ \t]*\[|\][ \t]*$/, "", s); gsub(/[ \t]+/, " ", s); next }
-        s == want {
-            line = $0; sub(/[ \t]+;.*$/, "", line)
-            if (match(line, "^[ \t]*" key "[ \t]*=")) {
-                v = substr(line, RLENGTH + 1); gsub(/^[ \t]+|[ \t]+$/, "", v)
-                while (match(v, /\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}/)) {
-                    ref = substr(v, RSTART + 2, RLENGTH - 3); name = ref; def = ""
-                    if (i = index(ref, ":-")) { name = substr(ref, 1, i - 1); def = substr(ref, i + 2) }
-                    val = (name in ENVIRON && ENVIRON[name] != "") ? ENVIRON[name] : def
-                    v = substr(v, 1, RSTART - 1) val substr(v, RSTART + RLENGTH)
-                }
-                print v; exit
-            }
-        }' "$conf"
+# The config's values the page needs, as every program reads them
+# ($build/bin/zbconf: ${NAME:-DEFAULT} from the environment, defaults
+# filled in): conf_value[BACKEND.KEY], set by php_page_prepare.
+declare -A conf_value
+read_conf() {
+    local names=(sqlite.path sqlite.table pg.socket pg.host pg.port pg.user pg.database
+                 pg.table pg.password_file pg_bouncer.host pg_bouncer.port pg_pool.host
+                 pg_pool.port innodb.socket innodb.host innodb.port innodb.user
+                 innodb.database innodb.table innodb.password_file myisam.table)
+    local out i values
+    out=$("$build/bin/zbconf" -c "$conf" "${names[@]}") ||
+        die "cannot read $conf (with $build/bin/zbconf, which make all builds)"
+    mapfile -t values <<< "$out"
+    for i in "${!names[@]}"; do conf_value[${names[$i]}]=${values[$i]-}; done
 }
 # abs PATH: relative paths in the config are relative to the repository.
 abs() { case $1 in /*|'') printf '%s' "$1" ;; *) printf '%s/%s' "$root" "$1" ;; esac; }
 
 php_page_prepare() {
     local me=$1 rundir=$2 secrets
+    read_conf
     docroot=$root/scripts/apache.d
     keys=$(abs "${ZB_KEYS:-$data/ken_all.keys}")
-    sqlite=$(abs "${ZB_SQLITE_PATH:-$(ini path 'backend sqlite')}")
-    pgsock=$(abs "${ZB_PG_SOCKET-$(ini socket 'backend pg')}")
-    pghost=${ZB_PG_HOST:-$(ini host 'backend pg')}
-    mysock=$(abs "${ZB_MYSQL_SOCKET-$(ini socket 'backend innodb')}")
-    myhost=${ZB_MYSQL_HOST:-$(ini host 'backend innodb')}
-    myport=${ZB_MYSQL_PORT:-$(ini port 'backend innodb')}
-    pgpass=$(abs "$(ini password_file 'backend pg')")
+    sqlite=$(abs "${ZB_SQLITE_PATH:-${conf_value[sqlite.path]}}")
+    pgsock=$(abs "${ZB_PG_SOCKET-${conf_value[pg.socket]}}")
+    pghost=${ZB_PG_HOST:-${conf_value[pg.host]}}
+    mysock=$(abs "${ZB_MYSQL_SOCKET-${conf_value[innodb.socket]}}")
+    myhost=${ZB_MYSQL_HOST:-${conf_value[innodb.host]}}
+    myport=${ZB_MYSQL_PORT:-${conf_value[innodb.port]}}
+    pgpass=$(abs "${conf_value[pg.password_file]}")
     local mycreds
-    mycreds=$(abs "$(ini password_file 'backend innodb')")
+    mycreds=$(abs "${conf_value[innodb.password_file]}")
     mypw=""
     if [ -n "$mycreds" ] && [ -f "$mycreds" ]; then
         mypw=$(sed -n 's/^password *= *//p' "$mycreds" | head -1)
@@ -113,25 +110,25 @@ php_page_prepare() {
 php_page_env() {
     printf '%s\t%s\n' \
         ZB_SQLITE_PATH "$sqlite" \
-        ZB_SQLITE_TABLE "${ZB_SQLITE_TABLE:-$(ini table 'backend sqlite')}" \
+        ZB_SQLITE_TABLE "${ZB_SQLITE_TABLE:-${conf_value[sqlite.table]}}" \
         ZB_PG_SOCKET "$pgsock" \
         ZB_PG_HOST "$pghost" \
-        ZB_PG_PORT "${ZB_PG_PORT:-$(ini port 'backend pg')}" \
-        ZB_PG_USER "${ZB_PG_USER:-$(ini user 'backend pg')}" \
-        ZB_PG_DATABASE "${ZB_PG_DATABASE:-$(ini database 'backend pg')}" \
+        ZB_PG_PORT "${ZB_PG_PORT:-${conf_value[pg.port]}}" \
+        ZB_PG_USER "${ZB_PG_USER:-${conf_value[pg.user]}}" \
+        ZB_PG_DATABASE "${ZB_PG_DATABASE:-${conf_value[pg.database]}}" \
         ZB_PG_PASSFILE "$pgpass" \
-        ZB_PG_TABLE "${ZB_PG_TABLE:-$(ini table 'backend pg')}" \
-        ZB_PGBOUNCER_HOST "$(ini host 'backend pg_bouncer')" \
-        ZB_PGBOUNCER_PORT "$(ini port 'backend pg_bouncer')" \
-        ZB_PGPOOL_HOST "$(ini host 'backend pg_pool')" \
-        ZB_PGPOOL_PORT "$(ini port 'backend pg_pool')" \
+        ZB_PG_TABLE "${ZB_PG_TABLE:-${conf_value[pg.table]}}" \
+        ZB_PGBOUNCER_HOST "${conf_value[pg_bouncer.host]}" \
+        ZB_PGBOUNCER_PORT "${conf_value[pg_bouncer.port]}" \
+        ZB_PGPOOL_HOST "${conf_value[pg_pool.host]}" \
+        ZB_PGPOOL_PORT "${conf_value[pg_pool.port]}" \
         ZB_MYSQL_SOCKET "$mysock" \
         ZB_MYSQL_HOST "$myhost" \
         ZB_MYSQL_PORT "$myport" \
-        ZB_MYSQL_USER "${ZB_MYSQL_USER:-$(ini user 'backend innodb')}" \
-        ZB_MYSQL_DATABASE "${ZB_MYSQL_DATABASE:-$(ini database 'backend innodb')}" \
+        ZB_MYSQL_USER "${ZB_MYSQL_USER:-${conf_value[innodb.user]}}" \
+        ZB_MYSQL_DATABASE "${ZB_MYSQL_DATABASE:-${conf_value[innodb.database]}}" \
         ZB_MYSQL_PASSWORD "$mypw" \
-        ZB_INNODB_TABLE "${ZB_INNODB_TABLE:-$(ini table 'backend innodb')}" \
-        ZB_MYISAM_TABLE "${ZB_MYISAM_TABLE:-$(ini table 'backend myisam')}" \
+        ZB_INNODB_TABLE "${ZB_INNODB_TABLE:-${conf_value[innodb.table]}}" \
+        ZB_MYISAM_TABLE "${ZB_MYISAM_TABLE:-${conf_value[myisam.table]}}" \
         ZB_KEYS "$keys"
 }

@@ -241,6 +241,99 @@ static int select_targets(const struct zb_conf *conf, const char *list, struct s
     return n;
 }
 
+/* The experiments named in names[0..n), in wanted (by experiments[]'s
+ * index; "all" is the first three). -1 after saying why on none or an
+ * unknown name. */
+static int wanted_experiments(int n, char *const *names, bool *wanted)
+{
+    if (n <= 0) {
+        fprintf(stderr, "sqlbench: no experiment given (speed, txn, writers, as3ap, calibrate, "
+                "lookup or all)\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        bool all = !strcmp(names[i], "all"), known = all;
+        for (int e = 0; e < NEXPERIMENTS; e++)
+            if ((all && e < 3) || !strcmp(names[i], experiments[e].name))
+                known = wanted[e] = true;
+        if (!known) {
+            fprintf(stderr, "sqlbench: '%s' is not an experiment (speed, txn, writers, as3ap, "
+                    "calibrate, lookup or all)\n", names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Connects once to each target: version and durability for the report,
+ * into up[0..*nup); a backend that cannot be reached is left out, said on
+ * stderr, and makes the result 1 (else 0). */
+static int reach_targets(struct sb_target *targets, int nt, struct sb_target *up, int *nup)
+{
+    int failed = 0;
+    for (int i = 0; i < nt; i++) {
+        struct sb_target *t = &targets[i];
+        if (t->store != SB_SQL) {
+            sb_files_describe(t);
+            up[(*nup)++] = *t;
+            continue;
+        }
+        struct backend b;
+        struct zb_err err = { 0 };
+        if (backend_open(&b, t->bc, &err) < 0 ||
+            b.drv->set_sync(b.db, ZB_SYNC_DEFAULT, t->sync_default, sizeof t->sync_default,
+                            &err) < 0) {
+            fprintf(stderr, "sqlbench: %s: %s\n", t->bc->name, err.msg);
+            backend_close(&b);
+            failed = 1;
+            continue;
+        }
+        snprintf(t->version, sizeof t->version, "%s", b.drv->version(b.db));
+        backend_close(&b);
+        up[(*nup)++] = *t;
+    }
+    return failed;
+}
+
+/* Runs each wanted experiment on each target in up (the ones with no
+ * file-system form skip the file targets), reporting each; 1 if any
+ * failed, else 0. */
+static int run_experiments(const bool *wanted, const struct sb_opts *o,
+                           const struct sb_target *up, int nup)
+{
+    int failed = 0;
+    for (int e = 0; e < NEXPERIMENTS; e++) {
+        const struct experiment *x = &experiments[e];
+        if (!wanted[e])
+            continue;
+        struct zb_err err = { 0 };
+        if (x->once && x->once(o, &err) < 0) {
+            fprintf(stderr, "sqlbench: %s FAILED: %s\n", x->name, err.msg);
+            failed = 1;
+        }
+        for (int i = 0; i < nup; i++) {
+            if (up[i].store != SB_SQL && !x->files) {
+                fprintf(stderr, "sqlbench: %s has no file-system form: %s skipped\n", x->name,
+                        up[i].bc->name);
+                continue;
+            }
+            fprintf(stderr, "sqlbench: %s on %s\n", x->name, up[i].bc->name);
+            double t0 = zb_now_s();
+            memset(&err, 0, sizeof err);
+            if (x->run(o, &up[i], &err) < 0) {
+                fprintf(stderr, "sqlbench: %s on %s FAILED: %s\n", x->name, up[i].bc->name,
+                        err.msg);
+                failed = 1;
+            } else {
+                fprintf(stderr, "sqlbench: %s on %s: %.1f s\n", x->name, up[i].bc->name,
+                        zb_now_s() - t0);
+            }
+        }
+        sb_report_experiment(x->name, up, nup);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     enum { O_SCALE = 256, O_QUICK, O_MAXSEC, O_WRITERS, O_INSERTS, O_WORKERS, O_TASKS, O_PREFIX,
@@ -330,23 +423,9 @@ int main(int argc, char **argv)
         }
     }
 
-    /* Experiments, in the order given; "all" is the first three. */
     bool wanted[NEXPERIMENTS] = { false };
-    if (optind >= argc) {
-        fprintf(stderr, "sqlbench: no experiment given (speed, txn, writers, as3ap, calibrate, lookup or all)\n");
+    if (wanted_experiments(argc - optind, argv + optind, wanted) < 0)
         return usage_error();
-    }
-    for (int i = optind; i < argc; i++) {
-        bool all = !strcmp(argv[i], "all"), known = all;
-        for (int e = 0; e < NEXPERIMENTS; e++)
-            if ((all && e < 3) || !strcmp(argv[i], experiments[e].name))
-                known = wanted[e] = true;
-        if (!known) {
-            fprintf(stderr, "sqlbench: '%s' is not an experiment (speed, txn, writers, as3ap, "
-                    "calibrate, lookup or all)\n", argv[i]);
-            return usage_error();
-        }
-    }
 
     if (scale < 0)
         scale = o.quick ? 0.1 : 1;
@@ -386,63 +465,13 @@ int main(int argc, char **argv)
         return ZB_EXIT_USAGE;
     }
 
-    /* Connect once to each: version and durability for the report; a
-     * backend that cannot be reached is left out (and the exit is 1). */
-    int failed = 0, nup = 0;
     struct sb_target up[ZB_MAX_BACKENDS];
-    for (int i = 0; i < nt; i++) {
-        struct sb_target *t = &targets[i];
-        if (t->store != SB_SQL) {
-            sb_files_describe(t);
-            up[nup++] = *t;
-            continue;
-        }
-        struct backend b;
-        memset(&err, 0, sizeof err);
-        if (backend_open(&b, t->bc, &err) < 0 ||
-            b.drv->set_sync(b.db, ZB_SYNC_DEFAULT, t->sync_default, sizeof t->sync_default,
-                            &err) < 0) {
-            fprintf(stderr, "sqlbench: %s: %s\n", t->bc->name, err.msg);
-            backend_close(&b);
-            failed = 1;
-            continue;
-        }
-        snprintf(t->version, sizeof t->version, "%s", b.drv->version(b.db));
-        backend_close(&b);
-        up[nup++] = *t;
-    }
-
+    int nup = 0;
+    int failed = reach_targets(targets, nt, up, &nup);
     sb_report_init(fmt);
     if (fmt != SB_JSON)
         print_header(up, nup, &o, fmt == SB_MARKDOWN);
-    for (int e = 0; e < NEXPERIMENTS; e++) {
-        const struct experiment *x = &experiments[e];
-        if (!wanted[e])
-            continue;
-        memset(&err, 0, sizeof err);
-        if (x->once && x->once(&o, &err) < 0) {
-            fprintf(stderr, "sqlbench: %s FAILED: %s\n", x->name, err.msg);
-            failed = 1;
-        }
-        for (int i = 0; i < nup; i++) {
-            if (up[i].store != SB_SQL && !x->files) {
-                fprintf(stderr, "sqlbench: %s has no file-system form: %s skipped\n", x->name,
-                        up[i].bc->name);
-                continue;
-            }
-            fprintf(stderr, "sqlbench: %s on %s\n", x->name, up[i].bc->name);
-            double t0 = zb_now_s();
-            memset(&err, 0, sizeof err);
-            if (x->run(&o, &up[i], &err) < 0) {
-                fprintf(stderr, "sqlbench: %s on %s FAILED: %s\n", x->name, up[i].bc->name, err.msg);
-                failed = 1;
-            } else {
-                fprintf(stderr, "sqlbench: %s on %s: %.1f s\n", x->name, up[i].bc->name,
-                        zb_now_s() - t0);
-            }
-        }
-        sb_report_experiment(x->name, up, nup);
-    }
+    failed |= run_experiments(wanted, &o, up, nup);
     sb_report_free();
     conf_free(&conf);
     return failed ? ZB_EXIT_FAIL : ZB_EXIT_OK;

@@ -1,7 +1,9 @@
 /* One Check runner for every suite, so the run ends with Check's summary line.
  * Suites come from tests/test_NAME.c, each defining Suite *suite_NAME(void). */
 #include <check.h>
+#include <fnmatch.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,16 +20,29 @@ static const struct entry all_suites[] = {
 
 extern char **environ;
 
-/* The tests run in an environment of their own: variables of another
- * tree's `eval "$(scripts/db env)"` (ZB_DB_DIR, ZB_CONF, PGHOST, MYSQL_PWD
- * ...) are dropped, as scripts/with-servers does, so no test reaches a
- * database, config or directory outside this tree. Kept: the port
- * variables (ZB_*_PORT) and what make sets (ZB_BUILD, ZB_DATA, ZB_HDRJS,
- * ZB_WRAP). */
+#define TEST_ENV_RULES "scripts/lib/test-env"
+
+/* Whether rule file f (TEST_ENV_RULES' format) drops variable name. */
+static bool env_rules_drop(FILE *f, const char *name)
+{
+    char line[256], rule[16], pattern[128];
+    rewind(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%15s %127s", rule, pattern) == 2 && rule[0] != '#' &&
+            fnmatch(pattern, name, 0) == 0)
+            return !strcmp(rule, "drop");
+    return false;
+}
+
+/* The tests run in an environment of their own: TEST_ENV_RULES (the list
+ * scripts/with-servers reads too) says which variables are dropped. */
 static void own_environment(void)
 {
-    static const char *const keep[] = { "ZB_BUILD", "ZB_DATA", "ZB_HDRJS", "ZB_WRAP" };
-    static const char *const drop[] = { "ZB_", "PG", "MYSQL", "MARIADB" };
+    FILE *f = fopen(TEST_ENV_RULES, "r");
+    if (!f) {
+        fprintf(stderr, "zbtest: cannot read %s: run it from the tree's top\n", TEST_ENV_RULES);
+        exit(2);
+    }
     for (bool again = true; again;) {
         again = false;
         for (char **e = environ; *e && !again; e++) {
@@ -37,18 +52,13 @@ static void own_environment(void)
                 continue;
             memcpy(name, *e, n);
             name[n] = 0;
-            bool dropped = false, kept = n > 5 && !strcmp(name + n - 5, "_PORT") &&
-                                             !strncmp(name, "ZB_", 3);
-            for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
-                kept |= !strcmp(name, keep[i]);
-            for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
-                dropped |= !strncmp(name, drop[i], strlen(drop[i]));
-            if (dropped && !kept) {
+            if (env_rules_drop(f, name)) {
                 unsetenv(name);
                 again = true;      /* environ changed under us: start over */
             }
         }
     }
+    fclose(f);
 }
 
 /* Arguments name the suites to run (all when none): zbtest kenall conf;

@@ -1,4 +1,4 @@
-/* No one in where they don't belong (issue 11, item 11): the project's
+/* No one in where they don't belong: the project's
  * PostgreSQL and MariaDB (scripts/db) let in only the account that holds
  * the passwords scripts/db wrote (PostgreSQL's socket: peer auth, for the
  * account that runs the servers), and zipbench holds only the rights the

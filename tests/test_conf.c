@@ -301,11 +301,67 @@ START_TEST(port_variable_and_starter_are_kept)
 }
 END_TEST
 
+/* build/bin/zbconf, what the scripts read the config with, prints the
+ * values as the programs read them: expanded, defaults filled in. */
+START_TEST(zbconf_prints_values_as_programs_read_them)
+{
+    char out[512];
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ZB_PG_PORT=6543 %s -c conf/zipbench.conf pg.port "
+                             "sqlite.table server.bind pg.read_only dataset.postal.format",
+                             prog("zbconf")), 0);
+    ck_assert_str_eq(out, "6543\nzipcode\n127.0.0.1\nno\nkenall\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf pg.no_such_key",
+                             prog("zbconf")), 2);
+    ck_assert_msg(strstr(out, "unknown key 'no_such_key'"), "%s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf --set pg.port=7000 "
+                             "pg.port", prog("zbconf")), 0);
+    ck_assert_str_eq(out, "7000\n");
+}
+END_TEST
+
+/* zbconf --overlay (scripts/lab's app config): the base with only the
+ * differences applied, its comments kept, checked by reading it back; a
+ * difference to a section the base lacks, or a result the programs would
+ * refuse, is an error and writes nothing. */
+START_TEST(zbconf_overlay_applies_differences)
+{
+    const char *dir = test_dir("conf-overlay");
+    char overlay[1200], merged[1200], out[4096];
+    snprintf(overlay, sizeof overlay, "%s/overlay.ini", dir);
+    snprintf(merged, sizeof merged, "%s/merged.conf", dir);
+    write_file(overlay, "; the overlay's own opening comment\n\n"
+               "[server]\nthreads = 3          ; a comment of its own\n\n"
+               "[backend pg]\nsocket =\nhost = 10.0.0.2\nport = 6000\n\n"
+               "[backend pg_two < backend pg]\nhost = 10.0.0.3\nnamed_only = yes\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf --overlay %s > %s",
+                             prog("zbconf"), overlay, merged), 0);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "head -1 %s; grep -c '^; ' %s", merged, merged), 0);
+    ck_assert_msg(!strncmp(out, "; the overlay's own opening comment\n", 36), "%s", out);
+    ck_assert_msg(atoi(strchr(out, '\n') + 1) > 10, "the base's comments are kept: %s", out);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c %s server.threads pg.socket pg.host pg.port "
+                             "pg_two.host pg_two.port pg_two.named_only pg.table",
+                             prog("zbconf"), merged), 0);
+    ck_assert_str_eq(out, "3\n\n10.0.0.2\n6000\n10.0.0.3\n6000\nyes\nzipcode\n");
+
+    write_file(overlay, "[backend nowhere]\nhost = x\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf --overlay %s",
+                             prog("zbconf"), overlay), 1);
+    ck_assert_msg(strstr(out, "[backend nowhere]: no such section in the base"), "%s", out);
+    write_file(overlay, "[backend pg]\nport = 70000\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s -c conf/zipbench.conf --overlay %s",
+                             prog("zbconf"), overlay), 1);
+    ck_assert_msg(strstr(out, "does not read as a config") && strstr(out, "port"), "%s", out);
+    ck_assert_msg(!strstr(out, "[server]"), "a refused result is not written: %s", out);
+}
+END_TEST
+
 Suite *suite_conf(void)
 {
     TCase *t = tier(test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
         long_lines_are_an_error, values_that_would_fail_later, include_reads_overlays,
-        port_variable_and_starter_are_kept)), TIER_UNIT);
+        port_variable_and_starter_are_kept, zbconf_prints_values_as_programs_read_them,
+        zbconf_overlay_applies_differences)),
+        TIER_UNIT);
     return suite_of("conf", t, NULL);
 }

@@ -2,7 +2,6 @@
  * distributions within the stated 1/64 precision, merge, empty, atomics. */
 #include <check.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "helpers.h"
@@ -132,36 +131,10 @@ START_TEST(merge)
 }
 END_TEST
 
-static void *recorder(void *arg)
-{
-    for (uint64_t i = 1; i <= 100000; i++)
-        hist_record_atomic(arg, i);
-    return NULL;
-}
-
-START_TEST(atomic_threads)
-{
-    hist_init(&h);
-    pthread_t t[4];
-    for (int i = 0; i < 4; i++)
-        pthread_create(&t[i], NULL, recorder, &h);
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
-    ck_assert_uint_eq(hist_count(&h), 400000);
-    ck_assert_uint_eq(hist_min(&h), 1);
-    ck_assert_uint_eq(hist_max(&h), 100000);
-    uint64_t total = 0;
-    for (unsigned i = 0; i < HIST_BUCKETS; i++)
-        total += h.bucket[i];
-    ck_assert_uint_eq(total, 400000);
-    ck_assert(fabs(hist_mean(&h) - 50000.5) < 1e-6);
-}
-END_TEST
-
 Suite *suite_hist(void)
 {
     TCase *tc = tier(test_case("core", NULL, NULL, 60, TESTS(
         empty, small_values_exact, uniform_percentiles, exponential_vs_sorted,
-        huge_values_clamped, merge, atomic_threads)), TIER_UNIT);
+        huge_values_clamped, merge)), TIER_UNIT);
     return suite_of("hist", tc, NULL);
 }

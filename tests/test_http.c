@@ -1,4 +1,4 @@
-/* build/bin/server as a hostile client meets it (issue 23, items 6-9):
+/* build/bin/server as a hostile client meets it:
  * what RFC 9112 says to refuse, each rule on its own, answered once;
  * request bodies sent slowly; accept() out of fds; text keys that are not
  * UTF-8 or differ in case or trailing spaces; file paths in answers.

@@ -41,6 +41,21 @@ static long read_all(const char *p, bool raw, struct zb_err *err, char towns[][2
 
 /* The file NAME holding text reads (merged) as exactly two rows, "zip|kana|town"
  * first and second. */
+/* The rows of a file (merged or raw); -1 on error. */
+static long kenall_count(const char *p, const struct kenall_opts *opts, struct zb_err *err)
+{
+    struct kenall_reader *r = kenall_open(p, opts, err);
+    if (!r)
+        return -1;
+    long rows = 0;
+    const char *const *fields;
+    int rc;
+    while ((rc = kenall_next(r, &fields, err)) == 1)
+        rows++;
+    kenall_close(r);
+    return rc < 0 ? -1 : rows;
+}
+
 static void reads_as_two(const char *name, const char *text, const char *first, const char *second)
 {
     struct zb_err err = { 0 };

@@ -1,5 +1,4 @@
-/* What a run leaves behind, and what it trips over (issue 11 item 12, issue
- * 17):
+/* What a run leaves behind, and what it trips over:
  * - every port the project listens on lies below Linux's ephemeral range,
  *   so no client's port can be sitting on it;
  * - a load that churns through client ports (make run's kind), then the

@@ -598,6 +598,106 @@ START_TEST(csv_dataset_every_backend_every_mode)
 }
 END_TEST
 
+/* Rows for mariadb_text_is_sized's narrow table: "abc", then "abcd". */
+struct narrow { int i; const char *v[1]; };
+
+static int narrow_rows(void *arg, const char *const **fields, struct zb_err *err)
+{
+    (void)err;
+    struct narrow *n = arg;
+    static const char *const rows[] = { "abc", "abcd", "ab" };
+    if (n->i == 3)
+        return 0;
+    n->v[0] = rows[n->i++];
+    *fields = n->v;
+    return 1;
+}
+
+static size_t chars_of(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* MariaDB's text columns are VARCHAR(n), n the most characters a value of
+ * the column has in the file (multi-byte ones counted as one); a column
+ * with a value past ZB_VARCHAR_MAX stays TEXT; the key's index is then
+ * the whole value, not a prefix. Every value comes back whole
+ * (check_csv_table). A value longer than its column fails the load with
+ * the row it is on, never cut: through LOAD DATA and through INSERTs. */
+START_TEST(mariadb_text_is_sized_from_the_data)
+{
+    make_csv_dataset();
+    size_t name = 0, code = 0, born = 0;
+    for (int i = 1; i <= CSV_ROWS; i++) {
+        char buf[6000];
+        const char *v;
+        if ((v = csv_value(i, 1, buf, sizeof buf)) && chars_of(v) > name)
+            name = chars_of(v);
+        if ((v = csv_value(i, 5, buf, sizeof buf)) && chars_of(v) > code)
+            code = chars_of(v);
+        if ((v = csv_value(i, 6, buf, sizeof buf)) && chars_of(v) > born)
+            born = chars_of(v);
+    }
+    char want[256];
+    snprintf(want, sizeof want, "id bigint, name varchar(%zu), score double, note text, "
+             "count bigint, code varchar(%zu), born varchar(%zu), ", name, code, born);
+    const char *my[] = { "innodb", "myisam" };
+    for (int bi = 0; bi < 2; bi++) {
+        char out[16384], table[64];
+        int rc = load_data(out, sizeof out, my[bi], "--mode bulk --dataset zt_csv");
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", my[bi], rc, out);
+        snprintf(table, sizeof table, "zt_csv_%s", my[bi]);
+        check_csv_table(my[bi], table);
+        struct backend b;
+        open_backend(&b, my[bi]);
+        struct zb_err err = { 0 };
+        const char *params[] = { table };
+        char types[256] = "";
+        ck_assert_msg(b.drv->query(b.db, "SELECT GROUP_CONCAT(CONCAT(column_name, ' ', "
+                                   "IF(data_type = 'varchar', column_type, data_type), ', ') ORDER BY ordinal_position SEPARATOR '') "
+                                   "FROM information_schema.COLUMNS WHERE table_schema = "
+                                   "DATABASE() AND table_name = ?", 1, params, first_value,
+                                   types, NULL, &err) == 0, "%s", err.msg);
+        ck_assert_msg(!strcmp(types, want), "%s: columns '%s', want '%s'", my[bi], types, want);
+        char sub[256] = "";
+        ck_assert_msg(b.drv->query(b.db, "SELECT COALESCE(MAX(sub_part), 0) FROM "
+                                   "information_schema.STATISTICS WHERE table_schema = DATABASE() "
+                                   "AND table_name = ?", 1, params, first_value, sub, NULL,
+                                   &err) == 0, "%s", err.msg);
+        ck_assert_msg(!strcmp(sub, "0"), "%s: a prefix index of %s characters", my[bi], sub);
+
+        /* A value one character too long, at row 2, in both load paths. */
+        for (int path = 0; path < 2; path++) {
+            static const struct zb_column narrow_col[] = { { "k", ZB_TEXT, true, "VARCHAR(3)" } };
+            struct zb_table nt = { .name = "zt_loader_narrow", .ncols = 1, .cols = narrow_col };
+            char sql[256];
+            ck_assert_int_eq(b.drv->exec(b.db, "DROP TABLE IF EXISTS zt_loader_narrow", &err), 0);
+            ck_assert_int_eq(zb_create_sql(sql, sizeof sql, &nt, b.drv->create_suffix(b.db)), 0);
+            ck_assert_msg(b.drv->exec(b.db, sql, &err) == 0, "%s", err.msg);
+            struct narrow n = { 0 };
+            memset(&err, 0, sizeof err);
+            long long got = path == 0 ? b.drv->bulk_load(b.db, &nt, narrow_rows, &n, &err)
+                                      : zb_insert_batches(b.drv, b.db, &nt, 1, narrow_rows, &n,
+                                                          &err);
+            ck_assert_msg(got == -1, "%s path %d: %lld rows loaded", my[bi], path, got);
+            ck_assert_msg(err.row == 2 && strstr(err.msg, "'k'"), "%s path %d: row %lld: %s",
+                          my[bi], path, err.row, err.msg);
+            long long rows = -1;
+            ck_assert_msg(b.drv->query(b.db, "SELECT count(*) FROM zt_loader_narrow WHERE "
+                                       "CHAR_LENGTH(k) = 3 AND k <> 'abc'", 0, NULL, count_rows,
+                                       &rows, NULL, &err) == 0, "%s", err.msg);
+            ck_assert_msg(rows == 0, "%s path %d: a value was cut", my[bi], path);
+        }
+        b.drv->exec(b.db, "DROP TABLE IF EXISTS zt_loader_narrow", NULL);
+        backend_close(&b);
+        conf_free(&conf);
+    }
+}
+END_TEST
+
 /* A bad value fails the load naming file:line:column, on every backend,
  * and the old table stays. */
 START_TEST(csv_dataset_bad_rows_keep_the_old_table)
@@ -1645,6 +1745,7 @@ Suite *suite_loader(void)
         empty_or_smaller_file_keeps_the_old_table, raw_mode_loads_every_line,
         mariadb_bulk_without_local_infile, mariadb_never_truncates,
         csv_dataset_every_backend_every_mode, csv_dataset_bad_rows_keep_the_old_table,
+        mariadb_text_is_sized_from_the_data,
         cities_dataset_every_backend, usage_errors_exit_2));
     /* What nothing may lose: loads at once, long names, a global setting. */
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(

@@ -103,7 +103,7 @@ static void row_json(char *out, const char *line)
     for (int i = 0; i < ZB_NCOLS; i++) {
         size_t flen = strcspn(f, "\t\n");
         o += (size_t)sprintf(o, "%s\"%s\":", i ? "," : "", zb_columns[i]);
-        if (zb_column_is_flag(i))
+        if (zb_postal_table("").cols[i].type == ZB_INTEGER)
             o += (size_t)sprintf(o, "%d", atoi(f));
         else
             o += json_str(o, f, flen);

@@ -400,7 +400,7 @@ START_TEST(slow_clients)
 }
 END_TEST
 
-/* Slowloris (issue 11 item 10): clients that send their header a byte at
+/* Slowloris: clients that send their header a byte at
  * a time, never idle long enough for connection_timeout_s, each hold a
  * connection slot. With header_timeout_s the whole header has a deadline:
  * they are cut after it, and a client waiting behind them (max_connections
@@ -530,7 +530,7 @@ START_TEST(bad_dsn_starts_with_the_backend_down)
     ck_assert_msg(strstr(body(), "{\"name\":\"pg\",\"driver\":\"pg\",\"up\":false,\"error\":\"") &&
                   strstr(body(), "{\"name\":\"innodb\",\"driver\":\"mysql\",\"up\":false,\"error\":\"") &&
                   strstr(body(), "{\"name\":\"sqlite\",\"driver\":\"sqlite\",\"up\":true"), "%s", body());
-    /* The reasons name no path (issue 23): the log has them. */
+    /* The reasons name no path: the log has them. */
     ck_assert_msg(!strstr(body(), "nonexistent"), "reasons: %s", body());
     run_cmd(out, sizeof out, "grep -c /nonexistent/mysqld.sock '%s'", log);
     ck_assert_msg(atoi(out) >= 1, "the log has no path: %s", out);

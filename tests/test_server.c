@@ -218,7 +218,7 @@ static void row_json(char *out, const char *const *f)
     *o++ = '{';
     for (int i = 0; i < ZB_NCOLS; i++) {
         o += sprintf(o, "%s\"%s\":", i ? "," : "", zb_columns[i]);
-        if (zb_column_is_flag(i))
+        if (zb_postal_table("").cols[i].type == ZB_INTEGER)
             o += sprintf(o, "%d", atoi(f[i]));
         else
             o += zb_json_quote(o, f[i], strlen(f[i]));
@@ -558,8 +558,8 @@ START_TEST(methods_and_http)
 }
 END_TEST
 
-/* Strict toward clients where libmicrohttpd 0.9.75 is not (issue 11 item
- * 9): the server's own JSON 400s; and what 0.9.75 answers by itself,
+/* Strict toward clients where libmicrohttpd 0.9.75 is not: the server's
+ * own JSON 400s; and what 0.9.75 answers by itself,
  * before the handler runs (docs/RELIABILITY.md lists it). */
 START_TEST(strict_http)
 {

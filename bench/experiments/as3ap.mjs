@@ -19,6 +19,10 @@ const SETTINGS = [['pg', 'off', 'synchronous_commit=off'], ['innodb', 'normal', 
 
 export default {
   title: 'AS3AP-style run over the postal data',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    as3ap: "Seconds per query kind of the AS3AP-style run (populate and single user), log scale, per backend; lower is faster. Bars: the 95% interval of the median.",
+  },
   async run(ctx) {
     const users = 10;
     // --quick: a generated set of the same layout, a tenth of the size.

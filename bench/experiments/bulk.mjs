@@ -25,6 +25,10 @@ const NATIVE = { sqlite: 'sqlite3 .import', pg: 'psql \\copy', innodb: 'LOAD DAT
 
 export default {
   title: 'bulk loading against the native loaders',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    bulk: "Rows per second of a bulk load of each dataset: zipbench's loader beside each database's own loader (psql \\copy, LOAD DATA LOCAL, sqlite3 .import) and pgloader. Bars: the 95% interval of the median.",
+  },
   async run(ctx) {
     const work = path.join(ctx.work, 'bulk');
     fs.mkdirSync(work, { recursive: true });

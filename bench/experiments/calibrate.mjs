@@ -27,6 +27,10 @@ export function parsePgTestFsync(text) {
 
 export default {
   title: "the machine's own costs",
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    calibrate: "What this machine's basic operations cost, in µs (log scale): an fsync, a loopback round trip, a process spawn, a connection to each database, an SQLite open, one request to nginx. The figures above are read against these.",
+  },
   async run(ctx) {
     const env = await dbEnv(ctx);
     const dbdir = env.ZB_DB_DIR || path.join(ctx.root, 'build/db');

@@ -53,6 +53,10 @@ export const parseH2load = t => {
 
 export default {
   title: 'loadgen against ab, wrk and h2load',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    loadgen: "Answered requests per second that each load generator (loadgen, ab, wrk, h2load) gets from the same nginx file, per concurrency and keep-alive. Bars: the 95% interval of the median.",
+  },
   async run(ctx) {
     const scale = ctx.quick ? 20 : 1;   // --quick: a twentieth of the requests
     const ng = await nginx(ctx);

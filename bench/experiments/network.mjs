@@ -109,6 +109,10 @@ async function relayCost(ctx, env, lab, rtt) {
 
 export default {
   title: 'connection strategies across a network (scripts/lab)',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    network: "Answered lookups per second against the round-trip time between the lab's hosts (0, 0.2, 1 ms), per connection strategy: where a connection per request stops paying. Bars: the 95% interval of the median.",
+  },
   async run(ctx) {
     const seconds = ctx.quick ? 1 : 2;
     const levels = ctx.quick ? [10] : [1, 10, 100];
@@ -242,7 +246,7 @@ export default {
       '```', status, '```', ''];
     const zero = relayMs['relay, RTT 0'];
     const column = s => !(s.name in relayMs) ? s.name
-      : `${s.name}<br>(relay's own: +${fmtNum(zero, 3)} ms at RTT 0` +
+      : `${s.name} (relay's own: +${fmtNum(zero, 3)} ms at RTT 0` +
         (s.rtt ? `, +${fmtNum(relayMs[s.name], 3)} ms here)` : ')');
     for (const c of levels) {
       lines.push(`### c = ${c}: req/s, and p50 / p99 latency in ms`, '');
@@ -251,9 +255,9 @@ export default {
           const cell = results[s.name]?.get(`${label} ${c}`);
           if (!cell) return '-';
           const e = fmtErrors(cell);
-          return `${fmtCell(cell)}${e ? `<br>errors: ${e}` : ''}<br>${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
+          return `${fmtCell(cell)}${e ? ` · errors: ${e}` : ''} · ${fmtNum(ms(cell, 'p50'), 2)} / ${fmtNum(ms(cell, 'p99'), 2)}`;
         })])));
-      // The issue's target: per-request through pgbouncer at c 10 at least
+      // The target: per-request through pgbouncer at c 10 at least
       // 5x direct; same-round ratios where both ran in a round.
       const ratio = (s, a, b) => fmtSameRound(results[s.name].sameRoundRatio(`${a} ${c}`, `${b} ${c}`));
       for (const s of settings) {

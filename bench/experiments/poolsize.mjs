@@ -57,6 +57,11 @@ export default {
   // c 100 are what is measured. The default pool's would be a fault.
   errorsMeasured: key => !/ default$/.test(key),
   title: 'the pool-sizing curve: req/s and p99 against the pool size',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    poolsize: "Pooled lookups per second at c 100 against the pool size (1-64), per backend; dashed: the default config. Where the curve flattens is the pool size to use.",
+    'poolsize-p99': "The p99 latency of the same runs against the pool size, in ms: what a pool too small costs in waiting.",
+  },
   async run(ctx) {
     const seconds = ctx.quick ? 1 : 5;
     const keys = path.resolve(keysFile(ctx));

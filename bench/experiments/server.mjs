@@ -17,6 +17,7 @@ import path from 'node:path';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtPct } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
+import { drawSpectrum } from '../lib/spectrum.mjs';
 import { run, runJSON, sleep } from '../lib/run.mjs';
 import { get, getJSON } from '../lib/http.mjs';
 import { BACKENDS, benchSets, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
@@ -37,19 +38,25 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 
 // The headline: the cells at this concurrency (the 2008 study's) are
 // repeated until their 95% interval is within the target, up to this many
-// runs; the others stop at the experiment's --max-runs.
+// runs; the others stop at the experiment's --max-runs. A cell runs a few
+// times back to back when its turn comes (one warm-up first). The rates of
+// the database-backed cells drift with the machine over minutes, the same
+// way for every such cell (docs/DECISIONS.md, Precision), so runs of one
+// visit share its level: the headline's runs are spread over many visits,
+// two at a time, for its interval to sample the drift.
 const HEADLINE_C = 10;
-// Every cell runs a few times back to back when its turn comes (one
-// warm-up first): measured on this machine, a cell alone varied by sd
-// 2-6% over ten 2-s runs, the same cells with every run interleaved by
-// sd 8-13% (docs/DECISIONS.md, Bench).
-const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30, runsPerVisit: 5 };
+const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30, runsPerVisit: 2 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
 
 export default {
   title: 'the lookup server under load',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    lookups: "Answered random-key lookups per second against the concurrency (1, 10, 100), per backend and connection strategy, with nginx serving a file of the same size as the ceiling. Bars: the 95% interval of the median.",
+    spectrum: "Latency by percentile of the c=10 headline cells, from loadgen's HdrHistogram logs (x: 1/(1-p), log scale; closed loop): the tail each strategy gives.",
+  },
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_PORT || 18280);
     const work = path.join(ctx.build, 'bench-server');
@@ -95,11 +102,20 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   // The server's own count of why it gave 503s (overload, down), per
   // backend, where its /stats has those counters.
   const split = async (p, b) => serverSplit((await getJSON(p, '/stats'))?.backends?.find(x => x.name === b));
+  // The headline's loadgen runs keep their HdrHistogram logs: the spectrum.
+  const hdrLogs = {};
+  fs.mkdirSync(path.join(work, 'hdr'), { recursive: true });
+  const hdrArgs = (key, c) => {
+    if (c !== HEADLINE_C) return [];
+    const file = path.join(work, 'hdr', `${key.replace(/\W+/g, '-')}-${(hdrLogs[key] ??= []).length + 1}.hlog`);
+    hdrLogs[key].push(file);
+    return ['--hdr-log', file];
+  };
   const measure = (key, client, target, url, c) => cells.add(key, async () => {
     const s0 = serverTicks(target), d0 = dbTicks(target);
     const before = target === 'nginx' ? null : await split(port, target);
     const r = client === 'ab' ? await ab(ctx, { url: url.replace('{key}', 'random'), c, seconds })
-                              : await loadgen(ctx, { url, c, seconds, keys });
+                              : await loadgen(ctx, { url, c, seconds, keys, extra: hdrArgs(key, c) });
     const server = before ? splitDelta(before, await split(port, target)) : null;
     const g = rateRun(r, { server });
     if (!r) return g;
@@ -137,6 +153,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
       return rateRun(r);
     }, { warm: () => warmRun(ctx, { url: urlOf('sqlite', 'pooled'), c: 10, keys }) });
   await cells.measure();
+  spectrum(ctx, hdrLogs, targets.flatMap(rowsOf).map(([b, s]) => [`${tool} ${b} ${s} ${HEADLINE_C}`, b, s]));
   const stats = await getJSON(port, '/stats');
   const threads = stats?.server?.threads ?? 2;
   const balance = await balanceRuns(ctx, port, srv, avail.filter(b => b === 'sqlite' || b === 'pg'), keys, threads);
@@ -152,7 +169,8 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
     (skipped.length ? ` Skipped (database not up): ${skipped.join(', ')}.` : ''),
     `Each run: ${seconds} s, HTTP keep-alive, after a warm-up at its concurrency; the runs of all cells interleaved, ` +
     `round by round. The c=${HEADLINE_C} cells are repeated until their 95% interval is within ` +
-    `+-${Math.round(100 * ctx.repeat.target)}% (${HEADLINE_RUNS.minRuns}-${HEADLINE_RUNS.maxRuns} runs), the others up to ` +
+    `+-${Math.round(100 * ctx.repeat.target)}% or they reach ${HEADLINE_RUNS.maxRuns} runs (at least ` +
+    `${HEADLINE_RUNS.minRuns}, ${HEADLINE_RUNS.runsPerVisit} per visit), the others up to ` +
     `${ctx.repeat.maxRuns}. Strategies: \`?strategy=pooled\`, \`per-request\`, \`pipelined\` (pg only).`,
     `- loadgen: \`build/bin/loadgen -q -k -c C -t ${seconds} --keys ${keys} --json 'http://127.0.0.1:${port}/zip/B/{key}?strategy=S'\`.`,
     `- ab (c ${HEADLINE_C}): \`ab -q -k -c ${HEADLINE_C} -t ${seconds} -n 50000000 'http://127.0.0.1:${port}/zip/B/random?strategy=S'\` ` +
@@ -531,19 +549,35 @@ function statsTable(stats) {
   return text;
 }
 
-function plot(dir, dat) {
+// The latency spectrum of the headline cells, from their runs' HdrHistogram
+// logs merged per cell (closed loop: no --rate).
+function spectrum(ctx, hdrLogs, rows) {
+  const series = rows.filter(([key]) => hdrLogs[key]?.some(f => fs.existsSync(f)))
+    .map(([key, b, s]) => ({ label: b === 'nginx' ? 'nginx (static)' : `${b} ${s}`,
+                             hdrLog: hdrLogs[key].filter(f => fs.existsSync(f)) }));
+  if (!series.length) return;
+  try {
+    drawSpectrum(ctx.out, 'spectrum', `Latency by percentile at c=${HEADLINE_C}, every run of each cell merged ` +
+                 '(loadgen -k, closed loop)', series);
+  } catch (e) {
+    ctx.warn(`the latency spectrum: ${e.message}`);
+  }
+}
+
+export function plot(dir, dat) {
   if (!dat.length) return;
   const file = path.join(dir, 'data', 'lookups.dat');
   const backends = [...new Set(dat.map(r => r[0]))];
   const strategies = [...new Set(dat.map(r => r[1]))];
-  const plots = [];
-  strategies.forEach((s, si) => backends.forEach((b, bi) =>
-    plots.push(`'< awk ''$1=="${b}" && $2=="${s}"'' ${file}' using 3:4:5:6 with yerrorlines lw 2 dt ${si + 1} lc ${bi + 1} title '${b} ${s}'`)));
-  draw(dir, 'lookups', 900, 520, `set title 'Random-key lookups over HTTP: answered requests/s vs concurrency, bars: 95% CI of the median'
-set logscale xy
+  const plots = [], legend = [];
+  strategies.forEach((s, si) => backends.forEach((b, bi) => {
+    if (!dat.some(r => r[0] === b && r[1] === s)) return;
+    legend.push(`${b} ${s}`);
+    plots.push(`'< awk ''$1=="${b}" && $2=="${s}"'' ${file}' using 3:4:5:6 with yerrorlines lw 2 dt ${si + 1} lc ${bi + 1} title '${b} ${s}'`);
+  }));
+  draw(dir, 'lookups', 900, 560, `set logscale xy
 set xlabel 'concurrency (-c)'
 set ylabel 'answered requests/s (log scale)'
 set grid
-set key outside right
-plot ${plots.join(', \\\n     ')}`);
+plot ${plots.join(', \\\n     ')}`, { title: 'Random-key lookups over HTTP: answered requests/s against concurrency; bars: 95% CI of the median', legend });
 }

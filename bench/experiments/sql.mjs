@@ -11,6 +11,11 @@ import { explain } from '../lib/calibration.mjs';
 
 export default {
   title: 'SQL micro-benchmarks (sqlbench)',
+  // Each plot's caption, under this section in RESULTS.md.
+  plots: {
+    'sql-speed': "Seconds per test of the 2001 speed comparison's tests, per backend (log scale); lower is faster.",
+    'sql-writers': "Seconds per workload with concurrent writers and the job queue, per backend (log scale); lower is faster.",
+  },
   async run(ctx) {
     // The experiment's budget, shared: speed a fifth, txn and writers two fifths each.
     const budget = share => ctx.repeat.budgetS * share;

@@ -24,6 +24,9 @@ export function gpString(s) {
   return `"${String(s).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
 }
 
+// A tic's label as gnuplot reads it: a format, where % must be doubled.
+export const ticLabel = s => gpString(String(s).replace(/%/g, '%%'));
+
 // text broken at spaces into lines of at most `chars` characters (a word
 // longer than that is a line of its own).
 export function wrap(text, chars) {
@@ -56,7 +59,7 @@ export function logTics(lo, hi, axis = 'y') {
       const v = Number((m * 10 ** d).toPrecision(1));
       if (v >= 10 ** d0 && v <= 10 ** d1) tics.push(v);
     }
-  return `set ${axis}tics (${tics.map(v => `${gpString(v.toLocaleString('en-US', { maximumFractionDigits: 6 }))} ${v}`).join(', ')})`;
+  return `set ${axis}tics (${tics.map(v => `${ticLabel(v.toLocaleString('en-US', { maximumFractionDigits: 6 }))} ${v}`).join(', ')})`;
 }
 
 // Rows the legend takes below the plot, for its entries' titles: gnuplot
@@ -157,7 +160,7 @@ export function barPlot(dir, name, { title, ylabel, series, groups, log = false,
   const file = writeData(dir, `${name}.dat`, [['#group', ...series.flatMap(s => [s.replace(/ /g, '_'), 'lo', 'hi'])], ...rows]);
   const values = rows.flatMap(r => r.slice(1).map(Number)).filter(v => Number.isFinite(v) && v > 0);
   const lay = groupLabels(groups.map(g => g.label), width);
-  const xtics = `set xtics (${lay.labels.map((l, i) => `${gpString(l)} ${i}`).join(', ')}) scale 0`;
+  const xtics = `set xtics (${lay.labels.map((l, i) => `${ticLabel(l)} ${i}`).join(', ')}) scale 0`;
   const cols = series.map((s, i) =>
     `'${file}' using ${2 + 3 * i}:${3 + 3 * i}:${4 + 3 * i} ${series.length > 1 ? `title ${gpString(s)}` : 'notitle'}`);
   // The bottom margin (in lines): the labels' lines and, below them, the

@@ -41,6 +41,10 @@ export async function runCleanups() {
   });
 }
 
+// A command line as a log may show it: a password given as an argument
+// (sysbench reads no option file) becomes ***.
+export const redacted = line => line.replace(/(password=)\S+/gi, '$1***');
+
 // Runs cmd to completion: {code, stdout, stderr, seconds}. A run longer
 // than timeoutS (default 30 min) is killed: every loop stops by itself.
 export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = {}) {
@@ -64,7 +68,7 @@ export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = 
       clearTimeout(timer);
       live.delete(child);
       const stderr = Buffer.concat(err).toString('utf8');
-      if (log) fs.appendFileSync(log, `$ ${cmd} ${args.join(' ')}\n${stderr}`);
+      if (log) fs.appendFileSync(log, `$ ${redacted([cmd, ...args].join(' '))}\n${stderr}`);
       resolve({ code: code ?? 128, signal, stdout: Buffer.concat(out).toString('utf8'), stderr,
                 seconds: Number(process.hrtime.bigint() - t0) / 1e9 });
     });

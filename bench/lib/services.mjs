@@ -33,11 +33,31 @@ export async function dbEnv(ctx) {
   return env;
 }
 
+// The pid files of a script's daemons, as it says (`scripts/NAME pidfile
+// [WHICH]`), asked once per script and WHICH: the scripts are the one
+// place that knows them.
+export async function pidFiles(ctx, name, which) {
+  ctx.pidFileCache ||= {};
+  const key = which ? `${name} ${which}` : name;
+  if (ctx.pidFileCache[key]) return ctx.pidFileCache[key];
+  const r = await script(ctx, name, which ? ['pidfile', which] : ['pidfile']);
+  if (r.code !== 0) throw new Error(`scripts/${name} pidfile failed: ${r.stderr.trim()}`);
+  return (ctx.pidFileCache[key] = r.stdout.split('\n').filter(Boolean));
+}
+
 // The server processes, for CPU accounting: {pg, mariadb} pids (0 if down).
 export async function dbPids(ctx) {
-  const env = await dbEnv(ctx);
-  const dir = env.ZB_DB_DIR || path.join(ctx.root, 'build/db');
-  return { pg: pidInFile(path.join(dir, 'pg/postmaster.pid')), mariadb: pidInFile(path.join(dir, 'mysqld/mariadbd.pid')) };
+  const [pg] = await pidFiles(ctx, 'db', 'pg');
+  const [mariadb] = await pidFiles(ctx, 'db', 'mariadb');
+  return { pg: pidInFile(pg), mariadb: pidInFile(mariadb) };
+}
+
+// Every daemon's pid file that the project's scripts start: the
+// databases, nginx, Apache, PHP-FPM and its nginx, the poolers.
+export async function daemonPidFiles(ctx) {
+  const all = [];
+  for (const name of ['db', 'nginx', 'apache', 'php-fpm', 'pooler']) all.push(...await pidFiles(ctx, name));
+  return all;
 }
 
 // The project's nginx (scripts/nginx): {port, html}; files dropped in html
@@ -53,8 +73,8 @@ export async function nginx(ctx) {
   const m = st.stdout.match(/127\.0\.0\.1:(\d+)/);
   if (!m) throw new Error(`scripts/nginx: no port in "${st.stdout.trim()}"`);
   const build = path.isAbsolute(ctx.build) ? ctx.build : path.join(ctx.root, ctx.build);
-  ctx.nginxInfo = { port: Number(m[1]), html: path.join(build, 'nginx/html'),
-                    pidFile: path.join(build, 'nginx/nginx.pid') };
+  const [pidFile] = await pidFiles(ctx, 'nginx');
+  ctx.nginxInfo = { port: Number(m[1]), html: path.join(build, 'nginx/html'), pidFile };
   return ctx.nginxInfo;
 }
 

@@ -13,7 +13,7 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { draw, writeData, gpString, logAxis } from './plot.mjs';
+import { draw, writeData, gpString, logAxis, ticLabel } from './plot.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -42,7 +42,7 @@ function percentTics(maxX) {
   for (let k = 1, x = 10; x <= maxX * 1.0001; k++, x *= 10)
     tics.push([`${(100 - 100 / x).toFixed(Math.max(0, k - 2))}%`, x]);
   // A tic's label is a format for its value: % is written %%.
-  return `set xtics (${tics.map(([l, x]) => `${gpString(l.replace(/%/g, '%%'))} ${x}`).join(', ')})`;
+  return `set xtics (${tics.map(([l, x]) => `${ticLabel(l)} ${x}`).join(', ')})`;
 }
 
 // Draws DIR/plots/NAME.svg (and .png) from series [{label, hdrLog}] (hdrLog:
@@ -63,6 +63,6 @@ export function drawSpectrum(dir, name, title, series) {
     "set xlabel 'percentile (log scale of 1/(1-p))'",
     `set ylabel ${gpString(`latency (ms${hi / lo > 50 ? ', log scale' : ''})`)}`,
     'set logscale x', `set xrange [1:${maxX * 1.05}]`, percentTics(maxX), y, 'set grid',
-    'plot ' + lines.map((l, i) => `'${file}' index ${i} using 1:2 with steps lw 2 title ${gpString(l.label)}`).join(', '),
+    'plot ' + lines.map((l, i) => `'${file}' index ${i} using 1:2 with steps lw 2 dt ${1 + Math.floor(i / 8)} title ${gpString(l.label)}`).join(', '),
   ].join('\n'), { title, legend: lines.map(l => l.label) });
 }

@@ -84,8 +84,10 @@ function lookups(ans) {
   const tool = ans.tool === 'loadgen' ? '`loadgen -k`' : '`ab -k`';
   lines.push(`Answered lookups per second over HTTP (2xx only; errors counted apart), ${tool} at concurrency c, ` +
     `random loaded keys; median [95% confidence interval of the median], and the interval's width where it is wider ` +
-    `than +-5%. c=${H} is the 2008 study's setting and the headline: its cells are repeated until the interval is ` +
-    'within +-5%. Client, server and database share this machine\'s cores, so read the ratios (taken from runs of ' +
+    `than +-5%. c=${H} is the 2008 study's setting and the headline: its cells are repeated toward ` +
+    '+-5% (up to 30 runs); the rates of the database-backed cells drift with the machine over minutes, so some ' +
+    'stay wider (docs/DECISIONS.md, Precision), and the ranking below rests on same-round ratios, which the drift ' +
+    'leaves alone. Client, server and database share this machine\'s cores, so read the ratios (taken from runs of ' +
     'the same rounds) and the CPU per lookup before the rates: they are what carries to another machine.', '',
     `At c=${H}, fastest first (\`>\`: faster than the next, the same-round ratio's 95% interval above 1; ` +
     `\`~\`: no clear difference): ${(ans.ranking[H] || []).map(x => label(x.key) + (x.next ? ` ${x.next} ` : '')).join('')}.`, '');

@@ -69,6 +69,14 @@ test('bar chart, words too long to wrap: slanted labels with the margins they ne
   fits(file, { ylabel: 'µs (log scale)', title });
 });
 
+test('a group label with a percent sign is printed as it is (gnuplot reads tic labels as formats)', () => {
+  const file = barPlot(dir, 'bars-percent', {
+    title: 'Seconds per query kind', ylabel: 's', series: ['s'],
+    groups: ['sel_10pct_cl: 10% range, index', 'table_scan'].map((label, i) => ({ label, bars: { s: cell(i + 1) } })),
+  });
+  assert.ok(texts(fs.readFileSync(file, 'utf8')).some(t => t.includes('10% range')));
+});
+
 test('bar chart on a linear axis, one series: no legend', () => {
   const file = barPlot(dir, 'bars-linear', {
     title: 'Bulk loading: rows per second, zipbench against the native loaders and pgloader; bars: 95% CI of the median',

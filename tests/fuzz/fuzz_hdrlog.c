@@ -18,8 +18,8 @@ static void round_trip(const struct hist *h)
         return;
     static struct hist back;
     hist_init(&back);
-    char err[256];
-    if (hdr_decode(b64, strlen(b64), &back, err, sizeof err) < 0 || back.count != h->count ||
+    struct zb_err err;
+    if (hdr_decode(b64, strlen(b64), &back, &err) < 0 || back.count != h->count ||
         memcmp(back.bucket, h->bucket, sizeof back.bucket) != 0)
         __builtin_trap();
     free(b64);
@@ -28,16 +28,16 @@ static void round_trip(const struct hist *h)
 int fuzz_hdrlog(const uint8_t *data, size_t size)
 {
     static struct agent_log a;
-    char err[512];
-    if (hdrlog_parse((const char *)data, size, "fuzz.hlog", &a, err, sizeof err) < 0) {
-        if (strncmp(err, "fuzz.hlog", 9) != 0)
+    struct zb_err err;
+    if (hdrlog_parse((const char *)data, size, "fuzz.hlog", &a, &err) < 0) {
+        if (strncmp(err.msg, "fuzz.hlog", 9) != 0)
             __builtin_trap();
     } else {
         for (size_t k = 0; k < a.niv; k++) {
             static struct hist h;
             hist_init(&h);
             if (a.iv[k].hist) {
-                if (hdr_decode(a.iv[k].hist, a.iv[k].hist_len, &h, err, sizeof err) < 0 ||
+                if (hdr_decode(a.iv[k].hist, a.iv[k].hist_len, &h, &err) < 0 ||
                     h.count != a.iv[k].completed)
                     __builtin_trap();       /* parse decoded it once already */
                 round_trip(&h);
@@ -49,7 +49,7 @@ int fuzz_hdrlog(const uint8_t *data, size_t size)
     /* The whole input as one histogram field, too. */
     static struct hist h;
     hist_init(&h);
-    if (hdr_decode((const char *)data, size, &h, err, sizeof err) == 0)
+    if (hdr_decode((const char *)data, size, &h, &err) == 0)
         round_trip(&h);
     return 0;
 }

@@ -88,7 +88,7 @@ static void make_db(const struct backend_conf *sbc)
     for (int r = 0; r < 2; r++) {
         const char *v[ZB_NCOLS];
         for (int i = 0; i < ZB_NCOLS; i++)
-            v[i] = zb_column_is_flag(i) ? "0" : "text \"quoted\" \\ \x01 東京都";
+            v[i] = table.cols[i].type == ZB_INTEGER ? "0" : "text \"quoted\" \\ \x01 東京都";
         v[KENALL_ZIP] = codes[r];
         if (b.drv->query(b.db, sql, ZB_NCOLS, v, NULL, NULL, NULL, &err) < 0)
             fail("insert", err.msg);
