@@ -32,7 +32,7 @@ static void answer(struct health *h)
     b->n = 0;
     jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
     for (int i = 0; i < srv->nserved; i++) {
-        struct srv_backend *sb = srv->served[i];
+        struct served *sb = srv->served[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
         jb_cstr(b, sb->conf.name);
         if (!sb->postal) {

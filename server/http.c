@@ -130,7 +130,7 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
     struct jbuf *b = &rq->body;
     b->n = 0;
     JB_LIT(b, "{");
-    const struct srv_backend *sb = rq->lane ? rq->lane->sb : NULL;
+    const struct served *sb = rq->lane ? rq->lane->sb : NULL;
     if (sb && !sb->postal) {
         JB_LIT(b, "\"dataset\":");
         jb_cstr(b, sb->data->conf->name);
@@ -231,7 +231,7 @@ static bool is_json_number(const char *s, size_t len)
 static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
     struct req *rq = arg;
-    const struct srv_backend *sb = rq->lane->sb;
+    const struct served *sb = rq->lane->sb;
     const struct zb_column *col = sb->data->col;
     struct jbuf *b = &rq->body;
     if (rq->lk.rows > 1)
@@ -281,7 +281,7 @@ static void start_lookup(struct req *rq, const char *key, size_t len)
 {
     struct jbuf *b = &rq->body;
     struct lookup *lk = &rq->lk;
-    const struct srv_backend *sb = rq->lane->sb;
+    const struct served *sb = rq->lane->sb;
     memcpy(lk->key, key, len);
     lk->key[len] = 0;
     lk->keylen = len;
@@ -348,7 +348,7 @@ void http_keys_changed(struct http_loop *l)
 
 /* What is wrong with key for sb's key column (*status 400 or 414), or
  * NULL: checked before any database work. */
-static const char *bad_key(const struct srv_backend *sb, const char *key, size_t len,
+static const char *bad_key(const struct served *sb, const char *key, size_t len,
                            unsigned *status, char *msg, size_t msglen)
 {
     *status = 400;
@@ -385,7 +385,7 @@ static const char *bad_key(const struct srv_backend *sb, const char *key, size_t
 /* ?strategy=; false after answering 400. */
 static bool pick_strategy(struct req *rq)
 {
-    struct srv_backend *sb = rq->lane->sb;
+    struct served *sb = rq->lane->sb;
     rq->strategy = sb->strategy;
     const char *s = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "strategy");
     if (s) {
@@ -413,7 +413,7 @@ static void serve(struct req *rq, const char *key)
 {
     if (!pick_strategy(rq))
         return;
-    const struct srv_backend *sb = rq->lane->sb;
+    const struct served *sb = rq->lane->sb;
     size_t len = strlen(key);
     if (!sb->postal || strcmp(key, "random")) {
         unsigned status;
@@ -473,7 +473,7 @@ static int find_dataset(const struct server *srv, const char *s, size_t len)
 }
 
 /* Dataset d on the backend called s. */
-static struct srv_backend *find_backend(struct server *srv, int d, const char *s, size_t len)
+static struct served *find_backend(struct server *srv, int d, const char *s, size_t len)
 {
     int per = srv->nserved / srv->ndatasets;
     for (int i = d * per; i < (d + 1) * per; i++)
@@ -506,7 +506,7 @@ static void route(struct req *rq, const char *url)
     const char *ks = bs ? strchr(bs + 1, '/') : NULL;
     int d = ks ? find_dataset(l->srv, ds, (size_t)(bs - ds)) : -1;
     if (d >= 0) {
-        struct srv_backend *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
+        struct served *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
         if (!sb) {
             set_error(rq, 404, NULL, "no such backend (see /health for the list)");
             return;

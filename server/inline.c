@@ -47,7 +47,7 @@ struct inline_way {
 
 static struct inline_conn *conn_open(struct lane *lane, struct zb_err *err)
 {
-    struct srv_backend *sb = lane->sb;
+    struct served *sb = lane->sb;
     struct inline_conn *ic = calloc(1, sizeof *ic);
     if (!ic) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
@@ -81,7 +81,7 @@ static void conn_close(struct lane *lane, struct inline_conn *ic)
 static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
-    struct srv_backend *sb = lane->sb;
+    struct served *sb = lane->sb;
     struct inline_conn *ic = w->idle;
     w->idle = NULL;
     if (ic && ic->gen != atomic_load(&sb->gen)) {
@@ -109,7 +109,7 @@ static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *er
 static int query_fresh(struct inline_way *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
-    struct srv_backend *sb = lane->sb;
+    struct served *sb = lane->sb;
     struct backend b;
     if (backend_open(&b, &sb->conf, err) < 0) {
         BUMP(lane->st.connect_failures);

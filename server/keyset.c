@@ -24,7 +24,7 @@
 #define READ_TIMEOUT_MS 30000              /* nor a read of every code */
 
 struct keyset {
-    struct srv_backend *sb;
+    struct served *sb;
     struct loop *const *loops;
     int nloops;
     uint64_t *turns;               /* the loops' turns when a set was replaced (watcher only) */
@@ -79,7 +79,7 @@ static int cmp_u32(const void *a, const void *b)
 /* Every code of the table, sorted, on a connection of its own: a bigger
  * query than a lookup, so more time, still bounded, as a frozen database
  * must not hold the stop (which joins the watcher). NULL with err. */
-static struct key_set *read_codes(struct srv_backend *sb, struct zb_err *err)
+static struct key_set *read_codes(struct served *sb, struct zb_err *err)
 {
     struct backend_conf bc = sb->conf;
     if (bc.query_timeout_ms > 0 && bc.query_timeout_ms < READ_TIMEOUT_MS)
@@ -125,7 +125,7 @@ static int first_text(void *arg, int ncols, const char *const *vals, const size_
 
 /* The table's version into out ("" when there is no such table): 0, or -1
  * with err (the connection is closed then, and opened again next time). */
-static int table_version(struct srv_backend *sb, struct backend *vb, const struct backend_conf *vc,
+static int table_version(struct served *sb, struct backend *vb, const struct backend_conf *vc,
                          char *out, size_t len, struct zb_err *err)
 {
     if (!vb->db && backend_open(vb, vc, err) < 0) {
@@ -165,7 +165,7 @@ static void retire(struct keyset *ks, struct key_set *old)
  * not known). Wakes every loop: requests waiting for a set go on. */
 static void read_now(struct keyset *ks, const char *version)
 {
-    struct srv_backend *sb = ks->sb;
+    struct served *sb = ks->sb;
     struct zb_err err = { 0 };
     struct key_set *set = read_codes(sb, &err);
     if (set) {
@@ -198,7 +198,7 @@ static void read_now(struct keyset *ks, const char *version)
 static void *watch(void *arg)
 {
     struct keyset *ks = arg;
-    struct srv_backend *sb = ks->sb;
+    struct served *sb = ks->sb;
     /* Polls are a lookup's size: a lookup's time limit at most. */
     struct backend_conf vc = sb->conf;
     if (vc.query_timeout_ms <= 0 || vc.query_timeout_ms > POLL_TIMEOUT_MS)
@@ -248,7 +248,7 @@ static void *watch(void *arg)
 
 /* ---- the loops' side ---- */
 
-int keyset_start(struct srv_backend *sb, struct loop *const *loops, int nloops, struct zb_err *err)
+int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
 {
     if (!sb->postal)
         return 0;
@@ -283,7 +283,7 @@ int keyset_start(struct srv_backend *sb, struct loop *const *loops, int nloops, 
     return 0;
 }
 
-void keyset_stop(struct srv_backend *sb)
+void keyset_stop(struct served *sb)
 {
     struct keyset *ks = sb->keyset;
     if (!ks)
@@ -302,7 +302,7 @@ void keyset_stop(struct srv_backend *sb)
     sb->keyset = NULL;
 }
 
-const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct zb_err *err)
+const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err)
 {
     struct keyset *ks = sb->keyset;
     *loading = false;
@@ -330,13 +330,13 @@ const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct z
     return NULL;
 }
 
-bool keyset_pending(struct srv_backend *sb)
+bool keyset_pending(struct served *sb)
 {
     struct keyset *ks = sb->keyset;
     return ks && !atomic_load(&ks->set) && atomic_load(&ks->loading);
 }
 
-size_t keyset_size(struct srv_backend *sb, double *age_s)
+size_t keyset_size(struct served *sb, double *age_s)
 {
     const struct key_set *set = sb->keyset ? atomic_load(&sb->keyset->set) : NULL;
     *age_s = set ? (double)(zb_now_ns() - set->loaded_ns) / 1e9 : -1;

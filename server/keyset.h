@@ -37,18 +37,18 @@ struct key_set {
 /* The watcher of sb's key set started (postal backends only; a no-op for
  * the others), for the server's loops[0..nloops); the first read begins
  * at once when sb is up. */
-int  keyset_start(struct srv_backend *sb, struct loop *const *loops, int nloops,
+int  keyset_start(struct served *sb, struct loop *const *loops, int nloops,
                   struct zb_err *err);
 /* The watcher ended (after the loops were joined), every set freed. */
-void keyset_stop(struct srv_backend *sb);
+void keyset_stop(struct served *sb);
 /* sb's key set, or NULL: then *loading says whether a read is under way
  * (asked for here, unless one failed in the last second), and err why
  * there is none. */
-const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct zb_err *err);
+const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err);
 /* Requests waiting for a key set wait on: none yet, and a read under way. */
-bool keyset_pending(struct srv_backend *sb);
+bool keyset_pending(struct served *sb);
 /* What /stats says: the set's size, and its age in seconds (-1: none). */
-size_t keyset_size(struct srv_backend *sb, double *age_s);
+size_t keyset_size(struct served *sb, double *age_s);
 /* A key of set drawn with rng: one in the set, or with probability miss
  * (or from an empty set) a 7-digit code that is not. */
 uint32_t keyset_pick(const struct key_set *set, double miss, uint64_t *rng);
@@ -63,7 +63,7 @@ struct key_wait;
 APR_RING_HEAD(key_wait_list, key_wait);
 struct key_wait {
     APR_RING_ENTRY(key_wait) link;
-    struct srv_backend *sb;
+    struct served *sb;
     uint64_t since_ns;
     bool (*over)(struct key_wait *w, const struct zb_err *err);
 };

@@ -3,7 +3,7 @@
 
 #include "lane.h"
 
-void lane_init(struct lane *lane, struct loop *l, struct srv_backend *sb, struct lane *const *peers)
+void lane_init(struct lane *lane, struct loop *l, struct served *sb, struct lane *const *peers)
 {
     memset(lane, 0, sizeof *lane);
     lane->loop = l;

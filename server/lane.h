@@ -51,7 +51,7 @@ struct lane_way {
 
 struct lane {
     struct loop *loop;
-    struct srv_backend *sb;
+    struct served *sb;
     /* This backend's lane on every loop, by loop id (this one among them). */
     struct lane *const *peers;
     struct lane_way way[ZB_NSTRATEGIES];   /* by enum zb_strategy */
@@ -63,7 +63,7 @@ struct lane {
 
 /* lane set up for loop l serving sb, with no strategy yet (lookup_init
  * adds them); peers is every loop's lane of sb. */
-void lane_init(struct lane *lane, struct loop *l, struct srv_backend *sb, struct lane *const *peers);
+void lane_init(struct lane *lane, struct loop *l, struct served *sb, struct lane *const *peers);
 /* The backend is down (err says why), unless the server is stopping: the
  * lookups it fails then say so, the database is fine. */
 void lane_down(struct lane *lane, const struct zb_err *err);

@@ -31,7 +31,7 @@ static const struct strategy *way_for(const struct backend_driver *drv, enum zb_
     return s && s->takes(drv) ? s : NULL;
 }
 
-const char *lookup_cannot(const struct srv_backend *sb, enum zb_strategy st)
+const char *lookup_cannot(const struct served *sb, enum zb_strategy st)
 {
     return way_for(sb->drv, st) ? NULL : strategies[st]->cannot;
 }
@@ -91,7 +91,7 @@ void lookup_wind_down(struct lane *lane, const struct zb_err *err)
 void lookup_start(struct lookup *lk, bool health)
 {
     struct lane *lane = lk->lane;
-    struct srv_backend *sb = lane->sb;
+    struct served *sb = lane->sb;
     lk->params[0] = lk->key;
     lk->rows = 0;
     lk->retried = false;
@@ -126,7 +126,7 @@ int lookup_rc_of(const struct zb_err *err)
 /* The end of lk; a 503 counted as overload or, the backend down, as down. */
 static void finish(struct lookup *lk, int rc, const struct zb_err *err, bool overload)
 {
-    struct srv_backend *sb = lk->lane->sb;
+    struct served *sb = lk->lane->sb;
     if (rc == LOOKUP_OK)
         served_mark_up(sb);
     else if (rc == LOOKUP_UNAVAILABLE && overload)
@@ -161,7 +161,7 @@ int lookup_row(void *arg, int n, const char *const *v, const size_t *l)
 const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool stopping,
                        const char *what, const char *log_as, char *buf, size_t len)
 {
-    struct srv_backend *sb = lk->lane->sb;
+    struct served *sb = lk->lane->sb;
     if (stopping) {
         snprintf(buf, len, "the server is stopping");
         return buf;

@@ -64,7 +64,7 @@ const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool s
                        const char *what, const char *log_as, char *buf, size_t len);
 /* Can lookups on sb take strategy st? NULL if so, else why not, after
  * "the DRIVER driver " (pipelined needs a driver that can pipeline). */
-const char *lookup_cannot(const struct srv_backend *sb, enum zb_strategy st);
+const char *lookup_cannot(const struct served *sb, enum zb_strategy st);
 /* Every strategy sb's driver can take set up on lane (after lane_init). */
 int  lookup_init(struct lane *lane, struct zb_err *err);
 /* Every strategy's deadlines on lane due by now; returns the next (0: none). */

@@ -90,7 +90,7 @@ static void remove_at(struct pipes *ps, int i)
  * open others. */
 static void retire(struct pipes *ps)
 {
-    struct srv_backend *sb = ps->lane->sb;
+    struct served *sb = ps->lane->sb;
     for (int i = 0; i < ps->n; i++) {
         struct dbconn *dc = ps->pipe[i].dc;
         if (dc->state == DC_READY && !dc->nsent && !ps->pipe[i].unflushed &&

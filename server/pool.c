@@ -70,7 +70,7 @@ static struct pool *pool_of(struct pool *p, int i)
 
 static uint64_t bit_of(struct pool *p) { return 1ull << (p->lane->loop->id % 64); }
 
-static bool take_budget(struct srv_backend *sb)
+static bool take_budget(struct served *sb)
 {
     int n = atomic_load(&sb->pooled);
     while (n < sb->conf.pool_hard_max)
@@ -81,7 +81,7 @@ static bool take_budget(struct srv_backend *sb)
 
 static void give_budget(struct pool *p)
 {
-    struct srv_backend *sb = p->lane->sb;
+    struct served *sb = p->lane->sb;
     struct loop *l = p->lane->loop;
     atomic_fetch_sub(&sb->pooled, 1);
     p->npooled--;
@@ -209,7 +209,7 @@ static void connect_failed(struct pool *p, const struct zb_err *err)
 static bool grow(struct pool *p, bool for_waiters)
 {
     struct lane *lane = p->lane;
-    struct srv_backend *sb = lane->sb;
+    struct served *sb = lane->sb;
     if (lane->loop->now < lane->grow_after_ns)
         return false;   /* the last connect failed under load: not yet */
     if (!take_budget(sb)) {

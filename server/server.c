@@ -153,7 +153,7 @@ static void loop_teardown(struct worker *w)
 }
 
 /* sb's default strategy must be one its driver can take. */
-static int check_strategy(const struct srv_backend *sb, struct zb_err *err)
+static int check_strategy(const struct served *sb, struct zb_err *err)
 {
     const char *cannot = lookup_cannot(sb, sb->strategy);
     if (!cannot)
@@ -183,7 +183,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     }
     for (int d = 0; d < ndatasets; d++)
         for (int i = 0; i < nchosen; i++) {
-            struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
+            struct served *sb = apr_palloc(pool, sizeof *sb);
             srv->served[srv->nserved] = sb;
             if (served_init(sb, chosen[i], datasets[d], srv->nserved++, err) < 0 ||
                 check_strategy(sb, err) < 0)
@@ -221,7 +221,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     size_t nn = 0;
     names[0] = 0;
     for (int i = 0; i < srv->nserved; i++) {
-        struct srv_backend *sb = srv->served[i];
+        struct served *sb = srv->served[i];
         struct zb_err e = { 0 };
         bool ok = served_start(sb, &e) == 0;
         char next[300];

@@ -41,7 +41,7 @@ struct server {
     /* Every (dataset, backend) pair served, dataset by dataset in the
      * order of --datasets, each in the order of --backends. */
     int nserved;
-    struct srv_backend *served[SRV_MAX_SERVED];
+    struct served *served[SRV_MAX_SERVED];
     int ndatasets;
     const struct dataset *const *datasets;
     uint64_t started_ns;

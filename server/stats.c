@@ -49,7 +49,7 @@ static void add(struct sums *s, const struct lane_stats *st)
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
 {
     static _Thread_local struct hist h;
-    struct srv_backend *sb = srv->served[i];
+    struct served *sb = srv->served[i];
     const struct backend_conf *bc = &sb->conf;
     struct sums s = { 0 };
     hist_init(&h);
