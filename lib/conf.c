@@ -47,7 +47,6 @@ static void backend_defaults(struct backend_conf *b)
     b->acquire_timeout_ms = 2000;
     b->connect_timeout_s = 2;
     b->per_request_connect_timeout_s = 60;
-    b->persistent = true;
     b->pipeline_connections = 1;
 }
 
@@ -143,7 +142,7 @@ void conf_choice_list(const char *const *choices, char *buf, size_t len)
                  c == choices ? "" : c[1] ? ", " : " or ", *c);
 }
 
-#define STRATEGY_NAME(id, name) name,
+#define STRATEGY_NAME(id, name, instance) name,
 const char *const zb_strategy_names[ZB_NSTRATEGIES + 1] = { ZB_STRATEGIES(STRATEGY_NAME) NULL };
 #undef STRATEGY_NAME
 
@@ -167,7 +166,7 @@ static const struct field backend_fields[] = {
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
-    B(persistent), B(read_only), I(pipeline_connections, 1, 8), B(named_only),
+    B(read_only), I(pipeline_connections, 1, 8), B(named_only),
     { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, zb_strategy_names },
 };
 #undef S

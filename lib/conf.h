@@ -26,12 +26,15 @@ struct conf_option {
     int line;              /* in the file; 0 when it came from --set */
 };
 
-/* The server's strategies, the one list of their names: X(ID, "name").
- * The config's `strategy` key is checked against it; the server's table
- * (server/lookup.c) holds one instance per ID. */
-#define ZB_STRATEGIES(X) X(ZB_POOLED, "pooled") X(ZB_PER_REQUEST, "per-request") \
-    X(ZB_PIPELINED, "pipelined")
-#define ZB_STRATEGY_ID(id, name) id,
+/* The server's strategies, the one list of them: X(ID, "name", file's
+ * instance). The config's `strategy` key is checked against the names;
+ * the server's table (server/lookup.c) takes instance_strategy for each
+ * ID (server/strategy.h). */
+#define ZB_STRATEGIES(X) \
+    X(ZB_POOLED, "pooled", pooled) \
+    X(ZB_PER_REQUEST, "per-request", per_request) \
+    X(ZB_PIPELINED, "pipelined", pipelined)
+#define ZB_STRATEGY_ID(id, name, instance) id,
 enum zb_strategy { ZB_STRATEGIES(ZB_STRATEGY_ID) ZB_NSTRATEGIES };
 #undef ZB_STRATEGY_ID
 /* Their names by enum zb_strategy, NULL-terminated. */
@@ -73,8 +76,7 @@ struct backend_conf {
      * PHP does by default): the cell measures the connect, not a timeout. */
     int per_request_connect_timeout_s;
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
-    bool persistent;       /* false: connect per request (strategy per-request) */
-    const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: by persistent) */
+    const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: pooled) */
     int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
     /* The keys only its driver knows (mysql's engine, sqlite's cache_mib

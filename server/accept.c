@@ -49,95 +49,95 @@ struct handed {
     struct sockaddr_storage addr;
 };
 
-static uint64_t load_of(struct loop *l)
+static uint64_t load_of(struct accept_loop *a)
 {
-    return atomic_load_explicit(&l->assigned, RELAXED) - READ(l->closed);
+    return atomic_load_explicit(&a->assigned, RELAXED) - READ(a->fig->closed);
 }
 
-static struct loop *least_loaded(struct server *srv, struct loop *self)
+static struct accept_loop *least_loaded(struct accept_loop *self)
 {
-    unsigned start = atomic_fetch_add_explicit(&srv->accept_rr, 1, RELAXED);
-    struct loop *best = self;
+    unsigned start = atomic_fetch_add_explicit(&self->srv->accept_rr, 1, RELAXED);
+    struct accept_loop *best = self;
     uint64_t best_load = UINT64_MAX;
-    for (int k = 0; k < srv->nloops; k++) {
-        struct loop *l = &srv->loops[(start + (unsigned)k) % (unsigned)srv->nloops];
-        uint64_t load = load_of(l);
+    for (int k = 0; k < self->npeers; k++) {
+        struct accept_loop *a = self->peers[(start + (unsigned)k) % (unsigned)self->npeers];
+        uint64_t load = load_of(a);
         if (load < best_load) {
-            best = l;
+            best = a;
             best_load = load;
         }
     }
     return best;
 }
 
-static uint64_t total_open(struct server *srv)
+static uint64_t total_open(struct accept_loop *self)
 {
     uint64_t n = 0;
-    for (int i = 0; i < srv->nloops; i++)
-        n += load_of(&srv->loops[i]);
+    for (int i = 0; i < self->npeers; i++)
+        n += load_of(self->peers[i]);
     return n;
 }
 
-/* Gives fd to l: directly into our own daemon, or through l's queue. */
-static void hand_over(struct loop *self, struct loop *l, int fd, const struct sockaddr_storage *a,
-                      socklen_t len)
+/* Gives fd to a: directly into our own daemon, or through a's queue. */
+static void hand_over(struct accept_loop *self, struct accept_loop *a, int fd,
+                      const struct sockaddr_storage *addr, socklen_t len)
 {
-    atomic_fetch_add_explicit(&l->assigned, 1, RELAXED);
-    if (l == self) {
-        if (MHD_add_connection(l->mhd, fd, (const struct sockaddr *)a, len) != MHD_YES)
-            BUMP(l->closed);
+    atomic_fetch_add_explicit(&a->assigned, 1, RELAXED);
+    if (a == self) {
+        if (MHD_add_connection(a->mhd, fd, (const struct sockaddr *)addr, len) != MHD_YES)
+            BUMP(a->fig->closed);
         return;
     }
-    pthread_mutex_lock(&l->lock);
-    bool was_empty = l->nhanded == 0;
-    if (l->nhanded == l->caphanded) {
-        size_t cap = l->caphanded ? l->caphanded * 2 : 16;
-        struct handed *grown = realloc(l->handed, cap * sizeof *grown);
+    pthread_mutex_lock(&a->lock);
+    bool was_empty = a->nhanded == 0;
+    if (a->nhanded == a->caphanded) {
+        size_t cap = a->caphanded ? a->caphanded * 2 : 16;
+        struct handed *grown = realloc(a->handed, cap * sizeof *grown);
         if (!grown) {
-            pthread_mutex_unlock(&l->lock);
+            pthread_mutex_unlock(&a->lock);
             close(fd);
-            atomic_fetch_sub_explicit(&l->assigned, 1, RELAXED);
+            atomic_fetch_sub_explicit(&a->assigned, 1, RELAXED);
             return;
         }
-        l->handed = grown;
-        l->caphanded = cap;
+        a->handed = grown;
+        a->caphanded = cap;
     }
-    l->handed[l->nhanded++] = (struct handed){ .fd = fd, .len = len, .addr = *a };
-    pthread_mutex_unlock(&l->lock);
+    a->handed[a->nhanded++] = (struct handed){ .fd = fd, .len = len, .addr = *addr };
+    pthread_mutex_unlock(&a->lock);
     if (was_empty)
-        loop_wake(l);
+        loop_wake(a->loop);
 }
 
-static void stop_watching(struct loop *l)
+static void stop_watching(struct accept_loop *a)
 {
-    if (l->listening) {
-        loop_unwatch(l, l->srv->listen_fd);
-        l->listening = false;
+    if (a->listening) {
+        loop_unwatch(a->loop, a->srv->listen_fd);
+        a->listening = false;
     }
 }
 
-static int watch_listen(struct loop *l, struct zb_err *err)
+static int watch_listen(struct accept_loop *a, struct zb_err *err)
 {
     /* EPOLLEXCLUSIVE: one loop is woken per new connection. */
-    return loop_watch(l, l->srv->listen_fd, EPOLLIN | EPOLLEXCLUSIVE, &l->listen, err);
+    return loop_watch(a->loop, a->srv->listen_fd, EPOLLIN | EPOLLEXCLUSIVE, &a->listen, err);
 }
 
-static void watch_again(struct loop *l)
+static void watch_again(struct accept_loop *a)
 {
     struct zb_err err;
-    if (l->listening)
+    if (a->listening)
         return;
-    if (watch_listen(l, &err) < 0)
+    if (watch_listen(a, &err) < 0)
         srv_log("server: %s", err.msg);
     else
-        l->listening = true;
+        a->listening = true;
 }
 
 /* accept() failed with err (out of fds or memory): this loop stops
  * watching until the pause is over; logged once per ACCEPT_LOG_MS. */
-static void pause_accepting(struct loop *l, int err)
+static void pause_accepting(struct accept_loop *a, int err)
 {
-    struct server *srv = l->srv;
+    struct server *srv = a->srv;
     uint64_t now = zb_now_ns(), resume = now + ACCEPT_PAUSE_MS * 1000000ull;
     uint64_t failures = atomic_fetch_add(&srv->accept_pause.failures, 1) + 1;
     uint64_t logged = atomic_load(&srv->accept_pause.logged_ns);
@@ -149,29 +149,29 @@ static void pause_accepting(struct loop *l, int err)
                 ACCEPT_PAUSE_MS, (unsigned long long)failures, failures == 1 ? "" : "s");
     }
     atomic_store(&srv->accept_pause.resume_ns, resume);
-    stop_watching(l);
-    loop_deadline(l, resume);
+    stop_watching(a);
+    loop_deadline(a->loop, resume);
 }
 
 /* Within a pause: not before its end, which is made this loop's
  * deadline. */
-static bool pausing(struct loop *l)
+static bool pausing(struct accept_loop *a)
 {
-    uint64_t resume = atomic_load(&l->srv->accept_pause.resume_ns);
+    uint64_t resume = atomic_load(&a->srv->accept_pause.resume_ns);
     if (!resume || zb_now_ns() >= resume)
         return false;
-    loop_deadline(l, resume);
+    loop_deadline(a->loop, resume);
     return true;
 }
 
-uint64_t acceptor_deadlines(struct loop *l, uint64_t now)
+uint64_t acceptor_deadlines(struct accept_loop *a, uint64_t now)
 {
-    uint64_t resume = atomic_load(&l->srv->accept_pause.resume_ns);
-    if (!resume || l->listening)
+    uint64_t resume = atomic_load(&a->srv->accept_pause.resume_ns);
+    if (!resume || a->listening)
         return 0;
     if (now < resume)
         return resume;
-    acceptor_wake(l);   /* over: watch again, unless stopping or at the limit */
+    acceptor_wake(a);   /* over: watch again, unless stopping or at the limit */
     return 0;
 }
 
@@ -179,100 +179,108 @@ uint64_t acceptor_deadlines(struct loop *l, uint64_t now)
 static void ready(struct watch *w, uint32_t events)
 {
     (void)events;
-    struct loop *l = container_of(w, struct loop, listen);
-    struct server *srv = l->srv;
+    struct accept_loop *self = container_of(w, struct accept_loop, listen);
+    struct server *srv = self->srv;
     uint64_t max = (uint64_t)srv->conf->server.max_connections;
     if (atomic_load_explicit(&srv->stopping, RELAXED)) {
-        stop_watching(l);   /* the socket is shut down: it reads as ready */
+        stop_watching(self);   /* the socket is shut down: it reads as ready */
         return;
     }
     for (int i = 0; i < ACCEPT_BATCH; i++) {
-        if (total_open(srv) >= max) {
+        if (total_open(self) >= max) {
             /* Every loop stops watching; a slot freed wakes them all. */
             atomic_store(&srv->accept_paused, true);
-            loop_wake_all(l);
-            stop_watching(l);
+            loop_wake_all(self->loop);
+            stop_watching(self);
             return;
         }
-        struct sockaddr_storage a;
-        socklen_t len = sizeof a;
-        int fd = accept4(srv->listen_fd, (struct sockaddr *)&a, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage addr;
+        socklen_t len = sizeof addr;
+        int fd = accept4(srv->listen_fd, (struct sockaddr *)&addr, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                pause_accepting(l, errno);
+                pause_accepting(self, errno);
                 return;
             }
             if (errno == ECONNABORTED || errno == EINTR)
                 continue;   /* that one is gone: the next */
             return;   /* EAGAIN: the backlog is empty (or another loop took it) */
         }
-        hand_over(l, least_loaded(srv, l), fd, &a, len);
+        hand_over(self, least_loaded(self), fd, &addr, len);
     }
 }
 
-int acceptor_start(struct loop *l, struct zb_err *err)
+void acceptor_init(struct accept_loop *a, struct loop *l, struct server *srv)
 {
-    l->listen.ready = ready;
-    if (watch_listen(l, err) < 0)
+    a->loop = l;
+    a->srv = srv;
+    a->listen.ready = ready;
+    pthread_mutex_init(&a->lock, NULL);
+}
+
+int acceptor_start(struct accept_loop *a, struct zb_err *err)
+{
+    if (watch_listen(a, err) < 0)
         return -1;
-    l->listening = true;
+    a->listening = true;
     return 0;
 }
 
 /* Connections the acceptor handed over: into our daemon (MHD closes the
  * socket itself if it cannot take it). */
-static void take_handed(struct loop *l)
+static void take_handed(struct accept_loop *a)
 {
-    pthread_mutex_lock(&l->lock);
-    struct handed *h = l->handed;
-    size_t n = l->nhanded;
-    l->handed = NULL;
-    l->nhanded = l->caphanded = 0;
-    pthread_mutex_unlock(&l->lock);
+    pthread_mutex_lock(&a->lock);
+    struct handed *h = a->handed;
+    size_t n = a->nhanded;
+    a->handed = NULL;
+    a->nhanded = a->caphanded = 0;
+    pthread_mutex_unlock(&a->lock);
     for (size_t i = 0; i < n; i++)
-        if (MHD_add_connection(l->mhd, h[i].fd, (const struct sockaddr *)&h[i].addr,
+        if (MHD_add_connection(a->mhd, h[i].fd, (const struct sockaddr *)&h[i].addr,
                                h[i].len) != MHD_YES)
-            BUMP(l->closed);
+            BUMP(a->fig->closed);
     free(h);
 }
 
-void acceptor_free(struct loop *l)
+void acceptor_free(struct accept_loop *a)
 {
-    for (size_t i = 0; i < l->nhanded; i++)
-        close(l->handed[i].fd);
-    free(l->handed);
-    l->handed = NULL;
-    l->nhanded = 0;
+    for (size_t i = 0; i < a->nhanded; i++)
+        close(a->handed[i].fd);
+    free(a->handed);
+    a->handed = NULL;
+    a->nhanded = 0;
+    pthread_mutex_destroy(&a->lock);
 }
 
 /* On wake: what was handed over taken in; stop for good when stopping;
  * else stop at the limit, and watch again once below it (waking the
  * others to do the same). */
-void acceptor_wake(struct loop *l)
+void acceptor_wake(struct accept_loop *a)
 {
-    struct server *srv = l->srv;
-    take_handed(l);
+    struct server *srv = a->srv;
+    take_handed(a);
     if (srv->listen_fd < 0)
         return;
     if (atomic_load_explicit(&srv->stopping, RELAXED)) {
-        stop_watching(l);
+        stop_watching(a);
         return;
     }
-    if (total_open(srv) >= (uint64_t)srv->conf->server.max_connections) {
+    if (total_open(a) >= (uint64_t)srv->conf->server.max_connections) {
         atomic_store(&srv->accept_paused, true);
-        stop_watching(l);
+        stop_watching(a);
         return;
     }
     if (atomic_exchange(&srv->accept_paused, false))
-        for (int i = 0; i < srv->nloops; i++)
-            if (&srv->loops[i] != l)
-                loop_wake(&srv->loops[i]);
-    if (!pausing(l))
-        watch_again(l);
+        for (int i = 0; i < a->npeers; i++)
+            if (a->peers[i] != a)
+                loop_wake(a->peers[i]->loop);
+    if (!pausing(a))
+        watch_again(a);
 }
 
 void acceptor_slot_freed(struct server *srv)
 {
     if (atomic_load_explicit(&srv->accept_paused, RELAXED) && srv->nloops)
-        loop_wake_all(&srv->loops[0]);
+        loop_wake_all(srv->cores[0]);
 }

@@ -8,19 +8,45 @@
 #ifndef ZB_ACCEPT_H
 #define ZB_ACCEPT_H
 
+#include <microhttpd.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
 #include "shared.h"
 
+struct handed;
+
+/* Accepting's part of a loop. */
+struct accept_loop {
+    struct loop *loop;
+    struct server *srv;
+    struct loop_figures *fig;      /* its loop's (closed: its load) */
+    struct MHD_Daemon *mhd;        /* its loop's daemon, which takes its connections */
+    struct accept_loop *const *peers;   /* every loop's, by id */
+    int npeers;
+    struct watch listen;           /* the listening socket's, shared by every loop */
+    pthread_mutex_t lock;          /* guards handed, which other loops fill */
+    struct handed *handed;         /* connections another loop accepted for this one */
+    size_t nhanded, caphanded;
+    _Atomic uint64_t assigned;     /* connections given to this loop, by any loop */
+    bool listening;                /* the listening socket is in its epoll set */
+};
+
+/* a set up for loop l (no watch yet): its daemon, figures and peers are
+ * server.c's to set. */
+void acceptor_init(struct accept_loop *a, struct loop *l, struct server *srv);
+
 /* l starts watching the listening socket. */
-int  acceptor_start(struct loop *l, struct zb_err *err);
+int  acceptor_start(struct accept_loop *a, struct zb_err *err);
 /* The loop was woken: connections handed over go into its daemon; stop
  * for good when stopping; else stop at the limit, or watch again below it. */
-void acceptor_wake(struct loop *l);
+void acceptor_wake(struct accept_loop *a);
 /* A loop closed one of its connections: lets paused loops accept again. */
 void acceptor_slot_freed(struct server *srv);
 /* After a pause for want of fds: watches the socket again once it is
  * over; returns when that is due (0: no pause). */
-uint64_t acceptor_deadlines(struct loop *l, uint64_t now);
+uint64_t acceptor_deadlines(struct accept_loop *a, uint64_t now);
 /* After the loop stopped: connections handed over and never taken closed. */
-void acceptor_free(struct loop *l);
+void acceptor_free(struct accept_loop *a);
 
 #endif

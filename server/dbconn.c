@@ -3,9 +3,9 @@
  * States:
  *   DC_CONNECTING  connect_step() each time the socket is ready, until the
  *                  driver says it is connected; bounded by connect_timeout_s.
- *   DC_PREPARING   pooled and pipelined connections prepare the lookup once
- *                  (pipelined ones enter pipeline mode first); per-lookup
- *                  ones skip this, their lookup is a one-shot query.
+ *   DC_PREPARING   its strategy's prepare sets it up (prepares the lookup
+ *                  once, or nothing: its lookups are one-shot queries),
+ *                  then the answer to that, if one is awaited.
  *   DC_READY       lookups are sent and answered in order; the oldest one
  *                  sent is bounded by query_timeout_ms.
  * The socket stays in the loop's epoll set, level-triggered, for reading
@@ -26,17 +26,17 @@
 
 static const struct backend_async *async_of(const struct dbconn *dc)
 {
-    return dc->lb->sb->drv->async;
+    return dc->lane->sb->drv->async;
 }
 
 /* Watches the driver's socket for wants (ZB_WANT_*). */
 static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
 {
-    struct loop *l = dc->lb->loop;
+    struct loop *l = dc->lane->loop;
     int fd = async_of(dc)->socket(dc->db);
     uint32_t events = (wants & ZB_WANT_READ ? EPOLLIN : 0) | (wants & ZB_WANT_WRITE ? EPOLLOUT : 0);
     if (fd < 0)
-        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lb->sb->label);
+        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lane->sb->label);
     /* While connecting, libpq may close the socket of a host that failed
      * and open the next host's, which often gets the same number: the
      * closed one left the epoll set, so the same number is watched anew. */
@@ -54,7 +54,8 @@ static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
 
 static void ready(struct watch *w, uint32_t events);
 
-struct dbconn *dbconn_open(struct lb *lb, const struct strategy *st, struct zb_err *err)
+struct dbconn *dbconn_open(struct lane *lane, const struct strategy *st, void *owner,
+                           int connect_limit_s, struct zb_err *err)
 {
     struct dbconn *dc = calloc(1, sizeof *dc);
     if (!dc) {
@@ -62,39 +63,34 @@ struct dbconn *dbconn_open(struct lb *lb, const struct strategy *st, struct zb_e
         return NULL;
     }
     dc->w.ready = ready;
-    dc->lb = lb;
+    dc->lane = lane;
     dc->st = st;
+    dc->owner = owner;
+    dc->connect_limit_s = connect_limit_s;
     dc->fd = -1;
-    dc->gen = atomic_load(&lb->sb->gen);
-    dc->since_ns = lb->loop->now;
+    dc->gen = atomic_load(&lane->sb->gen);
+    dc->since_ns = lane->loop->now;
     APR_RING_INIT(&dc->sent, lookup, link);
-    int wants = async_of(dc)->connect_start(&lb->sb->conf, &dc->db, err);
+    int wants = async_of(dc)->connect_start(&lane->sb->conf, &dc->db, err);
     /* Connected at once: carry on when the socket says it is writable,
      * so the strategy hears of it from the loop, not from here. */
     dc->state = wants == 0 ? DC_PREPARING : DC_CONNECTING;
     if (wants < 0 || set_watch(dc, wants == 0 ? ZB_WANT_WRITE : wants, err) < 0) {
-        BUMP(lb->st.connect_failures);
+        BUMP(lane->st.connect_failures);
         if (dc->db)
-            lb->sb->drv->close(dc->db);
+            lane->sb->drv->close(dc->db);
         free(dc);
         return NULL;
     }
-    loop_deadline(lb->loop, dbconn_deadline(dc));
+    loop_deadline(lane->loop, dbconn_deadline(dc));
     return dc;
-}
-
-/* How long a connect may take: a per-request one waits as PHP would. */
-static int connect_limit_s(const struct dbconn *dc)
-{
-    const struct backend_conf *bc = &dc->lb->sb->conf;
-    return dc->st->per_lookup ? bc->per_request_connect_timeout_s : bc->connect_timeout_s;
 }
 
 uint64_t dbconn_deadline(const struct dbconn *dc)
 {
-    const struct backend_conf *bc = &dc->lb->sb->conf;
+    const struct backend_conf *bc = &dc->lane->sb->conf;
     if (dc->state != DC_READY)
-        return dc->since_ns + (uint64_t)connect_limit_s(dc) * 1000000000u;
+        return dc->since_ns + (uint64_t)dc->connect_limit_s * 1000000000u;
     if (dc->nsent == 0 || bc->query_timeout_ms <= 0)
         return 0;
     return APR_RING_FIRST(&dc->sent)->since_ns + (uint64_t)bc->query_timeout_ms * 1000000u;
@@ -102,17 +98,16 @@ uint64_t dbconn_deadline(const struct dbconn *dc)
 
 bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
 {
-    const struct backend_conf *bc = &dc->lb->sb->conf;
+    const struct backend_conf *bc = &dc->lane->sb->conf;
     uint64_t d = dbconn_deadline(dc);
     if (!d || d > now) {
-        if (d && (!*next || d < *next))
-            *next = d;
+            *next = deadline_min(*next, d);
         return false;
     }
     struct zb_err err;
     if (dc->state != DC_READY)
         zb_fail(&err, ZB_ERR_TIMEOUT, "%s: cannot connect: no answer within %d s", bc->name,
-                connect_limit_s(dc));
+                dc->connect_limit_s);
     else
         zb_fail(&err, ZB_ERR_TIMEOUT, "%s: no answer within %d ms", bc->name,
                 bc->query_timeout_ms);
@@ -120,84 +115,38 @@ bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
     return true;
 }
 
-/* A connection closed or given away earlier in this batch: its events are
- * ignored. */
-static void set_aside(struct watch *w, uint32_t events)
+static void free_conn(struct watch *w)
 {
-    (void)w, (void)events;
-}
-
-/* Closed, but freed only by dbconn_settle: this iteration's epoll batch
- * may still hold an event pointing at it, and a lookup that ends may close
- * another connection than its own. */
-static void forget(struct dbconn *dc)
-{
-    struct loop *l = dc->lb->loop;
-    for (int i = 0; i < l->nflush; i++)
-        if (l->to_flush[i] == dc)
-            l->to_flush[i] = l->to_flush[--l->nflush];
-    if (dc->fd >= 0)
-        loop_unwatch(l, dc->fd);
-    dc->lb->sb->drv->close(dc->db);
-    dc->db = NULL;
-    dc->w.ready = set_aside;
-    dc->next_aside = l->closed_aside;
-    l->closed_aside = dc;
+    free(container_of(w, struct dbconn, w));
 }
 
 void dbconn_close(struct dbconn *dc)
 {
-    forget(dc);
+    struct loop *l = dc->lane->loop;
+    if (dc->fd >= 0)
+        loop_unwatch(l, dc->fd);
+    dc->lane->sb->drv->close(dc->db);
+    dc->db = NULL;
+    loop_retire(l, &dc->w, free_conn);
 }
 
-void dbconn_leave(struct dbconn *dc, struct loop *to)
+void dbconn_leave(struct dbconn *dc, void (*arrive)(struct watch *w))
 {
-    struct loop *l = dc->lb->loop;
+    struct loop *l = dc->lane->loop;
     if (dc->fd >= 0)
         loop_unwatch(l, dc->fd);
     dc->fd = -1;
     dc->events = 0;
-    dc->w.ready = set_aside;
-    dc->give_to = to;
-    dc->next_aside = l->leaving;
-    l->leaving = dc;
+    loop_retire(l, &dc->w, arrive);
 }
 
-void dbconn_settle(struct loop *l)
-{
-    while (l->closed_aside) {
-        struct dbconn *dc = l->closed_aside;
-        l->closed_aside = dc->next_aside;
-        free(dc);
-    }
-    while (l->leaving) {
-        struct dbconn *dc = l->leaving;
-        l->leaving = dc->next_aside;
-        dc->w.ready = ready;
-        struct loop *to = dc->give_to;
-        pthread_mutex_lock(&to->lock);
-        APR_RING_INSERT_TAIL(&to->given, dc, dbconn, link);
-        pthread_mutex_unlock(&to->lock);
-        loop_wake(to);
-    }
-}
-
-struct dbconn *dbconn_given(struct loop *l)
-{
-    pthread_mutex_lock(&l->lock);
-    struct dbconn *dc = APR_RING_EMPTY(&l->given, dbconn, link) ? NULL : APR_RING_FIRST(&l->given);
-    if (dc)
-        APR_RING_REMOVE(dc, link);
-    pthread_mutex_unlock(&l->lock);
-    return dc;
-}
-
-bool dbconn_join(struct dbconn *dc, struct lb *lb)
+bool dbconn_join(struct dbconn *dc, struct lane *lane, void *owner)
 {
     struct zb_err err;
-    dc->lb = lb;
+    dc->lane = lane;
+    dc->owner = owner;
     if (set_watch(dc, ZB_WANT_READ, &err) < 0) {
-        forget(dc);
+        dbconn_close(dc);
         return false;
     }
     return true;
@@ -216,85 +165,83 @@ void dbconn_fail(struct dbconn *dc, const struct zb_err *err)
     lost(dc, err);
 }
 
-static void flush_one(struct dbconn *dc);
-
-/* A pipelined connection to flush at the end of this iteration. */
-static void flush_later(struct dbconn *dc)
-{
-    struct loop *l = dc->lb->loop;
-    if (l->nflush < (int)(sizeof l->to_flush / sizeof l->to_flush[0]))
-        l->to_flush[l->nflush++] = dc;
-    else
-        flush_one(dc);   /* more pipelines than slots: write this one now */
-}
-
 void dbconn_send(struct dbconn *dc, struct lookup *lk)
 {
-    struct lb *lb = dc->lb;
+    struct lane *lane = dc->lane;
     struct zb_err err = { 0 };
-    lk->since_ns = lb->loop->now;
+    lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    int wants = async_of(dc)->send(dc->db, dc->lookup, lb->sb->sql, 1, lk->params, &err);
-    if (wants >= 0 && dc->st->pipelines) {
-        BUMP(lb->st.pipelined);
-        if (!dc->unflushed) {
-            dc->unflushed = true;
-            flush_later(dc);
-        }
-    } else if (wants >= 0) {
-        /* 0: answered already (the driver read it in passing): the socket
-         * being writable brings it back to us next iteration. */
-        wants = set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err);
-    }
-    if (wants < 0) {
+    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, 1, lk->params, &err);
+    /* 0: answered already (the driver read it in passing): the socket
+     * being writable brings it back to us next iteration. */
+    if (wants < 0 || set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err) < 0) {
         lost(dc, &err);
         return;
     }
     if (dc->nsent == 1)
-        loop_deadline(lb->loop, dbconn_deadline(dc));
+        loop_deadline(lane->loop, dbconn_deadline(dc));
 }
 
-/* Writes what dc was sent since its last flush. */
-static void flush_one(struct dbconn *dc)
+bool dbconn_queue(struct dbconn *dc, struct lookup *lk)
+{
+    struct lane *lane = dc->lane;
+    struct zb_err err = { 0 };
+    lk->since_ns = lane->loop->now;
+    APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
+    dc->nsent++;
+    if (async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, 1, lk->params, &err) < 0) {
+        lost(dc, &err);
+        return false;
+    }
+    if (dc->nsent == 1)
+        loop_deadline(lane->loop, dbconn_deadline(dc));
+    return true;
+}
+
+bool dbconn_flush(struct dbconn *dc)
 {
     struct zb_err err = { 0 };
-    dc->unflushed = false;
-    BUMP(dc->lb->st.batches);
     int wants = async_of(dc)->flush(dc->db, &err);
-    if (wants < 0 || set_watch(dc, wants, &err) < 0)
+    if (wants < 0 || set_watch(dc, wants, &err) < 0) {
         lost(dc, &err);
+        return false;
+    }
+    return true;
 }
 
-void dbconn_flush_all(struct loop *l)
+int dbconn_prepare(struct dbconn *dc, struct zb_err *err)
 {
-    while (l->nflush)
-        flush_one(l->to_flush[--l->nflush]);
+    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, 1, &dc->lookup, err) < 0 ? -1 : 1;
+}
+
+int dbconn_prepare_pipelined(struct dbconn *dc, struct zb_err *err)
+{
+    const struct backend_async *as = async_of(dc);
+    if (as->pipeline(dc->db, err) < 0 || dbconn_prepare(dc, err) < 0 || as->flush(dc->db, err) < 0)
+        return -1;
+    return 1;
 }
 
 /* Connecting, then preparing: returns true once ready. */
 static bool setup(struct dbconn *dc, struct zb_err *err, int *wants)
 {
     const struct backend_async *as = async_of(dc);
-    struct lb *lb = dc->lb;
+    struct lane *lane = dc->lane;
     if (dc->state == DC_CONNECTING) {
         if ((*wants = as->connect_step(dc->db, err)) != 0)
             return false;
         dc->state = DC_PREPARING;
     }
     if (dc->state == DC_PREPARING && !dc->lookup) {
-        BUMP(lb->st.connects);
-        if (dc->st->per_lookup) {
-            BUMP(lb->st.connects_per_request);
-            dc->state = DC_READY;
-            return true;
+        BUMP(lane->st.connects);
+        int rc = dc->st->prepare ? dc->st->prepare(dc, err) : 0;
+        if (rc <= 0) {
+            *wants = rc;
+            if (rc == 0)
+                dc->state = DC_READY;
+            return rc == 0;
         }
-        if (dc->st->pipelines && (*wants = as->pipeline(dc->db, err)) < 0)
-            return false;
-        if ((*wants = as->prepare(dc->db, lb->sb->sql, 1, &dc->lookup, err)) < 0)
-            return false;
-        if (dc->st->pipelines && (*wants = as->flush(dc->db, err)) < 0)
-            return false;
     }
     /* The PREPARE's answer. */
     if ((*wants = as->result(dc->db, NULL, NULL, err)) != 0)
@@ -326,7 +273,7 @@ static void answers(struct dbconn *dc)
         APR_RING_REMOVE(lk, link);
         dc->nsent--;
         if (dc->nsent)
-            loop_deadline(dc->lb->loop, dbconn_deadline(dc));
+            loop_deadline(dc->lane->loop, dbconn_deadline(dc));
         lookup_finish(lk, wants == 0 ? LOOKUP_OK : lookup_rc_of(&err), &err);
         if (!dc->nsent) {
             dc->st->conn_ready(dc);   /* may send again, or close it: dc is not ours now */

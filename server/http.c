@@ -4,7 +4,7 @@
  * handler call and given back when libmicrohttpd says it is complete. Its
  * life:
  *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
- *               does not (RFC 9112's rules: see malformed()) and the
+ *               does not (RFC 9112's rules: strict.c) and the
  *               method; a refusal is answered at once, with Connection:
  *               close, and no body is read;
  *   RQ_READ     the final call routes it (/DATASET/BACKEND/KEY, /zip/ the
@@ -36,11 +36,13 @@
 
 #include "accept.h"
 #include "http.h"
+#include "health.h"
 #include "json.h"
 #include "keyset.h"
 #include "lookup.h"
 #include "reason.h"
 #include "stats.h"
+#include "strict.h"
 
 enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
@@ -56,40 +58,36 @@ struct client {
     int outq, inq;                 /* its socket's queues at the last look (sending; -1: none) */
 };
 
-struct health;
-
 struct req {
-    APR_RING_ENTRY(req) link;      /* in the loop's keys_waiting list */
-    struct loop *loop;
+    struct http_loop *loop;        /* its loop's HTTP part */
     struct MHD_Connection *c;
     struct req *next_free;
-    size_t rawlen;                 /* the raw URI's length + 1 (see log_uri) */
-    bool bad_target;               /* the raw URI is not a target we take (see log_uri) */
+    size_t rawlen;                 /* the raw URI's length + 1 (strict.h) */
+    bool bad_target;               /* the raw URI is not a target we take (strict.h) */
     bool close;                    /* refused on its first call: the connection closes */
     enum req_state state;
     bool suspended;
     bool orphaned;                 /* its connection went while it ran: free it when done */
     unsigned status;
     struct jbuf body;
-    struct lb *lb;                 /* a lookup: its (dataset, backend), on this loop */
+    struct lane *lane;             /* a lookup: its (dataset, backend), on this loop */
     enum zb_strategy strategy;
     uint64_t t0;
     double miss;                   /* /random?miss= */
-    uint64_t waiting_since;        /* waiting for a key set since */
+    struct key_wait kw;            /* /random: waiting for a key set */
     struct lookup lk;
-    struct health *health;
 };
 
 /* ---- answers ---- */
 
 static void count_answer(struct req *rq)
 {
-    struct loop *l = rq->loop;
+    struct http_loop *l = rq->loop;
     unsigned status = rq->status;
-    BUMP(l->requests);
-    counter *c = status < 400 ? &l->ok : status < 500 ? &l->e4xx : &l->e5xx;
+    BUMP(l->fig->requests);
+    counter *c = status < 400 ? &l->fig->ok : status < 500 ? &l->fig->e4xx : &l->fig->e5xx;
     BUMP(*c);
-    struct lb_stats *st = rq->lb ? &rq->lb->st : NULL;
+    struct lane_stats *st = rq->lane ? &rq->lane->st : NULL;
     if (!st)
         return;
     BUMP(st->requests);
@@ -132,7 +130,7 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
     struct jbuf *b = &rq->body;
     b->n = 0;
     JB_LIT(b, "{");
-    const struct srv_backend *sb = rq->lb ? rq->lb->sb : NULL;
+    const struct served *sb = rq->lane ? rq->lane->sb : NULL;
     if (sb && !sb->postal) {
         JB_LIT(b, "\"dataset\":");
         jb_cstr(b, sb->data->conf->name);
@@ -157,7 +155,7 @@ static void set_error(struct req *rq, unsigned status, const char *key, const ch
     set_answer(rq, status);
 }
 
-static void client_sending(struct loop *l, struct MHD_Connection *c);
+static void client_sending(struct http_loop *l, struct MHD_Connection *c);
 
 static enum MHD_Result queue(struct req *rq)
 {
@@ -233,7 +231,7 @@ static bool is_json_number(const char *s, size_t len)
 static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
     struct req *rq = arg;
-    const struct srv_backend *sb = rq->lb->sb;
+    const struct served *sb = rq->lane->sb;
     const struct zb_column *col = sb->data->col;
     struct jbuf *b = &rq->body;
     if (rq->lk.rows > 1)
@@ -254,26 +252,8 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
     return 0;
 }
 
-static struct req *req_get(struct loop *l);
+static struct req *req_get(struct http_loop *l);
 static void req_free(struct req *rq);
-
-/* The failure's words for the client (reason.h); the database's own
- * message goes to the log, at most once a second per loop, unless the
- * log has said it already (the backend went down) or it is the server's
- * own state (stopping, overloaded). */
-static const char *say_why(struct req *rq, struct srv_backend *sb, const struct zb_err *err,
-                           bool overload, const char *what, const char *log_as, char *buf,
-                           size_t len)
-{
-    if (atomic_load_explicit(&rq->loop->srv->stopping, RELAXED)) {
-        snprintf(buf, len, "the server is stopping");
-        return buf;
-    }
-    bool unavailable = lookup_rc_of(err) == LOOKUP_UNAVAILABLE;
-    if (!unavailable || (!overload && atomic_load(&sb->up)))
-        served_log_error(sb, log_as, err->msg);
-    return reason_for_client(sb, err, overload, what, buf, len);
-}
 
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
@@ -284,11 +264,11 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
     }
     char why[512];
     if (rc != LOOKUP_OK) {
-        say_why(rq, rq->lb->sb, err, lk->overloaded, "the lookup", "lookup failed", why,
-                sizeof why);
+        lookup_why(lk, err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED), "the lookup",
+                   "lookup failed", why, sizeof why);
         set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, lk->key, "%s", why);
     } else if (lk->rows == 0) {
-        set_error(rq, 404, lk->key, rq->lb->sb->postal ? "no such code" : "no such key");
+        set_error(rq, 404, lk->key, rq->lane->sb->postal ? "no such code" : "no such key");
     } else {
         JB_LIT(&rq->body, "]}");
         set_answer(rq, 200);
@@ -301,7 +281,7 @@ static void start_lookup(struct req *rq, const char *key, size_t len)
 {
     struct jbuf *b = &rq->body;
     struct lookup *lk = &rq->lk;
-    const struct srv_backend *sb = rq->lb->sb;
+    const struct served *sb = rq->lane->sb;
     memcpy(lk->key, key, len);
     lk->key[len] = 0;
     lk->keylen = len;
@@ -319,7 +299,7 @@ static void start_lookup(struct req *rq, const char *key, size_t len)
     }
     jb_str(b, key, len);
     JB_LIT(b, ",\"rows\":[");
-    lk->lb = rq->lb;
+    lk->lane = rq->lane;
     lk->strategy = rq->strategy;
     lk->on_row = put_row;
     lk->arg = rq;
@@ -328,72 +308,47 @@ static void start_lookup(struct req *rq, const char *key, size_t len)
     lookup_start(lk, false);
 }
 
-static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && keys[lo] == k;
-}
-
 /* /random: a code of the key set (or, with probability miss, one that is
  * not in it); false while the key set is still loading. */
 static bool start_random(struct req *rq)
 {
     struct zb_err err = { 0 };
     bool loading;
-    const struct key_set *set = keyset_get(rq->lb->sb, &loading, &err);
+    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
     if (!set) {
         char why[512];
         if (!loading)
-            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lb->sb, &err, false,
+            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false,
                                                              "the query of /random's key set",
                                                              why, sizeof why));
         return !loading;
     }
-    uint64_t *rng = &rq->loop->rng;
-    uint32_t k = 0;
-    const uint32_t *keys = set->keys;
-    size_t n = set->n;
-    if (n > 0 && !(rq->miss > 0 && zb_rand_unit(rng) < rq->miss)) {
-        k = keys[zb_rand_below(rng, (uint32_t)n)];
-    } else {
-        /* A code that is not in the table: random 7-digit numbers are
-         * almost all misses (a full list fills ~1.2% of them). */
-        for (int tries = 0; tries < 1000; tries++) {
-            k = zb_rand_below(rng, 10000000);
-            if (!has_key(keys, n, k))
-                break;
-        }
-    }
+    uint32_t k = keyset_pick(set, rq->miss, &rq->loop->rng);
     char code[8];
     snprintf(code, sizeof code, "%07u", k);
     start_lookup(rq, code, 7);
     return true;
 }
 
-void http_keys_changed(struct loop *l)
+/* The wait for rq's key set is over: a key drawn, or (err) the 503. */
+static bool keys_over(struct key_wait *w, const struct zb_err *err)
 {
-    struct req *rq = APR_RING_FIRST(&l->keys_waiting), *nx;
-    for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
-        nx = APR_RING_NEXT(rq, link);
-        struct srv_backend *sb = rq->lb->sb;
-        if (!keyset_pending(sb)) {
-            APR_RING_REMOVE(rq, link);
-            if (!start_random(rq))   /* a load again: wait for it, as long as allowed */
-                APR_RING_INSERT_TAIL(&l->keys_waiting, rq, req, link);
-        }
+    struct req *rq = container_of(w, struct req, kw);
+    if (err) {
+        set_error(rq, 503, NULL, "%s", err->msg);
+        return false;
     }
+    return !start_random(rq);
+}
+
+void http_keys_changed(struct http_loop *l)
+{
+    keyset_woken(&l->keys);
 }
 
 /* What is wrong with key for sb's key column (*status 400 or 414), or
  * NULL: checked before any database work. */
-static const char *bad_key(const struct srv_backend *sb, const char *key, size_t len,
+static const char *bad_key(const struct served *sb, const char *key, size_t len,
                            unsigned *status, char *msg, size_t msglen)
 {
     *status = 400;
@@ -427,26 +382,12 @@ static const char *bad_key(const struct srv_backend *sb, const char *key, size_t
     }
 }
 
-static int parse_bool_arg(const char *v, bool *out)
-{
-    if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on"))
-        *out = true;
-    else if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
-             !strcasecmp(v, "off"))
-        *out = false;
-    else
-        return -1;
-    return 0;
-}
-
-/* ?strategy= (or the older ?persistent=0|1); false after answering 400. */
+/* ?strategy=; false after answering 400. */
 static bool pick_strategy(struct req *rq)
 {
-    struct srv_backend *sb = rq->lb->sb;
+    struct served *sb = rq->lane->sb;
     rq->strategy = sb->strategy;
     const char *s = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "strategy");
-    const char *p = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "persistent");
-    bool persistent;
     if (s) {
         int st = conf_choice(zb_strategy_names, s);
         if (st < 0) {
@@ -456,28 +397,23 @@ static bool pick_strategy(struct req *rq)
             return false;
         }
         rq->strategy = (enum zb_strategy)st;
-    } else if (p) {
-        if (parse_bool_arg(p, &persistent) < 0) {
-            set_error(rq, 400, NULL, "persistent must be 0 or 1");
-            return false;
-        }
-        rq->strategy = persistent ? ZB_POOLED : ZB_PER_REQUEST;
     }
-    if (!lookup_strategy_ok(sb, rq->strategy)) {
-        set_error(rq, 400, NULL, "strategy %s: the %s driver cannot pipeline",
-                  zb_strategy_names[rq->strategy], sb->conf.driver);
+    const char *cannot = lookup_cannot(sb, rq->strategy);
+    if (cannot) {
+        set_error(rq, 400, NULL, "strategy %s: the %s driver %s",
+                  zb_strategy_names[rq->strategy], sb->conf.driver, cannot);
         return false;
     }
     return true;
 }
 
-/* GET /DATASET/BACKEND/KEY (rq->lb set): a lookup of key, or for the
+/* GET /DATASET/BACKEND/KEY (rq->lane set): a lookup of key, or for the
  * postal dataset /random. */
 static void serve(struct req *rq, const char *key)
 {
     if (!pick_strategy(rq))
         return;
-    const struct srv_backend *sb = rq->lb->sb;
+    const struct served *sb = rq->lane->sb;
     size_t len = strlen(key);
     if (!sb->postal || strcmp(key, "random")) {
         unsigned status;
@@ -502,110 +438,23 @@ static void serve(struct req *rq, const char *key)
     }
     if (!start_random(rq)) {   /* the key set is loading: wait for it */
         rq->state = RQ_RUNNING;
-        rq->waiting_since = zb_now_ns();
-        APR_RING_INSERT_TAIL(&rq->loop->keys_waiting, rq, req, link);
-        loop_deadline(rq->loop, rq->waiting_since +
-                      (uint64_t)rq->lb->sb->conf.acquire_timeout_ms * 1000000u);
+        rq->kw.sb = rq->lane->sb;
+        rq->kw.over = keys_over;
+        keyset_wait(&rq->loop->keys, &rq->kw);
     }
-}
-
-/* ---- /health ---- */
-
-/* One round trip per backend, all at once; the answer when the last is in. */
-struct health {
-    int pending;
-    struct health_item {
-        struct lookup lk;          /* first: the item is found from its lookup */
-        struct req *rq;
-        bool up;
-        char reason[512];
-    } item[SRV_MAX_SERVED];
-};
-
-static void health_answer(struct req *rq)
-{
-    struct server *srv = rq->loop->srv;
-    struct health *h = rq->health;
-    struct jbuf *b = &rq->body;
-    bool all = true;
-    for (int i = 0; i < srv->nserved; i++)
-        all &= h->item[i].up;
-    b->n = 0;
-    jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
-    for (int i = 0; i < srv->nserved; i++) {
-        struct srv_backend *sb = srv->served[i];
-        jb_printf(b, "%s{\"name\":", i ? "," : "");
-        jb_cstr(b, sb->conf.name);
-        if (!sb->postal) {
-            JB_LIT(b, ",\"dataset\":");
-            jb_cstr(b, sb->data->conf->name);
-        }
-        JB_LIT(b, ",\"driver\":");
-        jb_cstr(b, sb->conf.driver);
-        jb_printf(b, ",\"up\":%s", h->item[i].up ? "true" : "false");
-        if (!h->item[i].up) {
-            JB_LIT(b, ",\"error\":");
-            jb_cstr(b, h->item[i].reason);
-        }
-        JB_LIT(b, "}");
-    }
-    JB_LIT(b, "]}");
-    free(h);
-    rq->health = NULL;
-    set_answer(rq, all ? 200 : 503);
-}
-
-/* One more check is in (or, the last time, all were started). */
-static void health_settle(struct req *rq)
-{
-    if (--rq->health->pending)
-        return;
-    if (rq->orphaned) {
-        free(rq->health);
-        rq->health = NULL;
-        req_free(rq);
-        return;
-    }
-    health_answer(rq);
-}
-
-static void health_done(struct lookup *lk, int rc, const struct zb_err *err)
-{
-    struct health_item *it = (struct health_item *)lk;
-    it->up = rc == LOOKUP_OK;
-    if (err)
-        say_why(it->rq, lk->lb->sb, err, lk->overloaded, "the health check's lookup",
-                "health check failed", it->reason, sizeof it->reason);
-    health_settle(it->rq);
-}
-
-static void health(struct req *rq)
-{
-    struct server *srv = rq->loop->srv;
-    struct health *h = calloc(1, sizeof *h);
-    if (!h) {
-        set_error(rq, 500, NULL, "out of memory");
-        return;
-    }
-    rq->health = h;
-    rq->state = RQ_RUNNING;
-    h->pending = srv->nserved + 1;   /* + 1: no answer before all are started */
-    for (int i = 0; i < srv->nserved; i++) {
-        struct health_item *it = &h->item[i];
-        it->rq = rq;
-        it->lk.lb = &rq->loop->lb[i];
-        it->lk.strategy = ZB_POOLED;
-        /* A key every key column takes; whether it is there does not matter. */
-        const char *key = srv->served[i]->postal ? "0000000" : "0";
-        it->lk.keylen = strlen(key);
-        memcpy(it->lk.key, key, it->lk.keylen + 1);
-        it->lk.done = health_done;
-        lookup_start(&it->lk, true);
-    }
-    health_settle(rq);
 }
 
 /* ---- the handler ---- */
+
+/* /health's answer is in rq->body. */
+static void health_answered(void *arg, unsigned status)
+{
+    struct req *rq = arg;
+    if (rq->orphaned)
+        req_free(rq);
+    else
+        set_answer(rq, status);
+}
 
 static bool is_name(const char *name, const char *s, size_t len)
 {
@@ -624,7 +473,7 @@ static int find_dataset(const struct server *srv, const char *s, size_t len)
 }
 
 /* Dataset d on the backend called s. */
-static struct srv_backend *find_backend(struct server *srv, int d, const char *s, size_t len)
+static struct served *find_backend(struct server *srv, int d, const char *s, size_t len)
 {
     int per = srv->nserved / srv->ndatasets;
     for (int i = d * per; i < (d + 1) * per; i++)
@@ -649,7 +498,7 @@ static const char *origin_path(const char *url)
 
 static void route(struct req *rq, const char *url)
 {
-    struct loop *l = rq->loop;
+    struct http_loop *l = rq->loop;
     const char *path = origin_path(url);
     rq->t0 = zb_now_ns();
     /* /DATASET/BACKEND/KEY: the key is the rest, slashes and all. */
@@ -657,17 +506,20 @@ static void route(struct req *rq, const char *url)
     const char *ks = bs ? strchr(bs + 1, '/') : NULL;
     int d = ks ? find_dataset(l->srv, ds, (size_t)(bs - ds)) : -1;
     if (d >= 0) {
-        struct srv_backend *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
+        struct served *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
         if (!sb) {
             set_error(rq, 404, NULL, "no such backend (see /health for the list)");
             return;
         }
-        rq->lb = &l->lb[sb->index];
+        rq->lane = &l->lanes[sb->index];
         serve(rq, ks + 1);
         return;
     }
     if (!strcmp(path, "/health")) {
-        health(rq);
+        rq->state = RQ_RUNNING;
+        rq->body.n = 0;
+        if (!health_start(l->srv, l->lanes, &rq->body, health_answered, rq))
+            set_error(rq, 500, NULL, "out of memory");
         return;
     } else if (!strcmp(path, "/stats")) {
         rq->body.n = 0;
@@ -683,171 +535,17 @@ static void route(struct req *rq, const char *url)
               "/zip/{backend}/{code}, /zip/{backend}/random, /health or /stats", datasets);
 }
 
-/* ---- RFC 9112 checks on the request head ---- */
-
-/* log_uri gives every request this Content-Length: 0 before libmicrohttpd
- * reads its header lines, and libmicrohttpd's own framing takes the first
- * Content-Length it finds, so it never parses the client's. 0.9.75 answers
- * a malformed one itself, twice over (two status lines, two header
- * blocks); this way the client's values reach malformed(), which refuses
- * them with one answer. It is told apart by its address. A request with a
- * body is refused on its first handler call (the server serves only GET),
- * with Connection: close, so the body is never read as a request. */
-static const char injected_length[] = "0";
-
-/* RFC 9110 5.6.2: tchar. */
-static bool is_tchar(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || is_digit((char)ch) ||
-           (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
-/* What the header lines say, gathered in one pass. */
-struct head {
-    const char *bad;               /* the first refusal, or NULL */
-    unsigned status;               /* its status */
-    int hosts;
-    int lengths;                   /* Content-Length lines */
-    uint64_t length;               /* their value */
-    const char *te;                /* the last Transfer-Encoding line */
-    char msg[160];
-};
-
-static void refuse(struct head *h, unsigned status, const char *msg)
-{
-    if (!h->bad) {
-        h->bad = msg;
-        h->status = status;
-    }
-}
-
-/* A Content-Length value: 1*DIGIT (RFC 9112 6.3: a list such as "5, 5" or
- * a sign is refused), within 64 bits; false if not. */
-static bool parse_length(const char *v, size_t len, uint64_t *out)
-{
-    uint64_t n = 0;
-    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;   /* trailing OWS is not part of a field value (RFC 9110 5.5) */
-    if (len == 0 || len > 19)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        if (!is_digit(v[i]))
-            return false;
-        n = n * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = n;
-    return true;
-}
-
-static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   size_t key_size, const char *value, size_t value_size)
-{
-    (void)kind;
-    struct head *h = cls;
-    if (value == injected_length)
-        return MHD_YES;
-    /* A header name is a token (RFC 9112 5.1): whitespace before the
-     * colon, which 0.9.75 keeps as part of the name, is refused here. */
-    /* obs-fold (RFC 9112 5.2): 0.9.75 joins a continuation line onto a
-     * copy of the name, made after the line it read; every other name
-     * lies before its value in the request as read. */
-    if (value < key)
-        refuse(h, 400, "a header line folded onto the next (obs-fold)");
-    bool token = key_size > 0;
-    for (size_t i = 0; i < key_size; i++)
-        token &= is_tchar((unsigned char)key[i]);
-    if (!token)
-        refuse(h, 400, "a header name that is not a token (whitespace before the colon, or a "
-               "character RFC 9110 does not allow)");
-    /* A field value holds no control character but HTAB (RFC 9110 5.5):
-     * a bare CR, which 0.9.75 leaves in the value, is refused. */
-    for (size_t i = 0; i < value_size; i++) {
-        unsigned char ch = (unsigned char)value[i];
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            refuse(h, 400, "a control character (a bare CR?) in a header value");
-            break;
-        }
-    }
-    if (token && !strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
-        h->hosts++;
-    } else if (token && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
-        uint64_t n;
-        if (!parse_length(value, value_size, &n))
-            refuse(h, 400, "a Content-Length that is not one decimal number");
-        else if (h->lengths && n != h->length)
-            refuse(h, 400, "two different Content-Length headers");
-        else
-            h->length = n;
-        h->lengths++;
-    } else if (token && !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
-        h->te = value;
-    }
-    return MHD_YES;
-}
-
-/* Whether a Transfer-Encoding ends in chunked (RFC 9112 6.3: else the
- * body's length is unknown). */
-static bool ends_chunked(const char *te)
-{
-    size_t n = strlen(te);
-    while (n && (te[n - 1] == ' ' || te[n - 1] == '\t'))
-        n--;
-    return n >= 7 && !strncasecmp(te + n - 7, "chunked", 7) &&
-           (n == 7 || te[n - 8] == ',' || te[n - 8] == ' ' || te[n - 8] == '\t');
-}
-
-/* What RFC 9112 says to refuse and libmicrohttpd 0.9.75 lets through (or
- * answers badly); a message with *status 400 or 413, or NULL. */
-static const char *malformed(struct req *rq, const char *url, const char *method,
-                             const char *version, unsigned *status)
-{
-    *status = 400;
-    /* A NUL byte in the request line cuts MHD's C string short: see
-     * log_uri. */
-    if (rq->rawlen && *version && url + rq->rawlen != version)
-        return "NUL byte in the request line";
-    /* RFC 9112 3.2.4: the asterisk-form is OPTIONS's only (405 here). */
-    if (rq->bad_target || (!strcmp(url, "*") && !strcmp(method, MHD_HTTP_METHOD_GET)))
-        return "the request target is not origin-form (/path) or absolute-form "
-               "(http://host/path), or holds a space, a control or a non-ASCII byte";
-    struct head h = { 0 };
-    MHD_get_connection_values_n(rq->c, MHD_HEADER_KIND, each_header, &h);
-    if (h.bad) {
-        *status = h.status;
-        return h.bad;
-    }
-    bool http11 = !strcmp(version, MHD_HTTP_VERSION_1_1);
-    /* RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in 1.0. */
-    if (http11 && h.hosts == 0)
-        return "HTTP/1.1 request without a Host header";
-    if (h.hosts > 1)
-        return "more than one Host header";
-    /* RFC 9112 6.1: both framings at once is the mark of request
-     * smuggling; Transfer-Encoding in HTTP/1.0, or not ending in chunked,
-     * leaves the body's length unknown. */
-    if (h.te && h.lengths)
-        return "both Content-Length and Transfer-Encoding";
-    if (h.te && (!http11 || !ends_chunked(h.te)))
-        return "a Transfer-Encoding that is not chunked, or in HTTP/1.0";
-    /* The server serves GET and HEAD only: no request has a body. */
-    if (h.te || h.length > 0) {
-        *status = 413;
-        return "a request body: the server takes none (GET and HEAD only)";
-    }
-    return NULL;
-}
-
-static void client_answered(struct loop *l, struct MHD_Connection *c);
-static void client_got_header(struct loop *l, struct MHD_Connection *c);
+static void client_answered(struct http_loop *l, struct MHD_Connection *c);
+static void client_got_header(struct http_loop *l, struct MHD_Connection *c);
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
 {
     (void)upload_data;
-    struct loop *l = cls;
+    struct http_loop *l = cls;
     struct req *rq = *con_cls;
-    if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what log_uri left */
+    if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what strict_log_uri left */
         uintptr_t raw = (uintptr_t)rq;
         if (!(rq = req_get(l)))
             return MHD_NO;
@@ -858,11 +556,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     switch (rq->state) {
     case RQ_NEW: {
-        BUMP(l->inflight);
+        BUMP(l->fig->inflight);
         rq->state = RQ_READ;
         unsigned status;
         bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        const char *bad = malformed(rq, url, method, version, &status);
+        const char *bad = strict_refusal(c, rq->rawlen, rq->bad_target, url, method, version, &status);
         /* Refusals are answered at once, with Connection: close: MHD 0.9.75
          * treats a response queued on the first call as "early" and reads
          * no body after it. Other methods get their 405 (their body, if
@@ -905,7 +603,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 /* ---- the loop's spare requests and clients ---- */
 
-static struct req *req_get(struct loop *l)
+static struct req *req_get(struct http_loop *l)
 {
     struct req *rq = l->free_reqs;
     if (rq)
@@ -922,61 +620,23 @@ static struct req *req_get(struct loop *l)
 
 static void req_free(struct req *rq)
 {
-    struct loop *l = rq->loop;
-    free(rq->health);
-    rq->health = NULL;
+    struct http_loop *l = rq->loop;
     rq->next_free = l->free_reqs;
     l->free_reqs = rq;
-}
-
-/* RFC 9112 3.2: a request target as sent is origin-form (/path?query), or
- * absolute-form (http://host/path), or "*" (checked with the method),
- * in visible ASCII; true if uri is none of those. */
-static bool bad_target(const char *uri)
-{
-    for (const unsigned char *p = (const unsigned char *)uri; *p; p++)
-        if (*p <= 0x20 || *p >= 0x7f)
-            return true;
-    if (uri[0] == '/' || !strcmp(uri, "*"))
-        return false;
-    const char *auth = !strncasecmp(uri, "http://", 7) ? uri + 7
-                       : !strncasecmp(uri, "https://", 8) ? uri + 8 : NULL;
-    return !auth || !*auth || *auth == '/';
-}
-
-/* MHD_OPTION_URI_LOG_CALLBACK, called on the raw URI (before unescaping and
- * the split at '?') once MHD has put a NUL in place of the space before the
- * version. A NUL byte in the request line itself cuts MHD's C string short:
- * "GET /zip/x/1000001\0junk HTTP/1.1" would reach us as a valid code. So the
- * URI's length as a string is kept, and the handler checks that it reaches
- * the version, which MHD passes as a pointer into the same line: url +
- * length + 1 == version, or the URI held a NUL. The length (shifted by
- * two) and bad_target's verdict (bit 1) travel in *con_cls, odd (bit 0) so
- * it is never taken for a struct req: no request is made
- * here, as 0.9.75 does not always call the completion callback for a
- * request it refuses between the request line and the handler (431 for too
- * many arguments for max_request_bytes). */
-static void *log_uri(void *cls, const char *uri, struct MHD_Connection *c)
-{
-    (void)cls;
-    /* Before any header line is read: see injected_length. If the pool has
-     * no room for it, MHD parses the client's Content-Length itself. */
-    MHD_set_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH, injected_length);
-    return (void *)((((uintptr_t)strlen(uri) + 1) << 2) | (uintptr_t)bad_target(uri) << 1 | 1);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
     (void)toe;
-    struct loop *l = cls;
+    struct http_loop *l = cls;
     struct req *rq = *con_cls;
     *con_cls = NULL;
     client_answered(l, c);
     if (!rq || ((uintptr_t)rq & 1))
         return;   /* refused before the handler saw it */
     if (rq->state != RQ_NEW)
-        DROP(l->inflight);
+        DROP(l->fig->inflight);
     if (rq->state == RQ_RUNNING) {
         /* Cannot happen while it is suspended (the loop resumes every
          * request before the daemon stops); if it does, its lookup still
@@ -990,7 +650,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* ---- clients: the header deadline ---- */
 
 /* A connection must bring each request whole (its header, and a body if
- * one got past malformed(), which refuses them) within header_timeout_s
+ * one got past strict_refusal(), which refuses them) within header_timeout_s
  * of opening or of its previous answer: the deadline ends on the final
  * handler call. libmicrohttpd's
  * connection_timeout_s only counts idleness, so a client sending a byte a
@@ -1005,17 +665,17 @@ static struct client *client_of(struct MHD_Connection *c)
     return ci ? ci->socket_context : NULL;
 }
 
-static void await_header(struct loop *l, struct client *cl)
+static void await_header(struct http_loop *l, struct client *cl)
 {
     cl->since_ns = zb_now_ns();
     cl->awaiting = true;
     APR_RING_INSERT_TAIL(&l->awaiting, cl, client, link);
     int t = l->srv->conf->server.header_timeout_s;
     if (t > 0)
-        loop_deadline(l, cl->since_ns + (uint64_t)t * 1000000000u);
+        loop_deadline(l->loop, cl->since_ns + (uint64_t)t * 1000000000u);
 }
 
-static void client_got_header(struct loop *l, struct MHD_Connection *c)
+static void client_got_header(struct http_loop *l, struct MHD_Connection *c)
 {
     (void)l;
     struct client *cl = client_of(c);
@@ -1025,7 +685,7 @@ static void client_got_header(struct loop *l, struct MHD_Connection *c)
     }
 }
 
-static void client_answered(struct loop *l, struct MHD_Connection *c)
+static void client_answered(struct http_loop *l, struct MHD_Connection *c)
 {
     struct client *cl = client_of(c);
     if (cl && cl->sending) {
@@ -1038,7 +698,7 @@ static void client_answered(struct loop *l, struct MHD_Connection *c)
 
 /* How often sending clients' sockets are looked at: a quarter of
  * connection_timeout_s, at most a second. */
-static uint64_t moved_check_ns(const struct loop *l)
+static uint64_t moved_check_ns(const struct http_loop *l)
 {
     uint64_t quarter = (uint64_t)l->srv->conf->server.connection_timeout_s * 250000000u;
     return quarter < 1000000000u ? quarter : 1000000000u;
@@ -1046,7 +706,7 @@ static uint64_t moved_check_ns(const struct loop *l)
 
 /* An answer is going out to c: its socket is looked at until it is out
  * (client_answered). */
-static void client_sending(struct loop *l, struct MHD_Connection *c)
+static void client_sending(struct http_loop *l, struct MHD_Connection *c)
 {
     struct client *cl = client_of(c);
     if (!cl || cl->awaiting || cl->sending)
@@ -1054,9 +714,9 @@ static void client_sending(struct loop *l, struct MHD_Connection *c)
     cl->sending = true;
     cl->outq = cl->inq = -1;
     APR_RING_INSERT_TAIL(&l->sending, cl, client, link);
-    if (l->moved_check_ns <= l->now)
+    if (l->moved_check_ns <= l->loop->now)
         l->moved_check_ns = zb_now_ns() + moved_check_ns(l);
-    loop_deadline(l, l->moved_check_ns);
+    loop_deadline(l->loop, l->moved_check_ns);
 }
 
 /* A slow reader's answers wait in its socket's send buffer, and the
@@ -1068,7 +728,7 @@ static void client_sending(struct loop *l, struct MHD_Connection *c)
  * when either queue moved since the last look, libmicrohttpd's idle timer
  * is restarted (a timeout set to 0 and back restarts it). The idle time
  * so counts from the last byte moved, either way. */
-static uint64_t keep_moving_clients(struct loop *l, uint64_t now)
+static uint64_t keep_moving_clients(struct http_loop *l, uint64_t now)
 {
     if (APR_RING_EMPTY(&l->sending, client, link))
         return 0;
@@ -1091,7 +751,7 @@ static uint64_t keep_moving_clients(struct loop *l, uint64_t now)
     return l->moved_check_ns;
 }
 
-uint64_t http_deadlines(struct loop *l, uint64_t now)
+uint64_t http_deadlines(struct http_loop *l, uint64_t now)
 {
     uint64_t next = 0;
     int t = l->srv->conf->server.header_timeout_s;
@@ -1105,34 +765,19 @@ uint64_t http_deadlines(struct loop *l, uint64_t now)
         APR_RING_REMOVE(cl, link);
         cl->awaiting = false;
         shutdown(cl->fd, SHUT_RDWR);   /* libmicrohttpd sees the end and closes it */
-        BUMP(l->header_timeouts);
+        BUMP(l->fig->header_timeouts);
     }
-    /* /random requests waiting for a key set too long. */
-    struct req *rq = APR_RING_FIRST(&l->keys_waiting), *nx;
-    for (; rq != APR_RING_SENTINEL(&l->keys_waiting, req, link); rq = nx) {
-        nx = APR_RING_NEXT(rq, link);
-        const struct backend_conf *bc = &rq->lb->sb->conf;
-        uint64_t due = rq->waiting_since + (uint64_t)bc->acquire_timeout_ms * 1000000u;
-        if (due > now) {
-            if (!next || due < next)
-                next = due;
-            continue;
-        }
-        APR_RING_REMOVE(rq, link);
-        set_error(rq, 503, NULL, "backend %s: its keys were not loaded within %d ms", bc->name,
-                  bc->acquire_timeout_ms);
-    }
-    uint64_t moved = keep_moving_clients(l, now);
-    return moved && (!next || moved < next) ? moved : next;
+    next = deadline_min(next, keyset_deadlines(&l->keys, now));
+    return deadline_min(next, keep_moving_clients(l, now));
 }
 
 static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
                              enum MHD_ConnectionNotificationCode toe)
 {
-    struct loop *l = cls;
+    struct http_loop *l = cls;
     struct client *cl = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        BUMP(l->open);
+        BUMP(l->fig->open);
         if ((cl = l->free_clients))
             l->free_clients = *(struct client **)cl;
         else
@@ -1148,8 +793,8 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
         }
         return;
     }
-    DROP(l->open);
-    BUMP(l->closed);
+    DROP(l->fig->open);
+    BUMP(l->fig->closed);
     if (cl) {
         if (cl->awaiting || cl->sending)
             APR_RING_REMOVE(cl, link);
@@ -1159,23 +804,25 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
     acceptor_slot_freed(l->srv);
 }
 
-void http_loop_init(struct loop *l)
+void http_init(struct http_loop *l, struct loop *core, struct server *srv, struct lane *lanes,
+               struct loop_figures *fig)
 {
+    l->loop = core;
+    l->srv = srv;
+    l->lanes = lanes;
+    l->fig = fig;
+    l->rng = zb_now_ns() ^ ((uint64_t)core->id << 56) ^ 0x5a17;
     APR_RING_INIT(&l->awaiting, client, link);
     APR_RING_INIT(&l->sending, client, link);
-    APR_RING_INIT(&l->keys_waiting, req, link);
+    keyset_waiters_init(&l->keys, core);
 }
 
-void http_wind_down(struct loop *l)
+void http_wind_down(struct http_loop *l)
 {
-    while (!APR_RING_EMPTY(&l->keys_waiting, req, link)) {
-        struct req *rq = APR_RING_FIRST(&l->keys_waiting);
-        APR_RING_REMOVE(rq, link);
-        set_error(rq, 503, NULL, "the server is stopping");
-    }
+    keyset_wind_down(&l->keys);
 }
 
-void http_loop_free(struct loop *l)
+void http_loop_free(struct http_loop *l)
 {
     while (l->free_reqs) {
         struct req *rq = l->free_reqs;
@@ -1190,36 +837,6 @@ void http_loop_free(struct loop *l)
     }
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    ch = (char)(ch | 0x20);
-    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
-/* MHD's own unescaper turns %00 into a NUL that silently cuts the string
- * ("/zip/x/1000001%00junk" would read as a valid code). This one decodes
- * %XX like it, except that %00 stays as the three characters, which no
- * route or code accepts. */
-static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
-{
-    (void)cls, (void)c;
-    char *r = s, *w = s;
-    while (*r) {
-        int hi, lo;
-        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo)) {
-            *w++ = (char)(hi * 16 + lo);
-            r += 3;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = 0;
-    return (size_t)(w - s);
-}
-
-
 /* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
  * pool the request line and headers must fit in. Past it libmicrohttpd 0.9.75
  * answers by itself, before our handler runs: "414 URI Too Long" for a long
@@ -1227,7 +844,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
  * with Connection: close and an empty body without a Content-Type (so not
  * our JSON). The test suite checks both statuses; docs/RELIABILITY.md lists
  * every answer libmicrohttpd makes on its own. */
-static struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
+static struct MHD_Daemon *http_daemon(struct http_loop *l, struct zb_err *err)
 {
     const struct server *srv = l->srv;
     const struct server_conf *sc = &srv->conf->server;
@@ -1245,8 +862,8 @@ static struct MHD_Daemon *http_daemon(struct loop *l, struct zb_err *err)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, completed, l,
         MHD_OPTION_NOTIFY_CONNECTION, connection_event, l,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, strict_unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, strict_log_uri, NULL,
         MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
         MHD_OPTION_ARRAY, tls,
         MHD_OPTION_END);
@@ -1264,29 +881,29 @@ static void mhd_ready(struct watch *w, uint32_t events)
     (void)w, (void)events;
 }
 
-int http_start(struct loop *l, struct zb_err *err)
+int http_start(struct http_loop *l, struct zb_err *err)
 {
     if (!(l->mhd = http_daemon(l, err)))
         return -1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info)
-        return zb_fail(err, ZB_ERR_SYS, "loop %d: libmicrohttpd has no epoll fd", l->id);
+        return zb_fail(err, ZB_ERR_SYS, "loop %d: libmicrohttpd has no epoll fd", l->loop->id);
     l->mhd_watch.ready = mhd_ready;
-    return loop_watch(l, info->epoll_fd, EPOLLIN, &l->mhd_watch, err);
+    return loop_watch(l->loop, info->epoll_fd, EPOLLIN, &l->mhd_watch, err);
 }
 
-void http_turn(struct loop *l)
+void http_turn(struct http_loop *l)
 {
     MHD_run(l->mhd);
 }
 
-int http_sleep_ms(struct loop *l)
+int http_sleep_ms(struct http_loop *l)
 {
     MHD_UNSIGNED_LONG_LONG mhd;
     return MHD_get_timeout(l->mhd, &mhd) == MHD_YES && mhd < 60000 ? (int)mhd : 60000;
 }
 
-void http_stop(struct loop *l)
+void http_stop(struct http_loop *l)
 {
     if (l->mhd)
         MHD_stop_daemon(l->mhd);

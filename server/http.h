@@ -8,26 +8,52 @@
 #ifndef ZB_HTTP_H
 #define ZB_HTTP_H
 
+#include "keyset.h"
 #include "shared.h"
 
+struct MHD_Daemon;
+struct client;
+struct req;
+APR_RING_HEAD(client_list, client);
+
+/* HTTP's part of a loop. */
+struct http_loop {
+    struct loop *loop;
+    struct server *srv;
+    struct lane *lanes;            /* this loop's, one per served pair */
+    struct loop_figures *fig;      /* this loop's */
+    struct MHD_Daemon *mhd;
+    struct watch mhd_watch;        /* libmicrohttpd's epoll fd's */
+    /* Clients waiting for a request header, oldest first; clients an
+     * answer is going out to (http.c's lists). */
+    struct client_list awaiting, sending;
+    uint64_t moved_check_ns;       /* when their sockets are next looked at */
+    struct key_waiters keys;       /* /random requests waiting for a key set */
+    struct req *free_reqs;
+    struct client *free_clients;
+    uint64_t rng;                  /* PRNG state for /random */
+};
+
+/* h set up for loop l: lanes and fig are l's. */
+void http_init(struct http_loop *h, struct loop *l, struct server *srv, struct lane *lanes,
+               struct loop_figures *fig);
 /* The loop's daemon started, its epoll fd watched. */
-int  http_start(struct loop *l, struct zb_err *err);
-void http_loop_init(struct loop *l);
+int  http_start(struct http_loop *h, struct zb_err *err);
 /* libmicrohttpd's turn: reads requests, calls the handler, answers the
  * resumed ones. */
-void http_turn(struct loop *l);
+void http_turn(struct http_loop *h);
 /* How long the loop may sleep before libmicrohttpd's next timeout. */
-int  http_sleep_ms(struct loop *l);
+int  http_sleep_ms(struct http_loop *h);
 /* Key sets were loaded (or failed): /random requests waiting go on. */
-void http_keys_changed(struct loop *l);
+void http_keys_changed(struct http_loop *h);
 /* Connections whose header did not come whole within header_timeout_s
  * are closed; returns the next such deadline (0: none). */
-uint64_t http_deadlines(struct loop *l, uint64_t now);
+uint64_t http_deadlines(struct http_loop *h, uint64_t now);
 /* On shutdown: requests still waiting (for keys) are answered 503. */
-void http_wind_down(struct loop *l);
+void http_wind_down(struct http_loop *h);
 /* The daemon stopped (its connections closed). */
-void http_stop(struct loop *l);
+void http_stop(struct http_loop *h);
 /* After the daemon stopped: the loop's spare requests and clients freed. */
-void http_loop_free(struct loop *l);
+void http_loop_free(struct http_loop *h);
 
 #endif

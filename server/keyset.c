@@ -24,8 +24,8 @@
 #define READ_TIMEOUT_MS 30000              /* nor a read of every code */
 
 struct keyset {
-    struct srv_backend *sb;
-    struct loop *loops;
+    struct served *sb;
+    struct loop *const *loops;
     int nloops;
     uint64_t *turns;               /* the loops' turns when a set was replaced (watcher only) */
     pthread_t thread;
@@ -79,7 +79,7 @@ static int cmp_u32(const void *a, const void *b)
 /* Every code of the table, sorted, on a connection of its own: a bigger
  * query than a lookup, so more time, still bounded, as a frozen database
  * must not hold the stop (which joins the watcher). NULL with err. */
-static struct key_set *read_codes(struct srv_backend *sb, struct zb_err *err)
+static struct key_set *read_codes(struct served *sb, struct zb_err *err)
 {
     struct backend_conf bc = sb->conf;
     if (bc.query_timeout_ms > 0 && bc.query_timeout_ms < READ_TIMEOUT_MS)
@@ -125,7 +125,7 @@ static int first_text(void *arg, int ncols, const char *const *vals, const size_
 
 /* The table's version into out ("" when there is no such table): 0, or -1
  * with err (the connection is closed then, and opened again next time). */
-static int table_version(struct srv_backend *sb, struct backend *vb, const struct backend_conf *vc,
+static int table_version(struct served *sb, struct backend *vb, const struct backend_conf *vc,
                          char *out, size_t len, struct zb_err *err)
 {
     if (!vb->db && backend_open(vb, vc, err) < 0) {
@@ -154,9 +154,9 @@ static void retire(struct keyset *ks, struct key_set *old)
     if (!old)
         return;
     for (int i = 0; i < ks->nloops; i++)
-        ks->turns[i] = atomic_load(&ks->loops[i].turns);
+        ks->turns[i] = atomic_load(&ks->loops[i]->turns);
     for (int i = 0; i < ks->nloops; i++)
-        while (atomic_load(&ks->loops[i].turns) == ks->turns[i] && !atomic_load(&ks->stop))
+        while (atomic_load(&ks->loops[i]->turns) == ks->turns[i] && !atomic_load(&ks->stop))
             usleep(1000);
     free(old);
 }
@@ -165,7 +165,7 @@ static void retire(struct keyset *ks, struct key_set *old)
  * not known). Wakes every loop: requests waiting for a set go on. */
 static void read_now(struct keyset *ks, const char *version)
 {
-    struct srv_backend *sb = ks->sb;
+    struct served *sb = ks->sb;
     struct zb_err err = { 0 };
     struct key_set *set = read_codes(sb, &err);
     if (set) {
@@ -174,7 +174,7 @@ static void read_now(struct keyset *ks, const char *version)
             srv_log("server: backend %s: the table was replaced: /random draws from its %zu "
                     "codes now (%zu before)", sb->label, set->n, old->n);
         atomic_store(&ks->loading, false);
-        loop_wake_all(ks->loops);
+        loop_wake_all(ks->loops[0]);
         retire(ks, old);
         return;
     }
@@ -190,7 +190,7 @@ static void read_now(struct keyset *ks, const char *version)
     if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
         served_mark_down(sb, &err);
     atomic_store(&ks->loading, false);
-    loop_wake_all(ks->loops);
+    loop_wake_all(ks->loops[0]);
 }
 
 /* ---- the watcher ---- */
@@ -198,7 +198,7 @@ static void read_now(struct keyset *ks, const char *version)
 static void *watch(void *arg)
 {
     struct keyset *ks = arg;
-    struct srv_backend *sb = ks->sb;
+    struct served *sb = ks->sb;
     /* Polls are a lookup's size: a lookup's time limit at most. */
     struct backend_conf vc = sb->conf;
     if (vc.query_timeout_ms <= 0 || vc.query_timeout_ms > POLL_TIMEOUT_MS)
@@ -248,12 +248,11 @@ static void *watch(void *arg)
 
 /* ---- the loops' side ---- */
 
-int keyset_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err)
+int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
 {
     if (!sb->postal)
         return 0;
     struct keyset *ks = calloc(1, sizeof *ks);
-    int nloops = loops[0].npeers;
     uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
     if (!ks || !turns) {
         free(ks);
@@ -284,7 +283,7 @@ int keyset_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err)
     return 0;
 }
 
-void keyset_stop(struct srv_backend *sb)
+void keyset_stop(struct served *sb)
 {
     struct keyset *ks = sb->keyset;
     if (!ks)
@@ -303,7 +302,7 @@ void keyset_stop(struct srv_backend *sb)
     sb->keyset = NULL;
 }
 
-const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct zb_err *err)
+const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err)
 {
     struct keyset *ks = sb->keyset;
     *loading = false;
@@ -331,15 +330,119 @@ const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct z
     return NULL;
 }
 
-bool keyset_pending(struct srv_backend *sb)
+bool keyset_pending(struct served *sb)
 {
     struct keyset *ks = sb->keyset;
     return ks && !atomic_load(&ks->set) && atomic_load(&ks->loading);
 }
 
-size_t keyset_size(struct srv_backend *sb, double *age_s)
+size_t keyset_size(struct served *sb, double *age_s)
 {
     const struct key_set *set = sb->keyset ? atomic_load(&sb->keyset->set) : NULL;
     *age_s = set ? (double)(zb_now_ns() - set->loaded_ns) / 1e9 : -1;
     return set ? set->n : 0;
+}
+
+/* ---- picking a key ---- */
+
+static bool has_key(const uint32_t *keys, size_t n, uint32_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo] == k;
+}
+
+uint32_t keyset_pick(const struct key_set *set, double miss, uint64_t *rng)
+{
+    uint32_t k = 0;
+    const uint32_t *keys = set->keys;
+    size_t n = set->n;
+    if (n > 0 && !(miss > 0 && zb_rand_unit(rng) < miss))
+        return keys[zb_rand_below(rng, (uint32_t)n)];
+    /* A code that is not in the table: random 7-digit numbers are almost
+     * all misses (a full list fills ~1.2% of them). */
+    for (int tries = 0; tries < 1000; tries++) {
+        k = zb_rand_below(rng, 10000000);
+        if (!has_key(keys, n, k))
+            break;
+    }
+    return k;
+}
+
+/* ---- requests waiting for a set ---- */
+
+void keyset_waiters_init(struct key_waiters *ws, struct loop *l)
+{
+    ws->loop = l;
+    APR_RING_INIT(&ws->list, key_wait, link);
+}
+
+static uint64_t due_of(const struct key_wait *w)
+{
+    return w->since_ns + (uint64_t)w->sb->conf.acquire_timeout_ms * 1000000u;
+}
+
+void keyset_wait(struct key_waiters *ws, struct key_wait *w)
+{
+    w->since_ns = zb_now_ns();
+    APR_RING_INSERT_TAIL(&ws->list, w, key_wait, link);
+    loop_deadline(ws->loop, due_of(w));
+}
+
+void keyset_woken(struct key_waiters *ws)
+{
+    struct key_wait_list over;
+    APR_RING_INIT(&over, key_wait, link);
+    struct key_wait *w = APR_RING_FIRST(&ws->list), *nx;
+    for (; w != APR_RING_SENTINEL(&ws->list, key_wait, link); w = nx) {
+        nx = APR_RING_NEXT(w, link);
+        if (!keyset_pending(w->sb)) {
+            APR_RING_REMOVE(w, link);
+            APR_RING_INSERT_TAIL(&over, w, key_wait, link);
+        }
+    }
+    while (!APR_RING_EMPTY(&over, key_wait, link)) {
+        w = APR_RING_FIRST(&over);
+        APR_RING_REMOVE(w, link);
+        if (w->over(w, NULL))   /* a read again: wait for it, as long as allowed */
+            APR_RING_INSERT_TAIL(&ws->list, w, key_wait, link);
+    }
+}
+
+uint64_t keyset_deadlines(struct key_waiters *ws, uint64_t now)
+{
+    uint64_t next = 0;
+    struct key_wait *w = APR_RING_FIRST(&ws->list), *nx;
+    for (; w != APR_RING_SENTINEL(&ws->list, key_wait, link); w = nx) {
+        nx = APR_RING_NEXT(w, link);
+        uint64_t due = due_of(w);
+        if (due > now) {
+            next = deadline_min(next, due);
+            continue;
+        }
+        APR_RING_REMOVE(w, link);
+        const struct backend_conf *bc = &w->sb->conf;
+        struct zb_err err;
+        zb_fail(&err, ZB_ERR_TIMEOUT, "backend %s: its keys were not loaded within %d ms",
+                bc->name, bc->acquire_timeout_ms);
+        w->over(w, &err);
+    }
+    return next;
+}
+
+void keyset_wind_down(struct key_waiters *ws)
+{
+    struct zb_err err;
+    zb_fail(&err, ZB_ERR_CONN, "the server is stopping");
+    while (!APR_RING_EMPTY(&ws->list, key_wait, link)) {
+        struct key_wait *w = APR_RING_FIRST(&ws->list);
+        APR_RING_REMOVE(w, link);
+        w->over(w, &err);
+    }
 }

@@ -7,7 +7,9 @@
  * ends it and frees every set. In between, any loop may call keyset_get
  * and read the set it returns until the end of that loop iteration: a set
  * replaced is freed only once every loop has begun another (loop.h's
- * turns). The watcher asks the database every KEYSET_CHECK_MS whether the
+ * turns). The requests that come while a set is read wait here too
+ * (struct key_waiters, one per loop), woken when it is in, given up at
+ * acquire_timeout_ms. The watcher asks the database every KEYSET_CHECK_MS whether the
  * table was replaced (the driver's table_version_sql), and when it was,
  * reads the codes again, publishes the new set and wakes every loop.
  * Calls only down: served, loop, lib's drivers. */
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "util.h"
 #include "served.h"
 
 #define KEYSET_CHECK_MS 1000
@@ -32,17 +35,55 @@ struct key_set {
 };
 
 /* The watcher of sb's key set started (postal backends only; a no-op for
- * the others); the first read begins at once when sb is up. */
-int  keyset_start(struct srv_backend *sb, struct loop *loops, struct zb_err *err);
+ * the others), for the server's loops[0..nloops); the first read begins
+ * at once when sb is up. */
+int  keyset_start(struct served *sb, struct loop *const *loops, int nloops,
+                  struct zb_err *err);
 /* The watcher ended (after the loops were joined), every set freed. */
-void keyset_stop(struct srv_backend *sb);
+void keyset_stop(struct served *sb);
 /* sb's key set, or NULL: then *loading says whether a read is under way
  * (asked for here, unless one failed in the last second), and err why
  * there is none. */
-const struct key_set *keyset_get(struct srv_backend *sb, bool *loading, struct zb_err *err);
+const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err);
 /* Requests waiting for a key set wait on: none yet, and a read under way. */
-bool keyset_pending(struct srv_backend *sb);
+bool keyset_pending(struct served *sb);
 /* What /stats says: the set's size, and its age in seconds (-1: none). */
-size_t keyset_size(struct srv_backend *sb, double *age_s);
+size_t keyset_size(struct served *sb, double *age_s);
+/* A key of set drawn with rng: one in the set, or with probability miss
+ * (or from an empty set) a 7-digit code that is not. */
+uint32_t keyset_pick(const struct key_set *set, double miss, uint64_t *rng);
+
+/* A request waiting for its backend's key set, embedded in the request.
+ * over(w, NULL): a read is no longer under way, keyset_get may be asked
+ * again; it returns true if the request must wait on (a read again).
+ * over(w, err): the wait ended (err: not loaded within acquire_timeout_ms,
+ * or the server is stopping): the request answers 503 with err's text;
+ * the return is ignored. */
+struct key_wait;
+APR_RING_HEAD(key_wait_list, key_wait);
+struct key_wait {
+    APR_RING_ENTRY(key_wait) link;
+    struct served *sb;
+    uint64_t since_ns;
+    bool (*over)(struct key_wait *w, const struct zb_err *err);
+};
+
+/* A loop's requests waiting for key sets: touched by that loop only. */
+struct key_waiters {
+    struct loop *loop;
+    struct key_wait_list list;
+};
+
+void keyset_waiters_init(struct key_waiters *ws, struct loop *l);
+/* w (sb and over set) waits, at most sb's acquire_timeout_ms. */
+void keyset_wait(struct key_waiters *ws, struct key_wait *w);
+/* The loop was woken (a key set was published, or a read failed): the
+ * waiters whose read is over hear over(w, NULL). */
+void keyset_woken(struct key_waiters *ws);
+/* Waiters past acquire_timeout_ms end; returns the next such deadline
+ * (0: none wait). */
+uint64_t keyset_deadlines(struct key_waiters *ws, uint64_t now);
+/* Shutdown: every waiter ends. */
+void keyset_wind_down(struct key_waiters *ws);
 
 #endif

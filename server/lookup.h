@@ -1,36 +1,82 @@
-/* A lookup's way to its database: the outage gate, then by where the
- * database runs and by strategy.
+/* One lookup of a key on a lane, from its start to its end.
  *
- * Contract: lookup_start takes a struct lookup (lb.h) from the HTTP side
- * and ends it, sooner or later, with its done() callback, exactly once.
- * An in-process database (SQLite) is looked up inline; any other goes to
- * its strategy through the one table of strategies (lookup.c), by
- * pointer. The rest serves the loop's turns: deadlines, wake-ups, the end
- * of an iteration, shutdown. Calls only down: strategies, lb, served. */
+ * Contract: lookup_start takes a struct lookup from the HTTP side and
+ * ends it, sooner or later, with its done() callback, exactly once. The
+ * outage gate comes first; then the lookup goes, by pointer, to the
+ * strategy the one table of strategies (lookup.c) gives its lane for
+ * lk->strategy. Every way a lookup ends goes through lookup_finish, which
+ * keeps the outage state and the counters, then calls done(). The rest
+ * serves the loop's turns on a lane, for every strategy on it: deadlines,
+ * wake-ups, the end of an iteration, shutdown. Calls only down: the
+ * strategies (by pointer), lane, served. */
 #ifndef ZB_LOOKUP_H
 #define ZB_LOOKUP_H
 
-#include "lb.h"
+#include "lane.h"
 
-/* Runs lk (lb, strategy, key, on_row, done set): inline for an in-process
- * database, else on a connection of lk's loop; done() may come before
- * this returns. health: a real round trip even while down (/health). */
+struct lookup;
+APR_RING_HEAD(lookup_list, lookup);
+
+/* How a lookup ended. */
+enum lookup_rc { LOOKUP_OK = 0, LOOKUP_UNAVAILABLE = -1, LOOKUP_ERROR = -2 };
+
+/* One lookup of a key on one backend, from start to done(). */
+struct lookup {
+    APR_RING_ENTRY(lookup) link;   /* in a waiting list, or its connection's sent list */
+    struct lane *lane;
+    enum zb_strategy strategy;     /* its way, by lib/conf.h's list */
+    char key[SRV_KEY_MAX + 1];     /* NUL-terminated, checked by its key_kind */
+    size_t keylen;
+    const char *params[1];         /* -> key */
+    uint64_t since_ns;             /* began waiting for a connection / was sent */
+    long rows;                     /* rows passed on so far */
+    bool retried;                  /* a lost connection is retried once, if no row came */
+    bool probe;                    /* it is the backend's probe while down */
+    bool overloaded;               /* it ended waiting past acquire_timeout_ms, the backend up */
+    row_fn on_row;
+    void *arg;
+    /* Called once, when it is over: rc LOOKUP_*, err set unless OK. */
+    void (*done)(struct lookup *lk, int rc, const struct zb_err *err);
+};
+
+/* Runs lk (lane, strategy, key, on_row, done set) on its lane's way for
+ * lk->strategy; done() may come before this returns. health: a real round
+ * trip even while down (/health). */
 void lookup_start(struct lookup *lk, bool health);
-/* Can lookups on sb take strategy st? (pipelined needs a driver that can.) */
-bool lookup_strategy_ok(const struct srv_backend *sb, enum zb_strategy st);
-/* Every strategy's part of lb set up (after lb_init). */
-void lookup_init(struct lb *lb);
-/* Every strategy's deadlines on lb due by now; returns the next (0: none). */
-uint64_t lookup_deadlines(struct lb *lb, uint64_t now);
-/* The loop was woken: each strategy's turn on lb (connections given by
- * other loops, budget asked for). */
-void lookup_woken(struct lb *lb);
-/* The end of a loop iteration: the read transactions its in-process
- * lookups shared are committed. */
-void inline_commit(struct loop *l);
-/* Shutdown: every connection and waiting lookup of lb fails with err. */
-void lookup_wind_down(struct lb *lb, const struct zb_err *err);
-/* After the loop stopped: lb's in-process connection closed. */
-void lookup_close(struct lb *lb);
+/* The end of lk: counts, probe bookkeeping, then done(). */
+void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err);
+/* The end of lk that waited past acquire_timeout_ms for a connection
+ * while the backend is up: 503, counted as overload, not as down. */
+void lookup_overloaded(struct lookup *lk, const struct zb_err *err);
+/* The 503 or 500 for err's kind. */
+int  lookup_rc_of(const struct zb_err *err);
+/* The row_fn a driver is given for lk (its arg): counts the rows (a lost
+ * connection is retried only when none came, so no answer is doubled),
+ * passes them on. */
+int  lookup_row(void *lk, int ncols, const char *const *vals, const size_t *lens);
+
+/* Why lk failed with err, in the client's words (reason.h), written into
+ * buf and returned ("the server is stopping" when stopping); the
+ * database's own message goes to the log (at most once a second per
+ * loop), unless the log has said it already (the backend went down) or
+ * it is the server's own state (overloaded). */
+const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool stopping,
+                       const char *what, const char *log_as, char *buf, size_t len);
+/* Can lookups on sb take strategy st? NULL if so, else why not, after
+ * "the DRIVER driver " (pipelined needs a driver that can pipeline). */
+const char *lookup_cannot(const struct served *sb, enum zb_strategy st);
+/* Every strategy sb's driver can take set up on lane (after lane_init). */
+int  lookup_init(struct lane *lane, struct zb_err *err);
+/* Every strategy's deadlines on lane due by now; returns the next (0: none). */
+uint64_t lookup_deadlines(struct lane *lane, uint64_t now);
+/* The loop was woken: each strategy's turn on lane. */
+void lookup_woken(struct lane *lane);
+/* The end of a loop iteration: what each strategy batches per iteration
+ * goes out (pipelined writes, in-process read transactions). */
+void lookup_iterated(struct lane *lane);
+/* Shutdown: every connection and waiting lookup of lane fails with err. */
+void lookup_wind_down(struct lane *lane, const struct zb_err *err);
+/* After the loop stopped: every strategy's state on lane freed. */
+void lookup_destroy(struct lane *lane);
 
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "counter.h"
 #include "loop.h"
 
 int loop_watch(struct loop *l, int fd, uint32_t events, struct watch *w, struct zb_err *err)
@@ -53,10 +54,30 @@ void loop_wake(struct loop *l)
 void loop_wake_all(struct loop *l)
 {
     for (int i = 0; i < l->npeers; i++)
-        loop_wake(&l->peers[i]);
+        loop_wake(l->peers[i]);
 }
 
-static void woken(struct watch *w, uint32_t events)
+void loop_retire(struct loop *l, struct watch *w, void (*release)(struct watch *w))
+{
+    w->release = release;
+    w->next_retired = l->retired;
+    l->retired = w;
+}
+
+/* Every watch retired so far released (a release may retire more). */
+static void release_retired(struct loop *l)
+{
+    while (l->retired) {
+        struct watch *w = l->retired;
+        void (*release)(struct watch *) = w->release;
+        l->retired = w->next_retired;
+        w->release = NULL;
+        release(w);
+    }
+}
+
+/* The wake fd is readable: its count read, hooks->woken runs. */
+static void take_wake(struct watch *w, uint32_t events)
 {
     (void)events;
     struct loop *l = container_of(w, struct loop, wake);
@@ -67,7 +88,7 @@ static void woken(struct watch *w, uint32_t events)
     l->next_check_ns = 0;   /* a pool may need topping up, a probe may be due */
 }
 
-int loop_init(struct loop *l, int id, struct loop *peers, int npeers, const struct loop_hooks *hooks,
+int loop_init(struct loop *l, int id, struct loop *const *peers, int npeers, const struct loop_hooks *hooks,
               const _Atomic bool *shutdown, bool pin, struct zb_err *err)
 {
     l->epfd = l->wakefd = -1;
@@ -77,8 +98,7 @@ int loop_init(struct loop *l, int id, struct loop *peers, int npeers, const stru
     l->hooks = hooks;
     l->shutdown = shutdown;
     l->pin = pin;
-    l->wake.ready = woken;
-    pthread_mutex_init(&l->lock, NULL);
+    l->wake.ready = take_wake;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     l->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (l->epfd < 0 || l->wakefd < 0)
@@ -132,15 +152,18 @@ static void *run(void *arg)
         l->now = zb_now_ns();
         for (int i = 0; i < n; i++) {
             struct watch *w = ev[i].data.ptr;
-            w->ready(w, ev[i].events);
+            if (!w->release)   /* else retired earlier in this batch */
+                w->ready(w, ev[i].events);
         }
         if (l->now >= l->next_check_ns) {
             l->next_check_ns = UINT64_MAX;
             loop_deadline(l, l->hooks->deadlines(l, l->now));
         }
         l->hooks->iterated(l);
+        release_retired(l);
     }
     l->hooks->wind_down(l);
+    release_retired(l);
     return NULL;
 }
 
@@ -159,9 +182,9 @@ void loop_join(struct loop *l)
 
 void loop_destroy(struct loop *l)
 {
+    release_retired(l);
     if (l->wakefd >= 0)
         close(l->wakefd);
     if (l->epfd >= 0)
         close(l->epfd);
-    pthread_mutex_destroy(&l->lock);
 }

@@ -4,14 +4,12 @@
  * loop calls back (ready) when epoll says the fd is ready; the loop knows
  * no kind of fd. Each iteration: epoll_wait no longer than the next
  * deadline or hooks->sleep_ms, every ready watch called, hooks->deadlines
- * once a deadline (loop_deadline) is due, then hooks->iterated. The hooks
- * and watches are the layers above, handed down (server.c wires them);
- * this layer calls nothing above it. Only the loop's own thread touches
- * its state, except loop_wake and what the lock guards.
- *
- * struct loop also holds, opaque here, what the layers above keep per
- * loop (their slots below the core): so one pointer reaches a loop's
- * whole state, and each layer reads only its own slots. */
+ * once a deadline (loop_deadline) is due, then hooks->iterated, then the
+ * watches retired during the iteration released. The hooks and watches
+ * are the layers above, handed down (server.c wires them); this layer
+ * calls nothing above it and holds none of their state: each layer keeps
+ * its own per-loop part beside this core (server.c composes them). Only
+ * the loop's own thread touches its state, except loop_wake. */
 #ifndef ZB_LOOP_H
 #define ZB_LOOP_H
 
@@ -26,7 +24,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "counter.h"
 #include "util.h"
 
 /* A watched fd's callback; embedded first in what it belongs to (a
@@ -34,6 +31,10 @@
  * finds back with container_of. */
 struct watch {
     void (*ready)(struct watch *w, uint32_t events);   /* EPOLLIN/OUT/ERR/HUP */
+    /* Set while retired (loop_retire): ready is no longer called, and
+     * this is, once the iteration is over. */
+    void (*release)(struct watch *w);
+    struct watch *next_retired;
 };
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -50,19 +51,7 @@ struct loop_hooks {
     void (*wind_down)(struct loop *l);                 /* shutdown: fail what is left */
 };
 
-struct dbconn;
-struct client;
-struct req;
-struct lb;
-struct server;
-struct handed;
-struct MHD_Daemon;
-APR_RING_HEAD(conn_list, dbconn);
-APR_RING_HEAD(client_list, client);
-APR_RING_HEAD(req_list, req);
-
 struct loop {
-    /* ---- the core (loop.c) ---- */
     int id;
     pthread_t thread;
     _Atomic int tid;               /* its thread id, for /proc/PID/task/TID */
@@ -78,53 +67,25 @@ struct loop {
     const struct loop_hooks *hooks;
     const _Atomic bool *shutdown;  /* once set, the loop winds down and returns */
     bool pin;                      /* pinned to CPU id % ncpus */
-    struct loop *peers;            /* every loop of the server, this one among them */
+    struct loop *const *peers;     /* every loop of the server, by id, this one among them */
     int npeers;
-    pthread_mutex_t lock;          /* guards handed and given, which other threads fill */
-
-    /* ---- the layers above, opaque here ---- */
-    struct server *srv;            /* what every loop shares (shared.h) */
-    struct lb *lb;                 /* lb.h: one per served backend */
-    int nlb;
-    /* dbconn.c: pipelined connections to flush at the end of the
-     * iteration; connections closed (freed then) or leaving for another
-     * loop; idle pooled connections other loops gave (under lock). */
-    struct dbconn *to_flush[64];
-    int nflush;
-    struct dbconn *closed_aside, *leaving;
-    struct conn_list given;
-    /* accept.c */
-    struct watch listen;           /* the listening socket's, shared by every loop */
-    struct handed *handed;         /* connections the acceptor handed over (under lock) */
-    size_t nhanded, caphanded;
-    _Atomic uint64_t assigned;     /* connections given to this loop, by any loop */
-    bool listening;                /* the listening socket is in its epoll set */
-    /* http.c */
-    struct MHD_Daemon *mhd;
-    struct watch mhd_watch;        /* libmicrohttpd's epoll fd's */
-    struct client_list awaiting;   /* clients waiting for a request header, oldest first */
-    struct client_list sending;    /* clients an answer is going out to */
-    uint64_t moved_check_ns;       /* when their sockets are next looked at */
-    struct req_list keys_waiting;  /* /random requests waiting for a key set */
-    struct req *free_reqs;
-    struct client *free_clients;
-    uint64_t rng;                  /* PRNG state for /random */
-    /* Written by this loop only; the acceptor, main and /stats read them. */
-    counter closed;                /* connections closed (or failed to add) */
-    counter open;                  /* connections open now */
-    counter inflight;              /* requests between first handler call and completion */
-    counter requests, ok, e4xx, e5xx;
-    counter header_timeouts;       /* connections closed for a header too slow */
+    struct watch *retired;         /* released at the end of the iteration */
 };
 
+/* The earlier of two deadlines, 0 meaning none. */
+static inline uint64_t deadline_min(uint64_t a, uint64_t b)
+{
+    return !a ? b : !b ? a : a < b ? a : b;
+}
+
 /* The core set up: epoll set, wake fd (no thread yet). peers[0..npeers)
- * are the server's loops, l one of them. -1 with err on failure. */
-int  loop_init(struct loop *l, int id, struct loop *peers, int npeers, const struct loop_hooks *hooks,
+ * are the server's loops by id, l one of them. -1 with err on failure. */
+int  loop_init(struct loop *l, int id, struct loop *const *peers, int npeers, const struct loop_hooks *hooks,
                const _Atomic bool *shutdown, bool pin, struct zb_err *err);
 int  loop_start(struct loop *l, struct zb_err *err);
 void loop_join(struct loop *l);
-/* Closes the epoll set and wake fd; what the layers above kept is theirs
- * to free first. */
+/* Releases what is still retired, closes the epoll set and wake fd; what
+ * the layers above kept is theirs to free first. */
 void loop_destroy(struct loop *l);
 /* Wakes the loop (any thread): hooks->woken runs on it soon. */
 void loop_wake(struct loop *l);
@@ -141,5 +102,9 @@ static inline void loop_deadline(struct loop *l, uint64_t ns)
 int  loop_watch(struct loop *l, int fd, uint32_t events, struct watch *w, struct zb_err *err);
 int  loop_rewatch(struct loop *l, int fd, uint32_t events, struct watch *w);
 void loop_unwatch(struct loop *l, int fd);
+/* w (no longer watched) gets no more ready calls; release(w) is called
+ * once this iteration is over (an event for w may still be pending in
+ * its epoll batch), or by loop_destroy. */
+void loop_retire(struct loop *l, struct watch *w, void (*release)(struct watch *w));
 
 #endif

@@ -123,7 +123,6 @@ static const char usage[] =
 "      and on any lookup:\n"
 "        ?strategy=S           pooled, per-request or pipelined (default: the\n"
 "                              backend's)\n"
-"        ?persistent=0|1       the older form: per-request or pooled\n"
 "    GET /health               each backend up or down (a real round trip);\n"
 "                              200 if all are up, 503 otherwise; a dataset\n"
 "                              other than postal is listed once per backend,\n"

@@ -13,25 +13,42 @@
 
 #include "dbconn.h"
 
-static void submit(struct lookup *lk)
+/* Per-request's state on a lane: its connections, each with the lookup
+ * it was opened for (its tag) until that is sent. */
+struct fresh {
+    struct lane *lane;
+    struct conn_list conns;
+};
+
+static void submit(void *state, struct lookup *lk)
 {
-    struct lb *lb = lk->lb;
+    struct fresh *f = state;
+    struct lane *lane = f->lane;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, &per_request_strategy, &err);
+    struct dbconn *dc = dbconn_open(lane, &per_request_strategy, f,
+                                    lane->sb->conf.per_request_connect_timeout_s, &err);
     if (!dc) {
         lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
         return;
     }
-    dc->owner = lk;
-    APR_RING_INSERT_TAIL(&lb->perreq, dc, dbconn, link);
+    dc->tag = lk;
+    APR_RING_INSERT_TAIL(&f->conns, dc, dbconn, link);
+}
+
+/* Connected: nothing to prepare, its lookup is a one-shot query. */
+static int prepare(struct dbconn *dc, struct zb_err *err)
+{
+    (void)err;
+    BUMP(dc->lane->st.connects_per_request);
+    return 0;
 }
 
 /* Connected: its query; or answered: closed. */
 static void conn_ready(struct dbconn *dc)
 {
-    struct lookup *lk = dc->owner;
+    struct lookup *lk = dc->tag;
     if (lk) {   /* connected: its query */
-        dc->owner = NULL;
+        dc->tag = NULL;
         dbconn_send(dc, lk);
         return;
     }
@@ -41,24 +58,25 @@ static void conn_ready(struct dbconn *dc)
 
 static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
-    struct lookup *lk = dc->owner ? dc->owner : dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
-    if (dc->owner)
-        BUMP(dc->lb->st.connect_failures);
-    struct lb *lb = dc->lb;
+    struct lookup *lk = dc->tag ? dc->tag : dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
+    struct lane *lane = dc->lane;
+    if (dc->tag)
+        BUMP(lane->st.connect_failures);
     APR_RING_REMOVE(dc, link);
     dbconn_close(dc);
     if (err->kind == ZB_ERR_TIMEOUT || err->kind == ZB_ERR_REFUSED)
-        lb_down(lb, err);
+        lane_down(lane, err);
     if (lk)
         lookup_finish(lk, lookup_rc_of(err), err);
 }
 
 /* Connects and queries that took too long. */
-static uint64_t deadlines(struct lb *lb, uint64_t now)
+static uint64_t deadlines(void *state, uint64_t now)
 {
+    struct fresh *f = state;
     uint64_t next = 0;
-    struct dbconn *dc = APR_RING_FIRST(&lb->perreq), *nx;
-    for (; dc != APR_RING_SENTINEL(&lb->perreq, dbconn, link); dc = nx) {
+    struct dbconn *dc = APR_RING_FIRST(&f->conns), *nx;
+    for (; dc != APR_RING_SENTINEL(&f->conns, dbconn, link); dc = nx) {
         nx = APR_RING_NEXT(dc, link);
         if (dbconn_expired(dc, now, &next))
             return now;   /* the list changed: look again at once */
@@ -66,18 +84,38 @@ static uint64_t deadlines(struct lb *lb, uint64_t now)
     return next;
 }
 
-static void init(struct lb *lb)
+static void *init(struct lane *lane, struct zb_err *err)
 {
-    APR_RING_INIT(&lb->perreq, dbconn, link);
+    struct fresh *f = calloc(1, sizeof *f);
+    if (!f) {
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
+        return NULL;
+    }
+    f->lane = lane;
+    APR_RING_INIT(&f->conns, dbconn, link);
+    return f;
 }
 
-static void fail_all(struct lb *lb, const struct zb_err *err)
+static void destroy(void *state)
 {
-    while (!APR_RING_EMPTY(&lb->perreq, dbconn, link))
-        dbconn_fail(APR_RING_FIRST(&lb->perreq), err);
+    free(state);
+}
+
+static void fail_all(void *state, const struct zb_err *err)
+{
+    struct fresh *f = state;
+    while (!APR_RING_EMPTY(&f->conns, dbconn, link))
+        dbconn_fail(APR_RING_FIRST(&f->conns), err);
+}
+
+static bool takes(const struct backend_driver *drv)
+{
+    return drv->async != NULL;
 }
 
 const struct strategy per_request_strategy = {
-    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
-    .deadlines = deadlines, .fail_all = fail_all, .per_lookup = true,
+    .takes = takes, .cannot = "is in-process", .in_process = &inline_per_request_strategy,
+    .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
+    .conn_ready = conn_ready, .conn_failed = conn_failed, .deadlines = deadlines,
+    .fail_all = fail_all,
 };

@@ -2,8 +2,8 @@
  * per backend per loop in pipeline mode, for drivers that can (pg). Every
  * lookup of the loop is appended to the connection with the fewest in
  * flight, and everything sent during one iteration of the loop goes out
- * in one write with one Sync at its end (dbconn_flush, called by the loop
- * after MHD_run), so many HTTP requests share each round trip.
+ * in one write with one Sync at its end (at the end of the loop's
+ * iteration, after MHD_run), so many HTTP requests share each round trip.
  *
  * Lookups that come while no connection is ready wait for one, at most
  * acquire_timeout_ms (then 503, counted as overload). A connection lost or
@@ -14,26 +14,40 @@
  * not run, are retried once on a fresh one, and the backend is up. A
  * connect that fails is an outage only if it was refused or no
  * other connection of the loop is ready; else (slow, or turned away under
- * load) another is tried after LB_RETRY_NS, as pool.c does. */
+ * load) another is tried after LANE_RETRY_NS, as pool.c does. */
 #include <stdlib.h>
 
 #include "dbconn.h"
 
-static struct dbconn *least_busy(struct lb *lb)
+#define MAX_PIPES 8
+
+/* Pipelined's state on a lane. */
+struct pipes {
+    struct lane *lane;
+    struct {
+        struct dbconn *dc;
+        bool unflushed;            /* sent to since its last flush */
+    } pipe[MAX_PIPES];
+    int n, target;
+    struct lookup_list waiting;    /* lookups waiting for a connection ready */
+};
+
+/* The ready connection with the fewest in flight (its index), or -1. */
+static int least_busy(struct pipes *ps)
 {
-    struct dbconn *best = NULL;
-    for (int i = 0; i < lb->npipes; i++) {
-        struct dbconn *dc = lb->pipe[i];
-        if (dc->state == DC_READY && (!best || dc->nsent < best->nsent))
-            best = dc;
+    int best = -1;
+    for (int i = 0; i < ps->n; i++) {
+        struct dbconn *dc = ps->pipe[i].dc;
+        if (dc->state == DC_READY && (best < 0 || dc->nsent < ps->pipe[best].dc->nsent))
+            best = i;
     }
     return best;
 }
 
-static void fail_waiting(struct lb *lb, const struct zb_err *err)
+static void fail_waiting(struct pipes *ps, const struct zb_err *err)
 {
-    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
-        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+    while (!APR_RING_EMPTY(&ps->waiting, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&ps->waiting);
         APR_RING_REMOVE(lk, link);
         lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
     }
@@ -41,118 +55,151 @@ static void fail_waiting(struct lb *lb, const struct zb_err *err)
 
 /* A connect failed: down (refused, or no other connection of the loop
  * ready), and the lookups waiting fail; else they wait. */
-static void connect_failed(struct lb *lb, const struct zb_err *err)
+static void connect_failed(struct pipes *ps, const struct zb_err *err)
 {
-    if (lb_connect_failed(lb, err, least_busy(lb) != NULL))
-        fail_waiting(lb, err);
+    if (lane_connect_failed(ps->lane, err, least_busy(ps) >= 0))
+        fail_waiting(ps, err);
 }
 
-static void open_one(struct lb *lb)
+static void open_one(struct pipes *ps)
 {
-    if (lb->loop->now < lb->grow_after_ns)
+    struct lane *lane = ps->lane;
+    if (lane->loop->now < lane->grow_after_ns)
         return;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, &pipelined_strategy, &err);
+    struct dbconn *dc = dbconn_open(lane, &pipelined_strategy, ps, lane->sb->conf.connect_timeout_s,
+                                    &err);
     if (!dc) {
-        connect_failed(lb, &err);
+        connect_failed(ps, &err);
         return;
     }
-    lb->pipe[lb->npipes++] = dc;
+    ps->pipe[ps->n].dc = dc;
+    ps->pipe[ps->n].unflushed = false;
+    ps->n++;
+}
+
+/* Takes pipe i out of the list (the last moves into its place). */
+static void remove_at(struct pipes *ps, int i)
+{
+    ps->pipe[i] = ps->pipe[--ps->n];
 }
 
 /* Idle ones the driver no longer calls alive (pg: one that fell back to
  * another host than its turn's, which may be back), or opened before a
  * reload made their prepared lookup stale, are closed: the next lookups
  * open others. */
-static void retire(struct lb *lb)
+static void retire(struct pipes *ps)
 {
-    for (int i = 0; i < lb->npipes; i++) {
-        struct dbconn *dc = lb->pipe[i];
-        if (dc->state == DC_READY && !dc->nsent && !dc->unflushed &&
-            (!lb->sb->drv->alive(dc->db) || dc->gen != atomic_load(&lb->sb->gen))) {
-            lb->pipe[i--] = lb->pipe[--lb->npipes];
+    struct served *sb = ps->lane->sb;
+    for (int i = 0; i < ps->n; i++) {
+        struct dbconn *dc = ps->pipe[i].dc;
+        if (dc->state == DC_READY && !dc->nsent && !ps->pipe[i].unflushed &&
+            (!sb->drv->alive(dc->db) || dc->gen != atomic_load(&sb->gen))) {
+            remove_at(ps, i--);
             dbconn_close(dc);
         }
     }
 }
 
-static void submit(struct lookup *lk)
+/* lk appended to pipe i, written at the end of the iteration. */
+static void queue_on(struct pipes *ps, int i, struct lookup *lk)
 {
-    struct lb *lb = lk->lb;
-    retire(lb);
-    struct dbconn *dc = least_busy(lb);
-    if (dc) {
-        dbconn_send(dc, lk);
-        if (dc->nsent > 1 && lb->npipes < lb->pipe_target)
-            open_one(lb);   /* this one is busy: another for the next lookups */
+    if (dbconn_queue(ps->pipe[i].dc, lk)) {   /* else it was lost, and is gone */
+        BUMP(ps->lane->st.pipelined);
+        ps->pipe[i].unflushed = true;
+    }
+}
+
+static void submit(void *state, struct lookup *lk)
+{
+    struct pipes *ps = state;
+    struct lane *lane = ps->lane;
+    retire(ps);
+    int i = least_busy(ps);
+    if (i >= 0) {
+        struct dbconn *dc = ps->pipe[i].dc;
+        queue_on(ps, i, lk);
+        if (dc->nsent > 1 && ps->n < ps->target)
+            open_one(ps);   /* this one is busy: another for the next lookups */
         return;
     }
-    lk->since_ns = lb->loop->now;
-    APR_RING_INSERT_TAIL(&lb->pipe_waiting, lk, lookup, link);
-    loop_deadline(lb->loop, lk->since_ns + (uint64_t)lb->sb->conf.acquire_timeout_ms * 1000000u);
-    if (lb->npipes < lb->pipe_target)
-        open_one(lb);
+    lk->since_ns = lane->loop->now;
+    APR_RING_INSERT_TAIL(&ps->waiting, lk, lookup, link);
+    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sb->conf.acquire_timeout_ms * 1000000u);
+    if (ps->n < ps->target)
+        open_one(ps);
+}
+
+static int index_of(struct pipes *ps, struct dbconn *dc)
+{
+    for (int i = 0; i < ps->n; i++)
+        if (ps->pipe[i].dc == dc)
+            return i;
+    return -1;
 }
 
 /* Ready: the lookups waiting go on it. */
 static void conn_ready(struct dbconn *dc)
 {
-    struct lb *lb = dc->lb;
-    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
-        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+    struct pipes *ps = dc->owner;
+    int i;
+    while (!APR_RING_EMPTY(&ps->waiting, lookup, link) && (i = index_of(ps, dc)) >= 0) {
+        struct lookup *lk = APR_RING_FIRST(&ps->waiting);
         APR_RING_REMOVE(lk, link);
-        dbconn_send(dc, lk);
+        queue_on(ps, i, lk);
     }
 }
 
 static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
-    struct lb *lb = dc->lb;
+    struct pipes *ps = dc->owner;
+    struct lane *lane = ps->lane;
     bool opening = dc->state != DC_READY;
-    for (int i = 0; i < lb->npipes; i++)
-        if (lb->pipe[i] == dc)
-            lb->pipe[i] = lb->pipe[--lb->npipes];
+    int at = index_of(ps, dc);
+    if (at >= 0)
+        remove_at(ps, at);
     if (opening) {
-        BUMP(lb->st.connect_failures);
+        BUMP(lane->st.connect_failures);
         dbconn_close(dc);
-        connect_failed(lb, err);
+        connect_failed(ps, err);
         return;
     }
     struct lookup_list lost;
     APR_RING_INIT(&lost, lookup, link);
     APR_RING_CONCAT(&lost, &dc->sent, lookup, link);
-    served_bump_gen(lb->sb, dc->gen);
+    served_bump_gen(lane->sb, dc->gen);
     dbconn_close(dc);
     bool stale = err->kind == ZB_ERR_STALE;
     if (!stale)
-        lb_down(lb, err);
+        lane_down(lane, err);
     while (!APR_RING_EMPTY(&lost, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&lost);
         APR_RING_REMOVE(lk, link);
         if (stale && !lk->retried && lk->rows == 0) {
             lk->retried = true;   /* it did not run: a fresh connection prepares again */
-            submit(lk);
+            submit(ps, lk);
         } else {
             lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
         }
     }
-    if (!stale && !least_busy(lb))
-        fail_waiting(lb, err);
+    if (!stale && least_busy(ps) < 0)
+        fail_waiting(ps, err);
 }
 
-static uint64_t deadlines(struct lb *lb, uint64_t now)
+static uint64_t deadlines(void *state, uint64_t now)
 {
-    const struct backend_conf *bc = &lb->sb->conf;
+    struct pipes *ps = state;
+    struct lane *lane = ps->lane;
+    const struct backend_conf *bc = &lane->sb->conf;
     uint64_t next = 0;
-    for (int i = 0; i < lb->npipes; i++)
-        if (dbconn_expired(lb->pipe[i], now, &next))
+    for (int i = 0; i < ps->n; i++)
+        if (dbconn_expired(ps->pipe[i].dc, now, &next))
             return now;   /* look again at once */
     uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * 1000000u;
-    while (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link)) {
-        struct lookup *lk = APR_RING_FIRST(&lb->pipe_waiting);
+    while (!APR_RING_EMPTY(&ps->waiting, lookup, link)) {
+        struct lookup *lk = APR_RING_FIRST(&ps->waiting);
         if (lk->since_ns + wait_ns > now) {
-            if (!next || lk->since_ns + wait_ns < next)
-                next = lk->since_ns + wait_ns;
+            next = deadline_min(next, lk->since_ns + wait_ns);
             break;
         }
         APR_RING_REMOVE(lk, link);
@@ -163,30 +210,66 @@ static uint64_t deadlines(struct lb *lb, uint64_t now)
     }
     /* Lookups wait with no connection opening: one more, once the pause
      * after a failed connect is over. */
-    if (!APR_RING_EMPTY(&lb->pipe_waiting, lookup, link) && lb->npipes < lb->pipe_target) {
-        if (now >= lb->grow_after_ns)
-            open_one(lb);
-        else if (!next || lb->grow_after_ns < next)
-            next = lb->grow_after_ns;
+    if (!APR_RING_EMPTY(&ps->waiting, lookup, link) && ps->n < ps->target) {
+        if (now >= lane->grow_after_ns)
+            open_one(ps);
+        else
+            next = deadline_min(next, lane->grow_after_ns);
     }
     return next;
 }
 
-static void init(struct lb *lb)
+/* The end of the iteration: what each connection was sent goes out, one
+ * write (and one Sync) per connection. A flush that loses its connection
+ * changes the list: it is looked through again. */
+static void flush_all(void *state)
 {
-    int most = (int)(sizeof lb->pipe / sizeof lb->pipe[0]), want = lb->sb->conf.pipeline_connections;
-    APR_RING_INIT(&lb->pipe_waiting, lookup, link);
-    lb->pipe_target = want < 1 ? 1 : want > most ? most : want;
+    struct pipes *ps = state;
+    for (int i = 0; i < ps->n; i++) {
+        if (!ps->pipe[i].unflushed)
+            continue;
+        ps->pipe[i].unflushed = false;
+        BUMP(ps->lane->st.batches);
+        if (!dbconn_flush(ps->pipe[i].dc))
+            i = -1;
+    }
 }
 
-static void fail_all(struct lb *lb, const struct zb_err *err)
+static void *init(struct lane *lane, struct zb_err *err)
 {
-    while (lb->npipes)
-        dbconn_fail(lb->pipe[0], err);
-    fail_waiting(lb, err);
+    int want = lane->sb->conf.pipeline_connections;
+    struct pipes *ps = calloc(1, sizeof *ps);
+    if (!ps) {
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
+        return NULL;
+    }
+    ps->lane = lane;
+    APR_RING_INIT(&ps->waiting, lookup, link);
+    ps->target = want < 1 ? 1 : want > MAX_PIPES ? MAX_PIPES : want;
+    return ps;
+}
+
+static void destroy(void *state)
+{
+    free(state);
+}
+
+static void fail_all(void *state, const struct zb_err *err)
+{
+    struct pipes *ps = state;
+    while (ps->n)
+        dbconn_fail(ps->pipe[0].dc, err);
+    fail_waiting(ps, err);
+}
+
+static bool takes(const struct backend_driver *drv)
+{
+    return drv->async && drv->async->pipeline;
 }
 
 const struct strategy pipelined_strategy = {
-    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
-    .deadlines = deadlines, .fail_all = fail_all, .pipelines = true,
+    .takes = takes, .cannot = "cannot pipeline", .init = init, .destroy = destroy,
+    .submit = submit, .prepare = dbconn_prepare_pipelined, .conn_ready = conn_ready,
+    .conn_failed = conn_failed, .deadlines = deadlines, .iterated = flush_all,
+    .fail_all = fail_all,
 };

@@ -33,7 +33,7 @@
  * all. One that is merely slow (each PostgreSQL connect costs tens of ms
  * of its CPU, and a burst opens thirty) or turned away for load while live
  * connections serve is retried in the background, as HikariCP's pool
- * filler does, after LB_RETRY_NS; the lookups keep waiting for the live ones,
+ * filler does, after LANE_RETRY_NS; the lookups keep waiting for the live ones,
  * and one that waited past acquire_timeout_ms gets 503, counted as
  * overload. */
 #include <stdio.h>
@@ -42,11 +42,35 @@
 
 #include "dbconn.h"
 
+/* Pooled's state on a lane. */
+struct pool {
+    struct lane *lane;
+    /* idle (most recently used first), busy, opening */
+    struct conn_list idle, busy, opening;
+    struct lookup_list waiting;    /* lookups waiting for a connection */
+    int nidle, nopening, nwaiting;
+    int npooled;                   /* open or opening, this loop */
+    int min_share, soft_share;     /* pool_min, pool_soft_max split over the loops */
+    uint64_t owed;                 /* discarded, not yet replaced */
+    pthread_mutex_t lock;          /* guards given, which other loops fill */
+    struct conn_list given;        /* idle connections other loops gave */
+};
+
+/* A connection lent to a lookup is tagged so (in busy). */
+#define IN_USE(dc) ((dc)->tag != NULL)
+#define SET_IN_USE(dc, on) ((dc)->tag = (on) ? (void *)(dc) : NULL)
+
+/* The pool of this backend on loop i. */
+static struct pool *pool_of(struct pool *p, int i)
+{
+    return p->lane->peers[i]->way[ZB_POOLED].state;
+}
+
 #define NS_PER_MS 1000000ull
 
-static uint64_t bit_of(struct lb *lb) { return 1ull << (lb->loop->id % 64); }
+static uint64_t bit_of(struct pool *p) { return 1ull << (p->lane->loop->id % 64); }
 
-static bool take_budget(struct srv_backend *sb)
+static bool take_budget(struct served *sb)
 {
     int n = atomic_load(&sb->pooled);
     while (n < sb->conf.pool_hard_max)
@@ -55,232 +79,253 @@ static bool take_budget(struct srv_backend *sb)
     return false;
 }
 
-static void give_budget(struct lb *lb)
+static void give_budget(struct pool *p)
 {
-    struct srv_backend *sb = lb->sb;
+    struct served *sb = p->lane->sb;
+    struct loop *l = p->lane->loop;
     atomic_fetch_sub(&sb->pooled, 1);
-    lb->npooled--;
-    uint64_t starving = atomic_load(&sb->starving) & ~bit_of(lb);
-    for (int i = 0; starving && i < lb->loop->npeers; i++)
+    p->npooled--;
+    uint64_t starving = atomic_load(&sb->starving) & ~bit_of(p);
+    for (int i = 0; starving && i < l->npeers; i++)
         if (starving & (1ull << (i % 64)))
-            loop_wake(&lb->loop->peers[i]);
+            loop_wake(l->peers[i]);
 }
 
 /* Closes a pooled connection that has nothing sent. */
-static void drop(struct dbconn *dc)
+static void drop(struct pool *p, struct dbconn *dc)
 {
-    struct lb *lb = dc->lb;
+    struct lane *lane = p->lane;
     APR_RING_REMOVE(dc, link);
     if (dc->state != DC_READY)
-        lb->nopening--;
+        p->nopening--;
     else
-        DROP(lb->st.open);
-    if (!dc->in_use && dc->state == DC_READY)
-        lb->nidle--;
-    if (dc->in_use)
-        DROP(lb->st.in_use);
+        DROP(lane->st.open);
+    if (!IN_USE(dc) && dc->state == DC_READY)
+        p->nidle--;
+    if (IN_USE(dc))
+        DROP(lane->st.in_use);
     dbconn_close(dc);
-    give_budget(lb);
+    give_budget(p);
 }
 
-/* The first loop (other than lb's) whose lookups wait for the budget. */
-static struct loop *starving_loop(struct lb *lb)
+/* The pool of the first loop (other than p's) whose lookups wait for the
+ * budget. */
+static struct pool *starving_pool(struct pool *p)
 {
-    uint64_t starving = atomic_load_explicit(&lb->sb->starving, RELAXED) & ~bit_of(lb);
-    struct loop *l = lb->loop;
+    uint64_t starving = atomic_load_explicit(&p->lane->sb->starving, RELAXED) & ~bit_of(p);
+    struct loop *l = p->lane->loop;
     for (int i = 0; starving && i < l->npeers; i++)
         if (starving & (1ull << (i % 64)))
-            return &l->peers[i];
+            return pool_of(p, i);
     return NULL;
 }
 
-/* An idle connection goes to a loop that starves. */
-static bool give_away(struct dbconn *dc)
+/* A connection given away arrives, once the giving loop's iteration is
+ * over (its epoll batch may still have held an event for it): into the
+ * taking pool's given list, and that loop woken. */
+static void arrive(struct watch *w)
 {
-    struct lb *lb = dc->lb;
-    struct loop *to = starving_loop(lb);
+    struct dbconn *dc = container_of(w, struct dbconn, w);
+    struct pool *to = dc->tag;
+    SET_IN_USE(dc, false);
+    pthread_mutex_lock(&to->lock);
+    APR_RING_INSERT_TAIL(&to->given, dc, dbconn, link);
+    pthread_mutex_unlock(&to->lock);
+    loop_wake(to->lane->loop);
+}
+
+/* An idle connection goes to a loop that starves. */
+static bool give_away(struct pool *p, struct dbconn *dc)
+{
+    struct pool *to = starving_pool(p);
     if (!to)
         return false;
     APR_RING_REMOVE(dc, link);
-    lb->nidle--;
-    lb->npooled--;
-    DROP(lb->st.open);
-    dbconn_leave(dc, to);
+    p->nidle--;
+    p->npooled--;
+    DROP(p->lane->st.open);
+    dc->tag = to;   /* for arrive */
+    dbconn_leave(dc, arrive);
     return true;
 }
 
-static void discard(struct dbconn *dc)
+static void discard(struct pool *p, struct dbconn *dc)
 {
-    BUMP(dc->lb->st.discarded);
-    dc->lb->owed++;
-    drop(dc);
+    BUMP(p->lane->st.discarded);
+    p->owed++;
+    drop(p, dc);
 }
 
-static void use(struct dbconn *dc, struct lookup *lk)
+static void use(struct pool *p, struct dbconn *dc, struct lookup *lk)
 {
-    struct lb *lb = dc->lb;
+    struct lane *lane = p->lane;
     APR_RING_REMOVE(dc, link);
-    APR_RING_INSERT_TAIL(&lb->busy, dc, dbconn, link);
-    lb->nidle--;
-    dc->in_use = true;
-    BUMP(lb->st.in_use);
+    APR_RING_INSERT_TAIL(&p->busy, dc, dbconn, link);
+    p->nidle--;
+    SET_IN_USE(dc, true);
+    BUMP(lane->st.in_use);
     dbconn_send(dc, lk);
 }
 
 /* The first lookup waiting, taken off the queue; the loop stops asking
  * the others for budget once nothing waits. */
-static struct lookup *unqueue(struct lb *lb)
+static struct lookup *unqueue(struct pool *p)
 {
-    struct lookup *lk = APR_RING_FIRST(&lb->waiting);
+    struct lookup *lk = APR_RING_FIRST(&p->waiting);
     APR_RING_REMOVE(lk, link);
-    if (--lb->nwaiting == 0)
-        atomic_fetch_and(&lb->sb->starving, ~bit_of(lb));
+    if (--p->nwaiting == 0)
+        atomic_fetch_and(&p->lane->sb->starving, ~bit_of(p));
     return lk;
 }
 
-/* A lookup that gets no connection. */
-static void fail(struct lookup *lk, const struct zb_err *err)
-{
-    lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
-}
-
 /* Every lookup waiting here fails with err (the backend went down). */
-static void fail_waiting(struct lb *lb, const struct zb_err *err)
+static void fail_waiting(struct pool *p, const struct zb_err *err)
 {
-    while (lb->nwaiting)
-        fail(unqueue(lb), err);
+    while (p->nwaiting)
+        lookup_finish(unqueue(p), LOOKUP_UNAVAILABLE, err);
 }
 
-/* Does any loop hold an open pooled connection of lb's backend? */
-static bool has_live(struct lb *lb)
+/* Does any loop hold an open pooled connection of p's backend? */
+static bool has_live(struct pool *p)
 {
-    struct loop *l = lb->loop;
+    struct loop *l = p->lane->loop;
     for (int i = 0; i < l->npeers; i++)
-        if (READ(l->peers[i].lb[lb->sb->index].st.open))
+        if (READ(p->lane->peers[i]->st.open))
             return true;
     return false;
 }
 
 /* A connect failed: down (refused, or no live connection in any loop),
  * and the lookups waiting here fail; else they wait for the live ones. */
-static void connect_failed(struct lb *lb, const struct zb_err *err)
+static void connect_failed(struct pool *p, const struct zb_err *err)
 {
-    if (lb_connect_failed(lb, err, has_live(lb)))
-        fail_waiting(lb, err);
+    if (lane_connect_failed(p->lane, err, has_live(p)))
+        fail_waiting(p, err);
 }
 
 /* One more connection; false if the budget is spent or it could not
  * start. For lookups that wait (not to keep pool_min), the other loops
  * are asked for budget. */
-static bool grow(struct lb *lb, bool for_waiters)
+static bool grow(struct pool *p, bool for_waiters)
 {
-    struct srv_backend *sb = lb->sb;
-    if (lb->loop->now < lb->grow_after_ns)
+    struct lane *lane = p->lane;
+    struct served *sb = lane->sb;
+    if (lane->loop->now < lane->grow_after_ns)
         return false;   /* the last connect failed under load: not yet */
     if (!take_budget(sb)) {
-        if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(lb)) & bit_of(lb)))
-            loop_wake_all(lb->loop);   /* whoever has an idle one gives it back */
+        if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(p)) & bit_of(p)))
+            loop_wake_all(lane->loop);   /* whoever has an idle one gives it back */
         return false;
     }
-    lb->npooled++;
+    p->npooled++;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lb, &pooled_strategy, &err);
+    struct dbconn *dc = dbconn_open(lane, &pooled_strategy, p, sb->conf.connect_timeout_s, &err);
     if (!dc) {
-        give_budget(lb);
-        connect_failed(lb, &err);   /* counted by dbconn_open */
+        give_budget(p);
+        connect_failed(p, &err);   /* counted by dbconn_open */
         return false;
     }
-    APR_RING_INSERT_TAIL(&lb->opening, dc, dbconn, link);
-    lb->nopening++;
+    APR_RING_INSERT_TAIL(&p->opening, dc, dbconn, link);
+    p->nopening++;
     return true;
 }
 
-static void submit(struct lookup *lk)
+static void submit(void *state, struct lookup *lk)
 {
-    struct lb *lb = lk->lb;
-    unsigned gen = atomic_load_explicit(&lb->sb->gen, RELAXED);
-    while (!APR_RING_EMPTY(&lb->idle, dbconn, link)) {
-        struct dbconn *dc = APR_RING_FIRST(&lb->idle);
+    struct pool *p = state;
+    struct lane *lane = p->lane;
+    unsigned gen = atomic_load_explicit(&lane->sb->gen, RELAXED);
+    while (!APR_RING_EMPTY(&p->idle, dbconn, link)) {
+        struct dbconn *dc = APR_RING_FIRST(&p->idle);
         /* Not alive: the driver wants it replaced (pg: a connection that
          * fell back to another host than its turn's, that host may be back). */
-        if (dc->gen == gen && lb->sb->drv->alive(dc->db)) {
-            use(dc, lk);
+        if (dc->gen == gen && lane->sb->drv->alive(dc->db)) {
+            use(p, dc, lk);
             return;
         }
-        discard(dc);
+        discard(p, dc);
     }
-    lk->since_ns = lb->loop->now;
-    APR_RING_INSERT_TAIL(&lb->waiting, lk, lookup, link);
-    lb->nwaiting++;
-    loop_deadline(lb->loop, lk->since_ns + (uint64_t)lb->sb->conf.acquire_timeout_ms * NS_PER_MS);
-    if (lb->nopening >= lb->nwaiting || !grow(lb, true))
-        BUMP(lb->st.waits);
+    lk->since_ns = lane->loop->now;
+    APR_RING_INSERT_TAIL(&p->waiting, lk, lookup, link);
+    p->nwaiting++;
+    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sb->conf.acquire_timeout_ms * NS_PER_MS);
+    if (p->nopening >= p->nwaiting || !grow(p, true))
+        BUMP(lane->st.waits);
 }
 
-static void idle(struct dbconn *dc);
+static void idle(struct pool *p, struct dbconn *dc);
 
 /* Connected, or its lookup done. */
 static void conn_ready(struct dbconn *dc)
 {
-    struct lb *lb = dc->lb;
-    struct srv_backend *sb = lb->sb;
-    if (dc->in_use) {   /* its lookup is done; else it was just opened */
-        dc->in_use = false;
-        DROP(lb->st.in_use);
+    struct pool *p = dc->owner;
+    struct lane *lane = p->lane;
+    if (IN_USE(dc)) {   /* its lookup is done; else it was just opened */
+        SET_IN_USE(dc, false);
+        DROP(lane->st.in_use);
     } else {
-        lb->nopening--;
-        BUMP(lb->st.open);
-        if (lb->owed) {
-            lb->owed--;
-            BUMP(lb->st.reconnects);
+        p->nopening--;
+        BUMP(lane->st.open);
+        if (p->owed) {
+            p->owed--;
+            BUMP(lane->st.reconnects);
         }
     }
     APR_RING_REMOVE(dc, link);
-    if (dc->gen != atomic_load_explicit(&sb->gen, RELAXED)) {
+    if (dc->gen != atomic_load_explicit(&lane->sb->gen, RELAXED)) {
         /* Opened before the last failure. */
-        APR_RING_INSERT_TAIL(&lb->idle, dc, dbconn, link);
-        lb->nidle++;
-        discard(dc);
-        if (lb->nwaiting && lb->nopening < lb->nwaiting)
-            grow(lb, true);
+        APR_RING_INSERT_TAIL(&p->idle, dc, dbconn, link);
+        p->nidle++;
+        discard(p, dc);
+        if (p->nwaiting && p->nopening < p->nwaiting)
+            grow(p, true);
         return;
     }
-    idle(dc);
+    idle(p, dc);
 }
 
 /* dc (in no list) is free: for the first lookup waiting here, else for a
  * loop that starves, else idle. */
-static void idle(struct dbconn *dc)
+static void idle(struct pool *p, struct dbconn *dc)
 {
-    struct lb *lb = dc->lb;
-    APR_RING_INSERT_HEAD(&lb->idle, dc, dbconn, link);
-    lb->nidle++;
-    dc->since_ns = lb->loop->now;
-    if (lb->nwaiting)
-        use(dc, unqueue(lb));
+    APR_RING_INSERT_HEAD(&p->idle, dc, dbconn, link);
+    p->nidle++;
+    dc->since_ns = p->lane->loop->now;
+    if (p->nwaiting)
+        use(p, dc, unqueue(p));
     else
-        give_away(dc);
+        give_away(p, dc);
 }
 
 /* One given by another loop. */
-static void adopt(struct loop *l, struct dbconn *dc)
+static void adopt(struct pool *p, struct dbconn *dc)
 {
-    struct lb *lb = &l->lb[dc->lb->sb->index];
-    lb->npooled++;
-    if (!dbconn_join(dc, lb)) {   /* it could not be watched: closed */
-        give_budget(lb);
+    p->npooled++;
+    if (!dbconn_join(dc, p->lane, p)) {   /* it could not be watched: closed */
+        give_budget(p);
         return;
     }
-    BUMP(lb->st.open);
-    idle(dc);
+    BUMP(p->lane->st.open);
+    idle(p, dc);
+}
+
+/* The first connection other loops gave p, or NULL. */
+static struct dbconn *take_given(struct pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    struct dbconn *dc = APR_RING_EMPTY(&p->given, dbconn, link) ? NULL : APR_RING_FIRST(&p->given);
+    if (dc)
+        APR_RING_REMOVE(dc, link);
+    pthread_mutex_unlock(&p->lock);
+    return dc;
 }
 
 /* Lost, timed out or stale; lk is what it had sent (or NULL). */
 static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
     struct lookup *lk = dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
-    struct lb *lb = dc->lb;
-    struct srv_backend *sb = lb->sb;
+    struct pool *p = dc->owner;
+    struct lane *lane = p->lane;
     bool opening = dc->state != DC_READY;
     if (lk) {
         APR_RING_REMOVE(lk, link);
@@ -289,14 +334,14 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
     if (!opening) {
         /* Lost, or its plan stale (every connection opened before holds
          * the same stale plan): all are replaced. */
-        served_bump_gen(sb, dc->gen);
-        BUMP(lb->st.discarded);
-        lb->owed++;
+        served_bump_gen(lane->sb, dc->gen);
+        BUMP(lane->st.discarded);
+        p->owed++;
     }
-    drop(dc);
+    drop(p, dc);
     if (opening) {
-        BUMP(lb->st.connect_failures);
-        connect_failed(lb, err);
+        BUMP(lane->st.connect_failures);
+        connect_failed(p, err);
         return;
     }
     if (!lk)
@@ -304,40 +349,41 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
     bool stale = err->kind == ZB_ERR_STALE;
     if ((err->kind == ZB_ERR_CONN || stale) && !lk->retried && lk->rows == 0) {
         lk->retried = true;   /* after a restart or a reload, a fresh connection answers */
-        submit(lk);
+        submit(p, lk);
         return;
     }
     if (!stale)
-        lb_down(lb, err);
-    fail(lk, err);
+        lane_down(lane, err);
+    lookup_finish(lk, LOOKUP_UNAVAILABLE, err);
 }
 
-static uint64_t deadlines(struct lb *lb, uint64_t now)
+static uint64_t deadlines(void *state, uint64_t now)
 {
-    const struct backend_conf *bc = &lb->sb->conf;
+    struct pool *p = state;
+    struct lane *lane = p->lane;
+    const struct backend_conf *bc = &lane->sb->conf;
     uint64_t next = 0;
-#define SOONER(t) do { uint64_t t_ = (t); if (t_ && (!next || t_ < next)) next = t_; } while (0)
     /* Waiting too long for a connection. */
     uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * NS_PER_MS;
-    while (lb->nwaiting) {
-        struct lookup *lk = APR_RING_FIRST(&lb->waiting);
+    while (p->nwaiting) {
+        struct lookup *lk = APR_RING_FIRST(&p->waiting);
         if (lk->since_ns + wait_ns > now) {
-            SOONER(lk->since_ns + wait_ns);
+            next = deadline_min(next, lk->since_ns + wait_ns);
             break;
         }
-        unqueue(lb);
-        BUMP(lb->st.timeouts);
+        unqueue(p);
+        BUMP(lane->st.timeouts);
         struct zb_err err;
         zb_fail(&err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
                 "(pool_hard_max %d)", bc->name, bc->acquire_timeout_ms, bc->pool_hard_max);
         lookup_overloaded(lk, &err);
     }
-    if (lb->nwaiting && lb->nopening < lb->nwaiting)
-        grow(lb, true);   /* budget may have come back, or the pause after a failed connect ended */
-    if (lb->nwaiting && lb->grow_after_ns > now)
-        SOONER(lb->grow_after_ns);
+    if (p->nwaiting && p->nopening < p->nwaiting)
+        grow(p, true);   /* budget may have come back, or the pause after a failed connect ended */
+    if (p->nwaiting && lane->grow_after_ns > now)
+        next = deadline_min(next, lane->grow_after_ns);
     /* Connects and lookups that take too long. */
-    struct conn_list *lists[] = { &lb->opening, &lb->busy };
+    struct conn_list *lists[] = { &p->opening, &p->busy };
     for (int i = 0; i < 2; i++) {
         struct dbconn *dc = APR_RING_FIRST(lists[i]), *nx;
         for (; dc != APR_RING_SENTINEL(lists[i], dbconn, link); dc = nx) {
@@ -348,57 +394,92 @@ static uint64_t deadlines(struct lb *lb, uint64_t now)
     }
     /* Idle above the soft share for pool_ttl_s: closed, oldest first. */
     uint64_t ttl_ns = (uint64_t)bc->pool_ttl_s * 1000000000ull;
-    while (lb->nidle && lb->npooled > lb->soft_share) {
-        struct dbconn *dc = APR_RING_LAST(&lb->idle);
+    while (p->nidle && p->npooled > p->soft_share) {
+        struct dbconn *dc = APR_RING_LAST(&p->idle);
         if (dc->since_ns + ttl_ns > now) {
-            SOONER(dc->since_ns + ttl_ns);
+            next = deadline_min(next, dc->since_ns + ttl_ns);
             break;
         }
-        drop(dc);
+        drop(p, dc);
     }
     /* The min share, kept open while the backend is up, and while no
      * other loop has lookups waiting for the budget. */
-    while (lb->npooled < lb->min_share && atomic_load_explicit(&lb->sb->up, RELAXED) &&
-           !(atomic_load_explicit(&lb->sb->starving, RELAXED) & ~bit_of(lb)) && grow(lb, false))
+    while (p->npooled < p->min_share && atomic_load_explicit(&lane->sb->up, RELAXED) &&
+           !(atomic_load_explicit(&lane->sb->starving, RELAXED) & ~bit_of(p)) && grow(p, false))
         ;
     return next;
-#undef SOONER
 }
 
 /* pool_min and pool_soft_max split over the loops, the first ones taking
  * the remainder. */
-static void init(struct lb *lb)
+static void *init(struct lane *lane, struct zb_err *err)
 {
-    const struct backend_conf *bc = &lb->sb->conf;
-    int n = lb->loop->npeers, i = lb->loop->id;
-    APR_RING_INIT(&lb->idle, dbconn, link);
-    APR_RING_INIT(&lb->busy, dbconn, link);
-    APR_RING_INIT(&lb->opening, dbconn, link);
-    APR_RING_INIT(&lb->waiting, lookup, link);
-    lb->min_share = bc->pool_min / n + (i < bc->pool_min % n);
-    lb->soft_share = bc->pool_soft_max / n + (i < bc->pool_soft_max % n);
+    const struct backend_conf *bc = &lane->sb->conf;
+    int n = lane->loop->npeers, i = lane->loop->id;
+    struct pool *p = calloc(1, sizeof *p);
+    if (!p) {
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
+        return NULL;
+    }
+    p->lane = lane;
+    APR_RING_INIT(&p->idle, dbconn, link);
+    APR_RING_INIT(&p->busy, dbconn, link);
+    APR_RING_INIT(&p->opening, dbconn, link);
+    APR_RING_INIT(&p->waiting, lookup, link);
+    APR_RING_INIT(&p->given, dbconn, link);
+    pthread_mutex_init(&p->lock, NULL);
+    p->min_share = bc->pool_min / n + (i < bc->pool_min % n);
+    p->soft_share = bc->pool_soft_max / n + (i < bc->pool_soft_max % n);
+    return p;
 }
 
-/* Woken: connections other loops gave are taken in; a loop that starves
- * is given an idle one. */
-static void woken(struct lb *lb)
+/* Connections other loops gave are taken in; a loop that starves is
+ * given an idle one. */
+static void trade_idle(void *state)
 {
-    for (struct dbconn *dc; (dc = dbconn_given(lb->loop));)
-        adopt(lb->loop, dc);
-    if (lb->nidle && !lb->nwaiting)
-        give_away(APR_RING_FIRST(&lb->idle));
+    struct pool *p = state;
+    for (struct dbconn *dc; (dc = take_given(p));)
+        adopt(p, dc);
+    if (p->nidle && !p->nwaiting)
+        give_away(p, APR_RING_FIRST(&p->idle));
 }
 
-static void fail_all(struct lb *lb, const struct zb_err *err)
+static void fail_all(void *state, const struct zb_err *err)
 {
-    struct conn_list *lists[] = { &lb->busy, &lb->opening, &lb->idle };
+    struct pool *p = state;
+    struct conn_list *lists[] = { &p->busy, &p->opening, &p->idle };
     for (int k = 0; k < 3; k++)
         while (!APR_RING_EMPTY(lists[k], dbconn, link))
             dbconn_fail(APR_RING_FIRST(lists[k]), err);
-    fail_waiting(lb, err);
+    fail_waiting(p, err);
+}
+
+/* After the loops stopped: connections given as they stopped are closed
+ * here (freed with this loop's core). */
+static void destroy(void *state)
+{
+    struct pool *p = state;
+    for (struct dbconn *dc; (dc = take_given(p));) {
+        dc->lane = p->lane;
+        dbconn_close(dc);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+static int prepare(struct dbconn *dc, struct zb_err *err)
+{
+    return dbconn_prepare(dc, err);
+}
+
+static bool takes(const struct backend_driver *drv)
+{
+    return drv->async != NULL;
 }
 
 const struct strategy pooled_strategy = {
-    .init = init, .submit = submit, .conn_ready = conn_ready, .conn_failed = conn_failed,
-    .deadlines = deadlines, .fail_all = fail_all, .woken = woken,
+    .takes = takes, .cannot = "is in-process", .in_process = &inline_strategy,
+    .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
+    .conn_ready = conn_ready, .conn_failed = conn_failed, .deadlines = deadlines,
+    .woken = trade_idle, .fail_all = fail_all,
 };

@@ -35,7 +35,7 @@ static void by_kind(enum zb_err_kind kind, const char *what, char *buf, size_t l
     }
 }
 
-const char *reason_for_client(struct srv_backend *sb, const struct zb_err *err, bool overload,
+const char *reason_for_client(struct served *sb, const struct zb_err *err, bool overload,
                               const char *what, char *buf, size_t len)
 {
     enum zb_err_kind kind = err ? err->kind : ZB_ERR_CONN;

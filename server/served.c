@@ -16,7 +16,7 @@
 #define PROBING UINT64_MAX                 /* next_probe_ns while a probe is under way */
 
 /* `"name":` for every column, so a row is written by copies only. */
-static int column_keys(struct srv_backend *sb, struct zb_err *err)
+static int column_keys(struct served *sb, struct zb_err *err)
 {
     const struct dataset *d = sb->data;
     for (int i = 0; i < d->ncols; i++) {
@@ -30,7 +30,7 @@ static int column_keys(struct srv_backend *sb, struct zb_err *err)
     return 0;
 }
 
-int served_init(struct srv_backend *sb, const struct backend_conf *bc,
+int served_init(struct served *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err)
 {
     memset(sb, 0, sizeof *sb);
@@ -50,7 +50,7 @@ int served_init(struct srv_backend *sb, const struct backend_conf *bc,
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
                        bc->driver ? bc->driver : "");
     int st = bc->strategy ? conf_choice(zb_strategy_names, bc->strategy) : -1;
-    sb->strategy = st >= 0 ? (enum zb_strategy)st : bc->persistent ? ZB_POOLED : ZB_PER_REQUEST;
+    sb->strategy = st >= 0 ? (enum zb_strategy)st : ZB_POOLED;
     char table_name[256];
     struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
     /* A text key is found only by its exact bytes, on every backend. */
@@ -72,7 +72,7 @@ int served_init(struct srv_backend *sb, const struct backend_conf *bc,
 
 /* ---- outage ---- */
 
-void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
+void served_mark_down(struct served *sb, const struct zb_err *err)
 {
     bool was = atomic_exchange(&sb->up, false);
     atomic_store(&sb->next_probe_ns, zb_now_ns() + PROBE_NS);
@@ -86,7 +86,7 @@ void served_mark_down(struct srv_backend *sb, const struct zb_err *err)
                 backend_next_step(&sb->conf, err, next, sizeof next));
 }
 
-void served_mark_up(struct srv_backend *sb)
+void served_mark_up(struct served *sb)
 {
     if (!atomic_load_explicit(&sb->up, RELAXED) && !atomic_exchange(&sb->up, true))
         srv_log("server: backend %s: up again", sb->label);
@@ -96,7 +96,7 @@ void served_mark_up(struct srv_backend *sb)
  * the message without paths, the log the whole of it, at most once a
  * second per loop (with how many were left out), so a failing table
  * cannot flood it. */
-void served_log_error(const struct srv_backend *sb, const char *what, const char *msg)
+void served_log_error(const struct served *sb, const char *what, const char *msg)
 {
     static _Thread_local uint64_t last_ns;
     static _Thread_local unsigned left_out;
@@ -111,19 +111,19 @@ void served_log_error(const struct srv_backend *sb, const char *what, const char
     left_out = 0;
 }
 
-void served_bump_gen(struct srv_backend *sb, unsigned seen)
+void served_bump_gen(struct served *sb, unsigned seen)
 {
     atomic_compare_exchange_strong(&sb->gen, &seen, seen + 1);
 }
 
-void served_down_error(struct srv_backend *sb, struct zb_err *err)
+void served_down_error(struct served *sb, struct zb_err *err)
 {
     pthread_mutex_lock(&sb->reason_lock);
     zb_fail(err, ZB_ERR_CONN, "backend %s is down: %.400s", sb->label, sb->down_reason);
     pthread_mutex_unlock(&sb->reason_lock);
 }
 
-enum zb_err_kind served_down_kind(struct srv_backend *sb)
+enum zb_err_kind served_down_kind(struct served *sb)
 {
     pthread_mutex_lock(&sb->reason_lock);
     enum zb_err_kind kind = sb->down_kind;
@@ -131,7 +131,7 @@ enum zb_err_kind served_down_kind(struct srv_backend *sb)
     return kind;
 }
 
-bool served_may_try(struct srv_backend *sb, bool *probe)
+bool served_may_try(struct served *sb, bool *probe)
 {
     *probe = false;
     if (atomic_load_explicit(&sb->up, RELAXED))
@@ -144,13 +144,13 @@ bool served_may_try(struct srv_backend *sb, bool *probe)
 
 /* A probe that neither brought the backend up nor marked it down again
  * (an SQL error, a busy pool) still lets the next one come. */
-void served_end_probe(struct srv_backend *sb)
+void served_end_probe(struct served *sb)
 {
     uint64_t probing = PROBING;
     atomic_compare_exchange_strong(&sb->next_probe_ns, &probing, zb_now_ns() + PROBE_NS);
 }
 
-int served_start(struct srv_backend *sb, struct zb_err *err)
+int served_start(struct served *sb, struct zb_err *err)
 {
     struct backend b;
     int rc = backend_open(&b, &sb->conf, err);
@@ -163,7 +163,7 @@ int served_start(struct srv_backend *sb, struct zb_err *err)
     return rc;
 }
 
-void served_destroy(struct srv_backend *sb)
+void served_destroy(struct served *sb)
 {
     pthread_mutex_destroy(&sb->reason_lock);
 }

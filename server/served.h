@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "conf.h"
+#include "counter.h"
 #include "dataset.h"
 #include "loop.h"
 #include "util.h"
@@ -39,13 +40,13 @@ struct json_key {
     unsigned char len;
 };
 
-struct srv_backend {
+struct served {
     /* Copy of the [backend NAME] section, read_only forced on: the server
      * never writes. Strings still point into the zb_conf, which outlives us. */
     struct backend_conf conf;
     const struct backend_driver *drv;
-    enum zb_strategy strategy;     /* the default: conf's strategy or persistent */
-    int index;                     /* in srv->served[], and in each loop's lb[] */
+    enum zb_strategy strategy;     /* the default: conf's strategy, else pooled */
+    int index;                     /* in srv->served[], and in each loop's lanes[] */
     /* The dataset this pair serves (owned by the caller of server_start):
      * its table on this backend, looked up by its key column. */
     const struct dataset *data;
@@ -77,23 +78,23 @@ struct srv_backend {
     struct keyset *keyset;         /* /random's codes (keyset.h), postal only */
 };
 
-int  served_init(struct srv_backend *sb, const struct backend_conf *bc,
+int  served_init(struct served *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run. */
-int  served_start(struct srv_backend *sb, struct zb_err *err);
-void served_destroy(struct srv_backend *sb);
+int  served_start(struct served *sb, struct zb_err *err);
+void served_destroy(struct served *sb);
 /* Outage state. may_try: true if a lookup may go to the database now; a
  * probe (*probe set) must be ended with served_end_probe. */
-bool served_may_try(struct srv_backend *sb, bool *probe);
-void served_end_probe(struct srv_backend *sb);
-void served_mark_down(struct srv_backend *sb, const struct zb_err *err);
-void served_mark_up(struct srv_backend *sb);
+bool served_may_try(struct served *sb, bool *probe);
+void served_end_probe(struct served *sb);
+void served_mark_down(struct served *sb, const struct zb_err *err);
+void served_mark_up(struct served *sb);
 /* Logs an error of the database's (500), at most once a second per loop. */
-void served_log_error(const struct srv_backend *sb, const char *what, const char *msg);
+void served_log_error(const struct served *sb, const char *what, const char *msg);
 /* Everything opened before the connection that failed is suspect. */
-void served_bump_gen(struct srv_backend *sb, unsigned seen);
-void served_down_error(struct srv_backend *sb, struct zb_err *err);
+void served_bump_gen(struct served *sb, unsigned seen);
+void served_down_error(struct served *sb, struct zb_err *err);
 /* The kind of the error that marked sb down last. */
-enum zb_err_kind served_down_kind(struct srv_backend *sb);
+enum zb_err_kind served_down_kind(struct served *sb);
 #endif

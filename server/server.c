@@ -16,14 +16,48 @@
 #include "log.h"
 #include "server.h"
 
+/* One loop thread's whole state: the core and each layer's part, each
+ * reaching only its own (and what is below it). */
+struct worker {
+    struct loop loop;              /* first: the hooks find the worker from it */
+    struct loop_figures fig;
+    struct accept_loop accept;
+    struct http_loop http;
+    struct lane *lanes;            /* the database side: one lane per served pair */
+    int nlanes;
+};
+
+static struct worker *worker_of(struct loop *l)
+{
+    return container_of(l, struct worker, loop);
+}
+
+/* Every loop's worker, and the lists by which each layer finds its part
+ * on the other loops. */
+struct crew {
+    int n;
+    struct accept_loop **accepts;  /* [n]: accepting's peers */
+    struct lane **lane_peers;      /* [nserved][n]: each pair's lane on every loop */
+    struct worker w[];
+};
+
+/* The crew of srv's loops (server_start made it). */
+static struct crew *crew_of(struct server *srv)
+{
+    return container_of(worker_of(srv->cores[0]), struct crew, w);
+}
+
 /* ---- a loop's turns ---- */
 
-static void woken(struct loop *l)
+/* Woken by another thread: connections handed over taken in, requests
+ * waiting for a key set sent on, connections other loops gave adopted. */
+static void take_handovers(struct loop *l)
 {
-    acceptor_wake(l);
-    http_keys_changed(l);
-    for (int i = 0; i < l->nlb; i++)
-        lookup_woken(&l->lb[i]);
+    struct worker *w = worker_of(l);
+    acceptor_wake(&w->accept);
+    http_keys_changed(&w->http);
+    for (int i = 0; i < w->nlanes; i++)
+        lookup_woken(&w->lanes[i]);
 }
 
 /* Every deadline that has passed: lookups waiting too long, connects and
@@ -31,91 +65,101 @@ static void woken(struct loop *l)
  * Returns when the next one is due (0: none). */
 static uint64_t deadlines(struct loop *l, uint64_t now)
 {
+    struct worker *w = worker_of(l);
     uint64_t next = 0;
-    for (int i = 0; i < l->nlb; i++) {
-        uint64_t t = lookup_deadlines(&l->lb[i], now);
-        if (t && (!next || t < next))
-            next = t;
-    }
-    uint64_t t = http_deadlines(l, now);
-    next = t && (!next || t < next) ? t : next;
-    t = acceptor_deadlines(l, now);
-    return t && (!next || t < next) ? t : next;
+    for (int i = 0; i < w->nlanes; i++)
+        next = deadline_min(next, lookup_deadlines(&w->lanes[i], now));
+    next = deadline_min(next, http_deadlines(&w->http, now));
+    return deadline_min(next, acceptor_deadlines(&w->accept, now));
 }
 
+static int sleep_ms(struct loop *l)
+{
+    return http_sleep_ms(&worker_of(l)->http);
+}
+
+/* libmicrohttpd's turn, then what the turn batched goes out (one write
+ * per pipeline, the in-process read transactions committed). */
 static void iterated(struct loop *l)
 {
-    http_turn(l);
-    dbconn_flush_all(l);   /* everything the turn sent: one write per pipeline */
-    inline_commit(l);
-    dbconn_settle(l);
+    struct worker *w = worker_of(l);
+    http_turn(&w->http);
+    for (int i = 0; i < w->nlanes; i++)
+        lookup_iterated(&w->lanes[i]);
 }
 
 /* Shutdown: every lookup still waiting or sent fails with 503, its request
  * is resumed, and libmicrohttpd gets a few turns to write the answers. */
 static void wind_down(struct loop *l)
 {
+    struct worker *w = worker_of(l);
     struct zb_err err;
     zb_fail(&err, ZB_ERR_CONN, "the server is stopping");
-    for (int i = 0; i < l->nlb; i++)
-        lookup_wind_down(&l->lb[i], &err);
-    http_wind_down(l);
+    for (int i = 0; i < w->nlanes; i++)
+        lookup_wind_down(&w->lanes[i], &err);
+    http_wind_down(&w->http);
     for (int i = 0; i < 3; i++)
-        http_turn(l);
-    inline_commit(l);
-    for (int i = 0; i < l->nlb; i++)
-        lookup_close(&l->lb[i]);
-    dbconn_settle(l);
+        http_turn(&w->http);
+    for (int i = 0; i < w->nlanes; i++)
+        lookup_iterated(&w->lanes[i]);
 }
 
 static const struct loop_hooks hooks = {
-    .woken = woken, .deadlines = deadlines, .sleep_ms = http_sleep_ms, .iterated = iterated,
+    .woken = take_handovers, .deadlines = deadlines, .sleep_ms = sleep_ms, .iterated = iterated,
     .wind_down = wind_down,
 };
 
-/* Loop id set up: the core, its shares of the backends, its daemon. */
-static int loop_setup(struct server *srv, int id, struct zb_err *err)
+/* Loop id set up: the core, its lanes, its acceptor and daemon. */
+static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_err *err)
 {
-    struct loop *l = &srv->loops[id];
-    l->srv = srv;
-    l->rng = zb_now_ns() ^ ((uint64_t)id << 56) ^ 0x5a17;
-    APR_RING_INIT(&l->given, dbconn, link);
-    http_loop_init(l);
-    if (loop_init(l, id, srv->loops, srv->conf->server.threads, &hooks, &srv->shutdown,
+    struct worker *w = &crew->w[id];
+    struct loop *l = &w->loop;
+    srv->loops[id] = (struct loop_ref){ .loop = l, .fig = &w->fig };
+    acceptor_init(&w->accept, l, srv);
+    w->accept.fig = &w->fig;
+    w->accept.peers = crew->accepts;
+    w->accept.npeers = crew->n;
+    if (loop_init(l, id, srv->cores, srv->conf->server.threads, &hooks, &srv->shutdown,
                   srv->conf->server.pin, err) < 0)
         return -1;
-    if (!(l->lb = calloc((size_t)srv->nserved, sizeof *l->lb)))
+    if (!(w->lanes = calloc((size_t)srv->nserved, sizeof *w->lanes)))
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    l->nlb = srv->nserved;
+    srv->loops[id].lanes = w->lanes;
+    http_init(&w->http, l, srv, w->lanes, &w->fig);
     for (int i = 0; i < srv->nserved; i++) {
-        lb_init(&l->lb[i], l, srv->served[i]);
-        lookup_init(&l->lb[i]);
+        struct lane **peers = &crew->lane_peers[i * crew->n];
+        peers[id] = &w->lanes[i];
+        lane_init(&w->lanes[i], l, srv->served[i], peers);
+        w->nlanes = i + 1;
+        if (lookup_init(&w->lanes[i], err) < 0)
+            return -1;
     }
-    return http_start(l, err);
+    if (http_start(&w->http, err) < 0)
+        return -1;
+    w->accept.mhd = w->http.mhd;
+    return 0;
 }
 
 /* After the loop stopped: what each layer kept of it freed. */
-static void loop_teardown(struct loop *l)
+static void loop_teardown(struct worker *w)
 {
-    http_stop(l);
-    acceptor_free(l);
-    for (struct dbconn *dc; (dc = dbconn_given(l));) {   /* given as the loops stopped */
-        dc->lb = &l->lb[dc->lb->sb->index];   /* ours now: freed with ours */
-        dbconn_close(dc);
-    }
-    dbconn_settle(l);
-    http_loop_free(l);
-    free(l->lb);
-    loop_destroy(l);
+    http_stop(&w->http);
+    acceptor_free(&w->accept);
+    for (int i = 0; i < w->nlanes; i++)
+        lookup_destroy(&w->lanes[i]);
+    http_loop_free(&w->http);
+    loop_destroy(&w->loop);
+    free(w->lanes);
 }
 
 /* sb's default strategy must be one its driver can take. */
-static int check_strategy(const struct srv_backend *sb, struct zb_err *err)
+static int check_strategy(const struct served *sb, struct zb_err *err)
 {
-    if (lookup_strategy_ok(sb, sb->strategy))
+    const char *cannot = lookup_cannot(sb, sb->strategy);
+    if (!cannot)
         return 0;
-    return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy %s: the %s driver cannot pipeline",
-                   sb->conf.name, zb_strategy_names[sb->strategy], sb->conf.driver);
+    return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy %s: the %s driver %s",
+                   sb->conf.name, zb_strategy_names[sb->strategy], sb->conf.driver, cannot);
 }
 
 int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
@@ -139,19 +183,36 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     }
     for (int d = 0; d < ndatasets; d++)
         for (int i = 0; i < nchosen; i++) {
-            struct srv_backend *sb = apr_palloc(pool, sizeof *sb);
+            struct served *sb = apr_palloc(pool, sizeof *sb);
             srv->served[srv->nserved] = sb;
             if (served_init(sb, chosen[i], datasets[d], srv->nserved++, err) < 0 ||
                 check_strategy(sb, err) < 0)
                 goto fail;
         }
     int n = conf->server.threads;
-    if (!(srv->loops = calloc((size_t)n, sizeof *srv->loops))) {
+    struct crew *crew = calloc(1, sizeof *crew + (size_t)n * sizeof crew->w[0]);
+    srv->loops = calloc((size_t)n, sizeof *srv->loops);
+    srv->cores = calloc((size_t)n, sizeof *srv->cores);
+    if (crew) {
+        crew->n = n;
+        crew->accepts = calloc((size_t)n, sizeof *crew->accepts);
+        crew->lane_peers = calloc((size_t)(srv->nserved * n), sizeof *crew->lane_peers);
+    }
+    if (!crew || !crew->accepts || !crew->lane_peers || !srv->loops || !srv->cores) {
+        if (crew) {
+            free(crew->accepts);
+            free(crew->lane_peers);
+        }
+        free(crew);
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         goto fail;
     }
+    for (int id = 0; id < n; id++) {
+        crew->accepts[id] = &crew->w[id].accept;
+        srv->cores[id] = &crew->w[id].loop;
+    }
     for (; srv->nloops < n; srv->nloops++)
-        if (loop_setup(srv, srv->nloops, err) < 0) {
+        if (loop_setup(srv, crew, srv->nloops, err) < 0) {
             srv->nloops++;
             goto fail;
         }
@@ -160,24 +221,24 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     size_t nn = 0;
     names[0] = 0;
     for (int i = 0; i < srv->nserved; i++) {
-        struct srv_backend *sb = srv->served[i];
+        struct served *sb = srv->served[i];
         struct zb_err e = { 0 };
         bool ok = served_start(sb, &e) == 0;
         char next[300];
         if (!ok)
             srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
                     sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
-        if (keyset_start(sb, srv->loops, err) < 0)
+        if (keyset_start(sb, srv->cores, srv->nloops, err) < 0)
             goto fail;
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
     }
     for (int i = 0; i < srv->nloops; i++)
-        if (acceptor_start(&srv->loops[i], err) < 0)
+        if (acceptor_start(&crew->w[i].accept, err) < 0)
             goto fail;
     for (; srv->nstarted < srv->nloops; srv->nstarted++)
-        if (loop_start(&srv->loops[srv->nstarted], err) < 0)
+        if (loop_start(srv->cores[srv->nstarted], err) < 0)
             goto fail;
     return 0;
 fail:
@@ -193,7 +254,7 @@ fail:
 static void drain(struct server *srv)
 {
     atomic_store(&srv->stopping, true);
-    loop_wake_all(&srv->loops[0]);
+    loop_wake_all(srv->cores[0]);
     /* New connections are refused from now on (the loops stop watching
      * the socket; it is closed once they are gone). */
     shutdown(srv->listen_fd, SHUT_RDWR);
@@ -201,8 +262,8 @@ static void drain(struct server *srv)
     for (;;) {
         uint64_t inflight = 0, open = 0, now = zb_now_ns();
         for (int i = 0; i < srv->nloops; i++) {
-            inflight += READ(srv->loops[i].inflight);
-            open += READ(srv->loops[i].open);
+            inflight += READ(srv->loops[i].fig->inflight);
+            open += READ(srv->loops[i].fig->open);
         }
         if (now >= deadline || (inflight == 0 && (open == 0 || now >= idle_grace)))
             break;
@@ -216,21 +277,29 @@ void server_stop(struct server *srv, uint64_t *requests)
         drain(srv);
     atomic_store(&srv->shutdown, true);
     for (int i = 0; i < srv->nstarted; i++)
-        loop_wake(&srv->loops[i]);
+        loop_wake(srv->cores[i]);
     for (int i = 0; i < srv->nstarted; i++)
-        loop_join(&srv->loops[i]);
+        loop_join(srv->cores[i]);
     if (requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
-            *requests += READ(srv->loops[i].requests);
+            *requests += READ(srv->loops[i].fig->requests);
     /* The key sets' watchers first: they wake the loops. */
     for (int i = 0; i < srv->nserved; i++) {
         keyset_stop(srv->served[i]);
         served_destroy(srv->served[i]);
     }
-    for (int i = 0; i < srv->nloops; i++)
-        loop_teardown(&srv->loops[i]);
+    if (srv->nloops) {
+        struct crew *crew = crew_of(srv);
+        for (int i = 0; i < srv->nloops; i++)
+            loop_teardown(&crew->w[i]);
+        free(crew->accepts);
+        free(crew->lane_peers);
+        free(crew);
+    }
     free(srv->loops);
+    free(srv->cores);
     srv->loops = NULL;
+    srv->cores = NULL;
     srv->nloops = srv->nstarted = srv->nserved = 0;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);

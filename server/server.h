@@ -4,15 +4,20 @@
  *   main.c       flags, config, the listening socket, signals
  *   server.c     start and stop; hands each loop the hooks of its turns
  *   http.c       libmicrohttpd's callbacks, routes, answers (json.c, stats.c)
+ *   strict.c     the RFC 9112 refusals libmicrohttpd does not make itself
+ *   health.c     /health: one lookup per backend on the loop, in parallel
+ *   keyset.c     the keys behind /random: their loader, waiting requests,
+ *                timeout
  *   accept.c     new connections to the loop with the fewest open ones
- *   lookup.c     a lookup's way: the outage gate, inline SQLite, or its
- *                strategy by the one table of strategies
- *   pool.c | pipeline.c | perrequest.c
- *                the strategies (strategy.h), each over its own connections
+ *   lookup.c     a lookup's life (start, row, finish) and its way: the
+ *                outage gate, or its strategy by the one table of strategies
+ *   pool.c | pipeline.c | perrequest.c | inline.c
+ *                the strategies (strategy.h); inline.c runs an in-process
+ *                database (SQLite) on the loop
  *   dbconn.c     one asynchronous database connection
- *   lb.c         one loop's share of a backend; the end of every lookup
+ *   lane.c       one loop's share of a served backend: its outage gate
  *   served.c     a backend serving one dataset, shared by every loop:
- *                outage state, pool budget, keys
+ *                outage state, pool budget
  *   loop.c       one epoll thread; each watched fd carries its callback
  *
  * Contract: server_start returns with every loop running, or with nothing

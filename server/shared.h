@@ -14,20 +14,40 @@
 
 #include "conf.h"
 #include "dataset.h"
+#include "counter.h"
+#include "lane.h"
 #include "loop.h"
 #include "served.h"
+
+/* A loop's own figures: written by that loop only (counter.h); /stats,
+ * the acceptor and the stop read them. */
+struct loop_figures {
+    counter closed;                /* connections closed (or failed to add) */
+    counter open;                  /* connections open now */
+    counter inflight;              /* requests between first handler call and completion */
+    counter requests, ok, e4xx, e5xx;
+    counter header_timeouts;       /* connections closed for a header too slow */
+};
+
+/* One loop as the other threads see it. */
+struct loop_ref {
+    struct loop *loop;
+    struct lane *lanes;            /* one per served pair, in served[]'s order */
+    struct loop_figures *fig;
+};
 
 struct server {
     struct zb_conf *conf;
     /* Every (dataset, backend) pair served, dataset by dataset in the
      * order of --datasets, each in the order of --backends. */
     int nserved;
-    struct srv_backend *served[SRV_MAX_SERVED];
+    struct served *served[SRV_MAX_SERVED];
     int ndatasets;
     const struct dataset *const *datasets;
     uint64_t started_ns;
     int nloops, nstarted;
-    struct loop *loops;
+    struct loop_ref *loops;        /* by loop id */
+    struct loop **cores;           /* the same loops' cores, by id */
     int listen_fd;                 /* watched by every loop, closed by server_stop */
     _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
     _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "keyset.h"
-#include "lb.h"
+#include "lane.h"
 #include "stats.h"
 
 static void put_latency(struct jbuf *b, const struct hist *h)
@@ -32,46 +32,30 @@ static double thread_cpu_s(pthread_t t)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One backend's counters over every loop. */
+/* One backend's counters over every loop: lane.h's list. */
 struct sums {
-    unsigned long long requests, ok, not_found, e4xx, e5xx, connects, connects_per_request,
-        connect_failures, reconnects, discarded, waits, timeouts, overload, down, open, in_use,
-        pipelined, batches, lock_waits;
+#define SUM_FIELD(name) unsigned long long name;
+    LANE_STATS(SUM_FIELD)
+#undef SUM_FIELD
 };
 
-static void add(struct sums *s, const struct lb_stats *st)
+static void add(struct sums *s, const struct lane_stats *st)
 {
-    s->requests += READ(st->requests);
-    s->ok += READ(st->ok);
-    s->not_found += READ(st->not_found);
-    s->e4xx += READ(st->e4xx);
-    s->e5xx += READ(st->e5xx);
-    s->connects += READ(st->connects);
-    s->connects_per_request += READ(st->connects_per_request);
-    s->connect_failures += READ(st->connect_failures);
-    s->reconnects += READ(st->reconnects);
-    s->discarded += READ(st->discarded);
-    s->waits += READ(st->waits);
-    s->timeouts += READ(st->timeouts);
-    s->overload += READ(st->overload);
-    s->down += READ(st->down);
-    s->open += READ(st->open);
-    s->in_use += READ(st->in_use);
-    s->pipelined += READ(st->pipelined);
-    s->batches += READ(st->batches);
-    s->lock_waits += READ(st->lock_waits);
+#define ADD_FIELD(name) s->name += READ(st->name);
+    LANE_STATS(ADD_FIELD)
+#undef ADD_FIELD
 }
 
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
 {
     static _Thread_local struct hist h;
-    struct srv_backend *sb = srv->served[i];
+    struct served *sb = srv->served[i];
     const struct backend_conf *bc = &sb->conf;
     struct sums s = { 0 };
     hist_init(&h);
     for (int k = 0; k < srv->nloops; k++) {
-        add(&s, &srv->loops[k].lb[i].st);
-        hist_merge_live(&h, &srv->loops[k].lb[i].st.latency);
+        add(&s, &srv->loops[k].lanes[i].st);
+        hist_merge_live(&h, &srv->loops[k].lanes[i].st.latency);
     }
     hist_merge(all, &h);
     double keys_age_s;
@@ -84,11 +68,10 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     }
     JB_LIT(b, ",\"driver\":");
     jb_cstr(b, bc->driver);
-    jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"persistent\":%s,\"requests\":%llu,"
+    jb_printf(b, ",\"up\":%s,\"strategy\":\"%s\",\"requests\":%llu,"
               "\"ok\":%llu,\"not_found\":%llu,\"errors_4xx\":%llu,\"errors_5xx\":%llu,"
               "\"overload\":%llu,\"down\":%llu,",
-              atomic_load(&sb->up) ? "true" : "false", zb_strategy_names[sb->strategy],
-              sb->strategy != ZB_PER_REQUEST ? "true" : "false", s.requests, s.ok, s.not_found,
+              atomic_load(&sb->up) ? "true" : "false", zb_strategy_names[sb->strategy], s.requests, s.ok, s.not_found,
               s.e4xx, s.e5xx, s.overload, s.down);
     jb_printf(b, "\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
               "\"acquire_timeout_ms\":%d,\"size\":%llu,\"in_use\":%llu,\"idle\":%llu,"
@@ -118,12 +101,12 @@ void stats_json(struct server *srv, struct jbuf *b)
         backend_json(srv, i, b, &all);
     unsigned long long requests = 0, ok = 0, e4xx = 0, e5xx = 0, slow = 0;
     for (int i = 0; i < srv->nloops; i++) {
-        struct loop *l = &srv->loops[i];
-        requests += READ(l->requests);
-        ok += READ(l->ok);
-        e4xx += READ(l->e4xx);
-        e5xx += READ(l->e5xx);
-        slow += READ(l->header_timeouts);
+        const struct loop_figures *f = srv->loops[i].fig;
+        requests += READ(f->requests);
+        ok += READ(f->ok);
+        e4xx += READ(f->e4xx);
+        e5xx += READ(f->e5xx);
+        slow += READ(f->header_timeouts);
     }
     double up_s = (double)(zb_now_ns() - srv->started_ns) / 1e9;
     jb_printf(b, "],\"server\":{\"uptime_s\":%.1f,\"threads\":%d,\"requests\":%llu,\"ok\":%llu,"
@@ -132,12 +115,13 @@ void stats_json(struct server *srv, struct jbuf *b)
     put_latency(b, &all);
     JB_LIT(b, ",\"loops\":[");
     for (int i = 0; i < srv->nloops; i++) {
-        struct loop *l = &srv->loops[i];
+        const struct loop *l = srv->loops[i].loop;
+        const struct loop_figures *f = srv->loops[i].fig;
         jb_printf(b, "%s{\"id\":%d,\"tid\":%d,\"requests\":%llu,\"connections\":%llu,"
                   "\"accepted\":%llu,\"cpu_s\":%.3f}", i ? "," : "", i,
                   atomic_load_explicit(&l->tid, RELAXED),
-                  (unsigned long long)READ(l->requests), (unsigned long long)READ(l->open),
-                  (unsigned long long)(READ(l->open) + READ(l->closed)),
+                  (unsigned long long)READ(f->requests), (unsigned long long)READ(f->open),
+                  (unsigned long long)(READ(f->open) + READ(f->closed)),
                   thread_cpu_s(l->thread));
     }
     JB_LIT(b, "]}}");

@@ -79,7 +79,8 @@ START_TEST(errors_name_file_line_and_key)
     expect_error("[backend x]\ndriver = pg\ntable = t;drop\n", ":3: table: 't;drop' is not");
     expect_error("[backend x]\ndriver = pg\ntable = a-b\n", ":3: table: 'a-b' is not a plain SQL name");
     expect_error("[backend x]\ndriver = pg\n[backend x]\ndriver = pg\n", ":3: section [backend x] defined twice");
-    expect_error("[backend x]\ndriver = pg\npersistent = maybe\n", ":3: persistent: 'maybe' is not yes or no");
+    expect_error("[backend x]\ndriver = pg\nread_only = maybe\n", ":3: read_only: 'maybe' is not yes or no");
+    expect_error("[backend x]\ndriver = pg\npersistent = no\n", ":3: unknown key 'persistent'");
     expect_error("[backend x]\ndriver = pg\npool_min = 40\n\npool_hard_max = 20\n",
                  ":5: [backend x]: pool_hard_max (20) is below pool_min (40) or pool_soft_max (8)");
     expect_error("[backend x]\ndriver = sqlite\nprepare = no\n", ":3: unknown key 'prepare' (for a sqlite backend)");
@@ -121,7 +122,7 @@ START_TEST(long_lines_are_an_error)
     char text[1024], path_value[256];
     memset(path_value, 'a', 150);
     path_value[150] = 0;
-    snprintf(text, sizeof text, "[backend s]\ndriver = sqlite\npath = build/%s%60spersistent = no\n",
+    snprintf(text, sizeof text, "[backend s]\ndriver = sqlite\npath = build/%s%60sread_only = no\n",
              path_value, "");
     expect_error(text, ":3: line longer than 199 bytes");
     /* 199 bytes fit, with LF, CRLF or no line end at all. */

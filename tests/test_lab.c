@@ -388,7 +388,8 @@ START_TEST(reads_reach_primary_and_replica)
     for (int w = 0; w < 2; w++) {
         long long db0 = commits("db"), db20 = commits("db2"), db1, db21;
         char path[128];
-        snprintf(path, sizeof path, "/zip/%s/random?persistent=%d", ways[w].backend, w == 0);
+        snprintf(path, sizeof path, "/zip/%s/random?strategy=%s", ways[w].backend,
+                 w == 0 ? "pooled" : "per-request");
         struct ab a = ab_from("client1", ways[w].args, path);
         ck_assert_msg(a.exit == 0 && !a.r.non2xx && !a.r.connect && !a.r.receive, "%s", out);
         ck_assert_msg(commits_rise("db", db0, &db1) && commits_rise("db2", db20, &db21),

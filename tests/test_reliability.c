@@ -219,10 +219,10 @@ START_TEST(percent_encoding)
     }
     /* Query strings: NUL and junk in values are refused, odd shapes are
      * harmless. */
-    ck_assert_int_eq(get("/zip/sqlite/%s?persistent=%%00", code), 400);
-    ck_assert_int_eq(get("/zip/sqlite/%s?persistent=1%%00junk", code), 400);
+    ck_assert_int_eq(get("/zip/sqlite/%s?strategy=%%00", code), 400);
+    ck_assert_int_eq(get("/zip/sqlite/%s?strategy=pooled%%00junk", code), 400);
     ck_assert_int_eq(get("/zip/sqlite/random?miss=0.1%%27"), 400);
-    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&a&=b&persistent=1&persistent=0", code), 200);
+    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&a&=b&strategy=pooled&strategy=per-request", code), 200);
     ck_assert_int_eq(get("/zip/sqlite/random?miss=%%30"), 200);
 }
 END_TEST
@@ -236,7 +236,7 @@ START_TEST(nul_bytes_in_the_raw_request)
         R("GET /zip/sqlite/1000001\0junk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
         R("GET /zip/sqlite/1000001\0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
         R("GET /zip/sqlite/1000001\0HTTP/1.1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
-        R("GET /zip/sqlite/1000001?persistent=1\0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
+        R("GET /zip/sqlite/1000001?strategy=pooled\0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
         R("GET /zip/\0sqlite/1000001 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
         R("POST /zip/sqlite/1000001\0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
         /* In the method, the version, a header name: MHD's own 400. */

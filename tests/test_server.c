@@ -309,13 +309,13 @@ static int read_rows(char *msg, size_t len)
 /* ---- the test config and the server ---- */
 
 /* conf_path() copied with the test's port, SQLite file and table names,
- * plus a backend sqlite_np: the same file with persistent = no. */
+ * plus a backend sqlite_np: the same file with strategy = per-request. */
 static int write_conf(char *msg, size_t len)
 {
     char port[16], extra[1400];
     snprintf(port, sizeof port, "%d", PORT);
     snprintf(extra, sizeof extra, "\n[backend sqlite_np]\ndriver = sqlite\npath = %s\ntable = zt_server\n"
-             "persistent = no\n", sqlite_path);
+             "strategy = per-request\n", sqlite_path);
     /* 24 new PostgreSQL connections at once can take more than the shipped
      * 2 s on a loaded 2-core machine (a connection costs 30-50 ms of fork
      * and auth there): the tests check answers, not connect speed. */
@@ -503,7 +503,7 @@ START_TEST(unknown_404_bad_400)
     assert_json_headers(r);
     ck_assert_int_eq(get("/nothing")->status, 404);
     ck_assert_int_eq(get("/zip/sqlite")->status, 404);
-    ck_assert_int_eq(get("/zip/sqlite/%s?persistent=maybe", codes[0])->status, 400);
+    ck_assert_int_eq(get("/zip/sqlite/%s?strategy=maybe", codes[0])->status, 400);
     ck_assert_int_eq(get("/zip/sqlite/random?miss=1.5")->status, 400);
 }
 END_TEST
@@ -664,7 +664,7 @@ START_TEST(per_request_connections)
         long long c0 = stat_now(backends[b], "connects");
         long long r0 = stat_now(backends[b], "connects_per_request");
         for (int i = 0; i < 20; i++) {
-            struct resp *r = get("/zip/%s/%s?persistent=0", backends[b], codes[i % NCHECK]);
+            struct resp *r = get("/zip/%s/%s?strategy=per-request", backends[b], codes[i % NCHECK]);
             ck_assert_msg(r->status == 200, "%s: %d %s", backends[b], r->status, r->body);
         }
         ck_assert_int_eq(stat_now(backends[b], "connects") - c0, 20);
@@ -675,15 +675,15 @@ START_TEST(per_request_connections)
             ck_assert_int_eq(get("/zip/%s/%s", backends[b], codes[i % NCHECK])->status, 200);
         ck_assert_int_eq(stat_now(backends[b], "connects") - c0, 0);
     }
-    /* persistent = no in the config: per request unless ?persistent=1. */
+    /* strategy = per-request in the config: per request unless ?strategy=pooled. */
     long long c0 = stat_now("sqlite_np", "connects");
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(get("/zip/sqlite_np/%s", codes[i])->status, 200);
     ck_assert_int_eq(stat_now("sqlite_np", "connects") - c0, 5);
-    ck_assert_int_eq(get("/zip/sqlite_np/%s?persistent=1", codes[0])->status, 200);
+    ck_assert_int_eq(get("/zip/sqlite_np/%s?strategy=pooled", codes[0])->status, 200);
     c0 = stat_now("sqlite_np", "connects");
     for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(get("/zip/sqlite_np/%s?persistent=1", codes[i])->status, 200);
+        ck_assert_int_eq(get("/zip/sqlite_np/%s?strategy=pooled", codes[i])->status, 200);
     ck_assert_int_eq(stat_now("sqlite_np", "connects") - c0, 0);
 }
 END_TEST
@@ -703,7 +703,7 @@ START_TEST(postgres_outage_and_recovery)
         ck_assert_msg(r->ms < acquire_timeout_ms, "pg down: 503 after %.0f ms", r->ms);
         ck_assert_msg(strstr(r->body, "\"error\":"), "%s", r->body);
         assert_json_headers(r);
-        r = get("/zip/pg/%s?persistent=0", codes[0]);
+        r = get("/zip/pg/%s?strategy=per-request", codes[0]);
         ck_assert_msg(r->status == 503 && r->ms < acquire_timeout_ms, "%d %.0f ms", r->status, r->ms);
         r = get("/zip/sqlite/%s", codes[i % NCHECK]);
         ck_assert_msg(r->status == 200, "sqlite while pg is down: %d %s", r->status, r->body);
@@ -725,7 +725,7 @@ START_TEST(postgres_outage_and_recovery)
     ck_assert_msg(status == 200, "pg after restart: %d %s", status, R.body);
     for (int i = 0; i < 20; i++)
         ck_assert_int_eq(get("/zip/pg/%s", codes[i % NCHECK])->status, 200);
-    ck_assert_int_eq(get("/zip/pg/%s?persistent=0", codes[2])->status, 200);
+    ck_assert_int_eq(get("/zip/pg/%s?strategy=per-request", codes[2])->status, 200);
     ck_assert_int_eq(get("/health")->status, 200);
     r = get("/stats");
     ck_assert_msg(stat_of(r->body, "pg", "reconnects") > reconnects0, "%s", r->body);
