@@ -78,6 +78,7 @@ struct req {
     struct key_wait kw;            /* /random, /queries: waiting for a key set */
     struct lookup lk;
     int nqueries;                  /* /queries?queries= */
+    uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
     struct batch *batch;           /* /queries' lookups: kept with the spare, grown as asked */
 };
 
@@ -269,6 +270,29 @@ static int put_item_row(void *arg, int ncols, const char *const *vals, const siz
 static struct req *req_get(struct http_loop *l);
 static void req_free(struct req *rq);
 
+/* ---- /cached: the answers of the loop's cache ---- */
+
+/* The loop's cache of rq's backend, made when first asked; NULL when
+ * cache_entries is 0 or memory ran out (the lookups go on uncached). */
+static struct answer_cache *cache_of(struct req *rq)
+{
+    struct http_loop *l = rq->loop;
+    int i = rq->lane->sb->index, cap = l->srv->conf->server.cache_entries;
+    if (!l->cache[i] && cap > 0)
+        l->cache[i] = cache_new((uint32_t)cap);
+    return l->cache[i];
+}
+
+/* A miss answered 200: its bytes kept. */
+static void cache_keep(struct req *rq)
+{
+    struct answer_cache *c = cache_of(rq);
+    if (c && !rq->body.oom) {
+        cache_put(c, (uint32_t)atol(rq->lk.key), rq->cache_gen, rq->body.p, rq->body.n);
+        SET(rq->lane->st.cache_entries, cache_count(c));
+    }
+}
+
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
     struct req *rq = lk->arg;
@@ -285,6 +309,8 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         set_error(rq, 404, lk->key, rq->lane->sb->postal ? "no such code" : "no such key");
     } else {
         JB_LIT(&rq->body, "]}");
+        if (rq->cache_gen)
+            cache_keep(rq);
         set_answer(rq, 200);
     }
 }
@@ -576,6 +602,39 @@ static void serve_queries(struct req *rq)
     }
 }
 
+/* GET /cached/BACKEND/CODE (rq->lane set: the postal dataset's): the
+ * loop's cached answer, else a lookup whose 200 is kept. The key set's
+ * age tells whether a cached answer is still the table's. */
+static void serve_cached(struct req *rq, const char *code)
+{
+    if (!pick_strategy(rq))
+        return;
+    unsigned status;
+    char msg[400];
+    const char *bad = strcmp(code, "random") ? bad_key(rq->lane->sb, code, strlen(code), &status, msg, sizeof msg)
+                                             : "the code must be exactly 7 digits 0-9";
+    if (bad) {
+        set_error(rq, 400, NULL, "%s", bad);
+        return;
+    }
+    struct zb_err err = { 0 };
+    bool loading;
+    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
+    struct answer_cache *c = set ? cache_of(rq) : NULL;
+    size_t len;
+    const char *hit = c ? cache_get(c, (uint32_t)atol(code), set->loaded_ns, &len) : NULL;
+    if (hit) {
+        BUMP(rq->lane->st.cache_hits);
+        rq->body.n = 0;
+        jb_put(&rq->body, hit, len);
+        set_answer(rq, 200);
+        return;
+    }
+    BUMP(rq->lane->st.cache_misses);
+    rq->cache_gen = c ? set->loaded_ns : 0;
+    start_lookup(rq, code, strlen(code));
+}
+
 /* ---- the handler ---- */
 
 /* /health's answer is in rq->body. */
@@ -647,6 +706,18 @@ static void route(struct req *rq, const char *url)
         serve(rq, ks + 1);
         return;
     }
+    if (!strncmp(path, "/cached/", 8)) {
+        const char *name = path + 8, *slash = strchr(name, '/');
+        int pd = find_dataset(l->srv, "zip", 3);
+        struct served *sb = pd < 0 || !slash ? NULL : find_backend(l->srv, pd, name, (size_t)(slash - name));
+        if (!sb) {
+            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+            return;
+        }
+        rq->lane = &l->lanes[sb->index];
+        serve_cached(rq, slash + 1);
+        return;
+    }
     if (!strncmp(path, "/queries/", 9)) {
         const char *name = path + 9;
         int pd = find_dataset(l->srv, "zip", 3);
@@ -676,7 +747,8 @@ static void route(struct req *rq, const char *url)
         n += snprintf(datasets + n, sizeof datasets - (size_t)n, "%s%s", i ? ", " : "",
                       l->srv->datasets[i]->conf->name);
     set_error(rq, 404, NULL, "no such resource: GET /{dataset}/{backend}/{key} (datasets: %s), "
-              "/zip/{backend}/{code}, /zip/{backend}/random, /queries/{backend}?queries=N, /health or "
+              "/zip/{backend}/{code}, /zip/{backend}/random, /queries/{backend}?queries=N, "
+              "/cached/{backend}/{code}, /health or "
               "/stats", datasets);
 }
 
@@ -978,6 +1050,8 @@ void http_loop_free(struct http_loop *l)
         batch_free(rq->batch);
         free(rq);
     }
+    for (int i = 0; i < SRV_MAX_SERVED; i++)
+        cache_free(l->cache[i]);
     while (l->free_clients) {
         struct client *cl = l->free_clients;
         l->free_clients = *(struct client **)cl;

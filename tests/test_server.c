@@ -1224,6 +1224,39 @@ START_TEST(queries_answer_each_code_as_zip_does)
 }
 END_TEST
 
+/* /cached/B/CODE answers /zip's bytes, from the loop's cache once it was
+ * asked: /stats counts the misses and then the hits. */
+START_TEST(cached_answers_are_zip_answers)
+{
+    SETUP_OK();
+    static char want_one[8192];
+    for (int b = 0; b < NB; b++) {
+        long long hits0 = stat_now(backends[b], "cache_hits"), miss0 = stat_now(backends[b], "cache_misses");
+        ck_assert_msg(hits0 >= 0 && miss0 >= 0, "%s: /stats has no cache counters", backends[b]);
+        int asked = 0;
+        /* Each code several times: the server has a loop per core, each with
+         * its cache, and a request may land on either. */
+        for (int round = 0; round < 6; round++)
+            for (int k = 0; k <= NCHECK; k++) {
+                const char *code = k < NCHECK ? codes[k] : multi_code;
+                struct resp *r = get("/cached/%s/%s", backends[b], code);
+                expected(want_one, sizeof want_one, backends[b], code);
+                ck_assert_msg(r->status == 200 && !strcmp(r->body, want_one), "%s %s round %d: %d\n got  %s\n want %s",
+                              backends[b], code, round, r->status, r->body, want_one);
+                asked++;
+            }
+        long long hits = stat_now(backends[b], "cache_hits") - hits0, miss = stat_now(backends[b], "cache_misses") - miss0;
+        ck_assert_msg(hits + miss == asked && hits >= asked - 2 * (NCHECK + 1) && miss >= NCHECK + 1,
+                      "%s: %lld hits, %lld misses of %d", backends[b], hits, miss, asked);
+        ck_assert_int_eq(get("/cached/%s/%s", backends[b], absent_code)->status, 404);
+        ck_assert_int_eq(get("/cached/%s/%s", backends[b], absent_code)->status, 404);   /* 404s are not kept */
+        ck_assert_int_eq(get("/cached/%s/12", backends[b])->status, 400);
+        ck_assert_int_eq(get("/cached/%s/random", backends[b])->status, 400);
+    }
+    ck_assert_int_eq(get("/cached/nosuch/%s", codes[0])->status, 404);
+}
+END_TEST
+
 /* A number of loop id's figures in a /stats body, or -1. */
 static long long loop_stat(const char *json, int id, const char *key)
 {
@@ -1398,6 +1431,7 @@ Suite *suite_server(void)
         known_codes_give_the_rows_of_the_file, split_and_shared_codes, unknown_404_bad_400,
         methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
         per_request_connections, every_strategy_gives_the_same_rows, queries_answer_each_code_as_zip_does,
+        cached_answers_are_zip_answers,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
         every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
         refused_database_at_start_says_what_to_do,
