@@ -172,7 +172,7 @@ void dbconn_send(struct dbconn *dc, struct lookup *lk)
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, 1, lk->params, &err);
+    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, &err);
     /* 0: answered already (the driver read it in passing): the socket
      * being writable brings it back to us next iteration. */
     if (wants < 0 || set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err) < 0) {
@@ -190,7 +190,7 @@ bool dbconn_queue(struct dbconn *dc, struct lookup *lk)
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    if (async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, 1, lk->params, &err) < 0) {
+    if (async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, &err) < 0) {
         lost(dc, &err);
         return false;
     }
@@ -212,7 +212,7 @@ bool dbconn_flush(struct dbconn *dc)
 
 int dbconn_prepare(struct dbconn *dc, struct zb_err *err)
 {
-    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, 1, &dc->lookup, err) < 0 ? -1 : 1;
+    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, dc->lane->sb->nparams, &dc->lookup, err) < 0 ? -1 : 1;
 }
 
 int dbconn_prepare_pipelined(struct dbconn *dc, struct zb_err *err)
