@@ -512,6 +512,17 @@ static void update_answered(struct update_job *u, unsigned status, const char *c
         set_answer(rq, status);
 }
 
+/* /updates waited for its backend's key set (as keys_over). */
+static bool update_keys_over(struct key_wait *w, const struct zb_err *err)
+{
+    struct req *rq = container_of(w, struct req, kw);
+    if (err) {
+        set_error(rq, 503, NULL, "%s", err->msg);
+        return false;
+    }
+    return !update_start(&rq->up, NULL, rq->up.n, &rq->loop->rng);
+}
+
 /* POST /update/{backend}/{code} (kind 1), /updates/{backend}?queries=N. */
 static void serve_update(struct req *rq, const char *path)
 {
@@ -550,8 +561,13 @@ static void serve_update(struct req *rq, const char *path)
     rq->up.strategy = rq->strategy;
     rq->up.body = &rq->body;
     rq->up.done = update_answered;
+    rq->up.n = n;
     rq->state = RQ_RUNNING;
-    update_start(&rq->up, kind == 1 ? code : NULL, n, &l->rng);
+    if (!update_start(&rq->up, kind == 1 ? code : NULL, n, &l->rng)) {
+        rq->kw.sb = sb;   /* the key set is being read: wait for it */
+        rq->kw.over = update_keys_over;
+        keyset_wait(&l->keys, &rq->kw);
+    }
 }
 
 static void route(struct req *rq, const char *url)
@@ -634,6 +650,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
          * which keeps the connection alive. */
         if (bad && status == 413 && !get)
             bad = NULL;   /* a body on a POST: its 405 says more */
+        if (bad && status == 413 && rq->post_route)
+            bad = "a request body: the write routes take a POST with none";
         if (bad || !get) {
             rq->t0 = zb_now_ns();
             rq->close = true;

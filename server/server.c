@@ -260,10 +260,10 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         if (!ok)
             srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
                     sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
+        if (sb->hits_write)   /* first: the key set's read would meet its lock */
+            update_setup(srv, sb);
         if (keyset_start(sb, srv->cores, srv->nloops, err) < 0)
             goto fail;
-        if (sb->hits_write)
-            update_setup(srv, sb);
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;

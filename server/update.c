@@ -169,9 +169,20 @@ static void start_step(struct update_job *u)
     u->running = false;
 }
 
-void update_start(struct update_job *u, const char *code, int n, uint64_t *rng)
+bool update_start(struct update_job *u, const char *code, int n, uint64_t *rng)
 {
     struct jbuf *b = u->body;
+    const struct key_set *set = NULL;
+    if (!code) {
+        struct zb_err err = { 0 };
+        bool loading;
+        if (!(set = keyset_get((struct served *)u->sb, &loading, &err))) {
+            if (loading)
+                return false;
+            u->done(u, 503, NULL, "the backend's codes could not be read");
+            return true;
+        }
+    }
     u->many = !code;
     u->next = 0;
     u->writing = u->running = false;
@@ -182,20 +193,13 @@ void update_start(struct update_job *u, const char *code, int n, uint64_t *rng)
         u->n = 1;
         u->codes[0] = (uint32_t)strtoul(code, NULL, 10);
     } else {
-        struct zb_err err = { 0 };
-        bool loading;
-        const struct key_set *set = keyset_get((struct served *)u->sb, &loading, &err);
-        if (!set) {
-            u->done(u, 503, NULL, loading ? "the backend's codes are being read: try again"
-                                          : "the backend's codes could not be read");
-            return;
-        }
         u->n = n;
         for (int i = 0; i < n; i++)
             u->codes[i] = keyset_pick(set, 0, rng);
         jb_printf(b, ",\"queries\":%d,\"written\":[", n);
     }
     start_step(u);
+    return true;
 }
 
 void update_setup(struct server *srv, struct served *sb)

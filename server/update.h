@@ -50,8 +50,9 @@ const char *update_refusal(const struct served *sb);
 int  update_queries(const char *s);
 /* u (srv, lanes, sb, strategy, body, done set) runs: the one code (7
  * digits, checked), or (code NULL) n codes drawn from sb's key set with
- * rng. done() may come before this returns. */
-void update_start(struct update_job *u, const char *code, int n, uint64_t *rng);
+ * rng. done() may come before this returns. false, with nothing started:
+ * the key set is being read; call again once it is (keyset_wait). */
+bool update_start(struct update_job *u, const char *code, int n, uint64_t *rng);
 /* At start, main's thread: sb's {table}_hits made if missing and given a
  * row (stamp 0) for each code of the postal table it lacks; the stamp
  * counter started. A failure is logged: the writes then fail (500/503). */
