@@ -378,6 +378,38 @@ START_TEST(every_strategy_writes)
 }
 END_TEST
 
+/* SQLite: another connection holds the file's write lock. The server's
+ * write never waits on it in its loop: it is tried again, and after
+ * acquire_timeout_ms (the shipped 2000) answered 503, with the row as it
+ * was; the loop meanwhile answers lookups. Once the lock is gone it
+ * writes. */
+START_TEST(sqlite_locked_503_then_writes)
+{
+    SETUP_OK();
+    uint64_t held = stored_stamp(0, code);
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&c, conf, &err) == 0, "%s", err.msg);
+    struct backend be;
+    ck_assert_msg(backend_open(&be, conf_backend(&c, "sqlite"), &err) == 0, "%s", err.msg);
+    ck_assert_msg(be.drv->exec(be.db, "BEGIN IMMEDIATE", &err) == 0, "%s", err.msg);
+    uint64_t t0 = zb_now_ns();
+    struct resp *r = POST("/update/sqlite/%s", code);
+    double s = (double)(zb_now_ns() - t0) / 1e9;
+    ck_assert_msg(r->status == 503, "%d %s", r->status, r->body);
+    ck_assert_msg(strstr(r->head, "\r\nRetry-After: 1"), "%s", r->head);
+    ck_assert_msg(s >= 1.9 && s < 10, "answered after %.2f s", s);
+    ck_assert_int_eq(request("GET", NULL, "/zip/sqlite/%s", code)->status, 200);
+    be.drv->exec(be.db, "ROLLBACK", &err);
+    backend_close(&be);
+    conf_free(&c);
+    ck_assert_uint_eq(stored_stamp(0, code), held);
+    r = POST("/update/sqlite/%s", code);
+    ck_assert_msg(r->status == 200, "%d %s", r->status, r->body);
+    ck_assert_uint_eq(stored_stamp(0, code), (uint64_t)num_after(r->body, "stamp", NULL));
+}
+END_TEST
+
 START_TEST(lookups_still_answer_and_tables_are_unchanged)
 {
     SETUP_OK();
@@ -397,6 +429,7 @@ Suite *suite_updates(void)
     TCase *t = test_case("updates", setup, teardown, 120, TESTS(
         writes_off_answer_403_and_change_nothing, update_on_every_backend_is_in_its_row,
         updates_of_n_codes, methods_bodies_bad_and_unknown_codes, every_strategy_writes,
+        sqlite_locked_503_then_writes,
         lookups_still_answer_and_tables_are_unchanged));
     return suite_of("updates", t, NULL);
 }
