@@ -21,7 +21,12 @@
  *                    64). With SQLite's 2 MiB, random lookups on the real
  *                    list (~38 MB on disk) keep re-reading pages with pread:
  *                    the bigger cache took pooled lookups from ~24-42k to
- *                    ~62-64k req/s here. It fills only as pages are read. */
+ *                    ~62-64k req/s here. It fills only as pages are read.
+ *   journal_mode     delete or wal, synchronous  full, normal or off: applied
+ *                    to the server's writing connections (never_wait: the
+ *                    writes of POST /update/, docs/REQUEST-TYPES.md), the
+ *                    durability the crash experiment's rows run under;
+ *                    unset, the file's own and SQLite's default (full). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -101,9 +106,23 @@ static int int_key(const char *value, long lo, long hi, long *out)
     return 0;
 }
 
+/* The values of journal_mode and synchronous, as the pragmas take them. */
+static const char *const journal_modes[] = { "delete", "wal", NULL };
+static const char *const sync_modes[] = { "full", "normal", "off", NULL };
+
 static int sqlite_check_key(const char *key, const char *value, char *why, size_t len)
 {
     long v, hi;
+    const char *const *modes = !strcmp(key, "journal_mode") ? journal_modes
+                               : !strcmp(key, "synchronous") ? sync_modes : NULL;
+    if (modes) {
+        if (conf_choice(modes, value) >= 0)
+            return 0;
+        char names[64];
+        conf_choice_list(modes, names, sizeof names);
+        snprintf(why, len, "'%s' is not %s", value, names);
+        return -2;
+    }
     if (!strcmp(key, "busy_timeout_ms"))
         hi = 600000;
     else if (!strcmp(key, "cache_mib"))
@@ -134,6 +153,25 @@ static void sqlite_configure(void)
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* The server's writing connection: its journal_mode and synchronous keys.
+ * journal_mode is the file's: the first writing connection (the server's
+ * setup of its _hits table, before any lookup opens one) changes it; a
+ * later one that cannot (other connections open) finds it changed. */
+static void apply_write_modes(struct db *db, const struct backend_conf *bc)
+{
+    char pragma[64];
+    const char *v = conf_option(bc, "journal_mode");
+    if (v && conf_choice(journal_modes, v) >= 0) {
+        snprintf(pragma, sizeof pragma, "PRAGMA journal_mode = %s", v);
+        sqlite3_exec(db->h, pragma, NULL, NULL, NULL);
+    }
+    v = conf_option(bc, "synchronous");
+    if (v && conf_choice(sync_modes, v) >= 0) {
+        snprintf(pragma, sizeof pragma, "PRAGMA synchronous = %s", v);
+        sqlite3_exec(db->h, pragma, NULL, NULL, NULL);
+    }
+}
+
 static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb_err *err)
 {
     static pthread_once_t configured = PTHREAD_ONCE_INIT;
@@ -155,7 +193,10 @@ static int sqlite_open(const struct backend_conf *bc, struct db **out, struct zb
     /* A writer waits for another's lock (two loads) instead of failing; a
      * reader (the server's, whose loops must not block) never waits: it
      * fails with ZB_ERR_BUSY and its caller tries again later. */
-    sqlite3_busy_timeout(db->h, bc->read_only ? 0 : (int)key_or(bc, "busy_timeout_ms", 2000));
+    sqlite3_busy_timeout(db->h, bc->read_only || bc->never_wait
+                                    ? 0 : (int)key_or(bc, "busy_timeout_ms", 2000));
+    if (!bc->read_only && bc->never_wait)
+        apply_write_modes(db, bc);
     long cache_mib = key_or(bc, "cache_mib", 64);
     if (bc->read_only && cache_mib > 0) {
         char pragma[64];

@@ -168,7 +168,7 @@ static const struct field backend_fields[] = {
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
-    B(read_only), I(pipeline_connections, 1, 8), B(named_only),
+    B(read_only), B(writes), I(pipeline_connections, 1, 8), B(named_only),
     { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, zb_strategy_names },
 };
 #undef S

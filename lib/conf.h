@@ -79,6 +79,14 @@ struct backend_conf {
     const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: pooled) */
     int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
+    /* `writes = yes`: the server takes POST /update/ and /updates/ on this
+     * backend, writing its {table}_hits table (docs/REQUEST-TYPES.md);
+     * default no: 403. */
+    bool writes;
+    /* Not a config key: set by the server on its writing connections, whose
+     * loops must not block. A writable connection then never waits for
+     * another's lock either (SQLite: busy timeout 0, ZB_ERR_BUSY at once). */
+    bool never_wait;
     /* The keys only its driver knows (mysql's engine, sqlite's cache_mib
      * and busy_timeout_ms...). */
     struct conf_option opt[ZB_MAX_DRIVER_KEYS];

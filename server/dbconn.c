@@ -174,7 +174,7 @@ static int send_lookup(struct dbconn *dc, struct lookup *lk, struct zb_err *err)
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, 1, lk->params, err);
+    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, err);
     if (wants >= 0 && dc->nsent == 1)
         loop_deadline(lane->loop, dbconn_deadline(dc));
     return wants;
@@ -213,7 +213,7 @@ bool dbconn_flush(struct dbconn *dc)
 
 int dbconn_prepare(struct dbconn *dc, struct zb_err *err)
 {
-    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, 1, &dc->lookup, err) < 0 ? -1 : 1;
+    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, dc->lane->sb->nparams, &dc->lookup, err) < 0 ? -1 : 1;
 }
 
 int dbconn_prepare_pipelined(struct dbconn *dc, struct zb_err *err)

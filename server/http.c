@@ -44,6 +44,7 @@
 #include "reason.h"
 #include "stats.h"
 #include "strict.h"
+#include "update.h"
 
 enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
@@ -80,6 +81,8 @@ struct req {
     int nqueries;                  /* /queries?queries= */
     uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
     struct batch *batch;           /* /queries' lookups: kept with the spare, grown as asked */
+    bool post_route;               /* /update/, /updates/: POST only */
+    struct update_job up;          /* their reads and writes (update.h) */
 };
 
 /* ---- answers ---- */
@@ -169,7 +172,7 @@ static enum MHD_Result queue(struct req *rq)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
     if (rq->status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->post_route ? "POST" : "GET, HEAD");
     if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (rq->close || atomic_load_explicit(&rq->loop->srv->stopping, RELAXED))
@@ -687,11 +690,86 @@ static const char *origin_path(const char *url)
     return p ? p : "/";
 }
 
+/* The end of a POST /update/ or /updates/ (update.h). */
+static void update_answered(struct update_job *u, unsigned status, const char *code,
+                            const char *msg)
+{
+    struct req *rq = container_of(u, struct req, up);
+    if (rq->orphaned)
+        req_free(rq);
+    else if (msg)
+        set_error(rq, status, code, "%s", msg);
+    else
+        set_answer(rq, status);
+}
+
+/* /updates waited for its backend's key set (as keys_over). */
+static bool update_keys_over(struct key_wait *w, const struct zb_err *err)
+{
+    struct req *rq = container_of(w, struct req, kw);
+    if (err) {
+        set_error(rq, 503, NULL, "%s", err->msg);
+        return false;
+    }
+    return !update_start(&rq->up, NULL, rq->up.n, &rq->loop->rng);
+}
+
+/* POST /update/{backend}/{code} (kind 1), /updates/{backend}?queries=N. */
+static void serve_update(struct req *rq, const char *path)
+{
+    struct http_loop *l = rq->loop;
+    const char *bs, *code;
+    size_t blen;
+    int kind = update_route(path, &bs, &blen, &code), n = 1;
+    int d = find_dataset(l->srv, "zip", 3);
+    struct served *sb = d >= 0 ? find_backend(l->srv, d, bs, blen) : NULL;
+    if (!sb) {
+        set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+        return;
+    }
+    rq->lane = &l->lanes[sb->index];
+    const char *off = update_refusal(sb);
+    if (off) {
+        set_error(rq, 403, NULL, "%s", off);
+        return;
+    }
+    if (!pick_strategy(rq))
+        return;
+    unsigned status;
+    if (kind == 1 && bad_key(sb, code, strlen(code), &status, NULL, 0)) {
+        set_error(rq, 400, NULL, "the code must be exactly 7 digits 0-9");
+        return;
+    }
+    if (kind == 2 && (n = update_queries(MHD_lookup_connection_value(
+                          rq->c, MHD_GET_ARGUMENT_KIND, "queries"))) < 0) {
+        set_error(rq, 400, NULL, "queries must be a whole number from 1 to %d",
+                  UPDATE_MAX_QUERIES);
+        return;
+    }
+    rq->up.srv = l->srv;
+    rq->up.lanes = l->lanes;
+    rq->up.sb = sb;
+    rq->up.strategy = rq->strategy;
+    rq->up.body = &rq->body;
+    rq->up.done = update_answered;
+    rq->up.n = n;
+    rq->state = RQ_RUNNING;
+    if (!update_start(&rq->up, kind == 1 ? code : NULL, n, &l->rng)) {
+        rq->kw.sb = sb;   /* the key set is being read: wait for it */
+        rq->kw.over = update_keys_over;
+        keyset_wait(&l->keys, &rq->kw);
+    }
+}
+
 static void route(struct req *rq, const char *url)
 {
     struct http_loop *l = rq->loop;
     const char *path = origin_path(url);
     rq->t0 = zb_now_ns();
+    if (rq->post_route) {
+        serve_update(rq, path);
+        return;
+    }
     /* /DATASET/BACKEND/KEY: the key is the rest, slashes and all. */
     const char *ds = path + 1, *bs = path[0] == '/' ? strchr(ds, '/') : NULL;
     const char *ks = bs ? strchr(bs + 1, '/') : NULL;
@@ -777,6 +855,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         rq->state = RQ_READ;
         unsigned status;
         bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+        /* The write routes take POST only (update.h). */
+        rq->post_route = update_route(origin_path(url), NULL, NULL, NULL) != 0;
+        if (rq->post_route)
+            get = !strcmp(method, MHD_HTTP_METHOD_POST);
         const char *bad = strict_refusal(c, rq->rawlen, rq->bad_target, url, method, version, &status);
         /* Refusals are answered at once, with Connection: close: MHD 0.9.75
          * treats a response queued on the first call as "early" and reads
@@ -785,13 +867,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
          * which keeps the connection alive. */
         if (bad && status == 413 && !get)
             bad = NULL;   /* a body on a POST: its 405 says more */
+        if (bad && status == 413 && rq->post_route)
+            bad = "a request body: the write routes take a POST with none";
         if (bad || !get) {
             rq->t0 = zb_now_ns();
             rq->close = true;
             if (bad)
                 set_error(rq, status, NULL, "%s", bad);
             else
-                set_error(rq, 405, NULL, "method not allowed: only GET and HEAD");
+                set_error(rq, 405, NULL, "method not allowed: only %s",
+                          rq->post_route ? "POST" : "GET and HEAD");
             return queue(rq);
         }
         return MHD_YES;

@@ -55,7 +55,7 @@ static struct inline_conn *conn_open(struct lane *lane, struct zb_err *err)
     }
     ic->gen = atomic_load(&sb->gen);
     if (backend_open(&ic->b, &sb->conf, err) < 0 ||
-        ic->b.drv->prepare(ic->b.db, sb->sql, 1, &ic->lookup, err) < 0) {
+        ic->b.drv->prepare(ic->b.db, sb->sql, sb->nparams, &ic->lookup, err) < 0) {
         backend_close(&ic->b);
         free(ic);
         BUMP(lane->st.connect_failures);
@@ -91,7 +91,7 @@ static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *er
     }
     if (!ic && !(ic = conn_open(lane, err)))
         return -1;
-    if (!w->txn && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0)
+    if (!w->txn && !sb->autocommit && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0)
         w->txn = true;   /* committed at the end of the iteration */
     int rc = ic->b.drv->run(ic->lookup, lk->params, lookup_row, lk, NULL, err);
     if (rc < 0 && !ic->b.drv->alive(ic->b.db)) {
@@ -117,7 +117,7 @@ static int query_fresh(struct inline_way *w, struct lookup *lk, struct zb_err *e
     }
     BUMP(lane->st.connects);
     BUMP(lane->st.connects_per_request);
-    int rc = b.drv->query(b.db, sb->sql, 1, lk->params, lookup_row, lk, NULL, err);
+    int rc = b.drv->query(b.db, sb->sql, sb->nparams, lk->params, lookup_row, lk, NULL, err);
     backend_close(&b);
     return rc;
 }

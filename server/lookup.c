@@ -92,7 +92,8 @@ void lookup_start(struct lookup *lk, bool health)
 {
     struct lane *lane = lk->lane;
     struct served *sb = lane->sb;
-    lk->params[0] = lk->key;
+    if (sb->nparams == 1)
+        lk->params[0] = lk->key;
     lk->rows = 0;
     lk->retried = false;
     lk->since_ns = 0;

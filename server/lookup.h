@@ -27,7 +27,9 @@ struct lookup {
     enum zb_strategy strategy;     /* its way, by lib/conf.h's list */
     char key[SRV_KEY_MAX + 1];     /* NUL-terminated, checked by its key_kind */
     size_t keylen;
-    const char *params[1];         /* -> key */
+    /* -> key; a statement of more parameters (the _hits write: stamp,
+     * key, stamp) has them set by its caller before lookup_start. */
+    const char *params[3];
     uint64_t since_ns;             /* began waiting for a connection / was sent */
     long rows;                     /* rows passed on so far */
     bool retried;                  /* a lost connection is retried once, if no row came */

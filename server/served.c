@@ -65,6 +65,36 @@ int served_init(struct served *sb, const struct backend_conf *bc,
         strcat(sb->sql, exact);
     if (column_keys(sb, err) < 0)
         return -1;
+    sb->nparams = 1;
+    pthread_mutex_init(&sb->reason_lock, NULL);
+    atomic_init(&sb->up, true);
+    return 0;
+}
+
+int served_init_hits(struct served *sb, const struct served *main, bool write, int index,
+                     struct zb_err *err)
+{
+    memset(sb, 0, sizeof *sb);
+    sb->index = index;
+    sb->conf = main->conf;
+    sb->conf.read_only = !write;
+    sb->conf.never_wait = true;
+    sb->drv = main->drv;
+    sb->strategy = main->strategy;
+    sb->data = main->data;
+    sb->key_kind = KEY_POSTAL;
+    sb->autocommit = true;
+    snprintf(sb->label, sizeof sb->label, "%.120s (%s)", main->label, write ? "write" : "read");
+    const char *table = main->conf.table ? main->conf.table : "zipcode";
+    /* The stamp compared as a number on every backend (SQLite's column
+     * affinity, the others' BIGINT): the same text twice. */
+    int n = write ? snprintf(sb->sql, sizeof sb->sql,
+                             "UPDATE %s_hits SET stamp = ? WHERE zip_code = ? AND stamp < ?", table)
+                  : snprintf(sb->sql, sizeof sb->sql,
+                             "SELECT stamp FROM %s_hits WHERE zip_code = ?", table);
+    if (n < 0 || (size_t)n >= sizeof sb->sql)
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", main->label);
+    sb->nparams = write ? 3 : 1;
     pthread_mutex_init(&sb->reason_lock, NULL);
     atomic_init(&sb->up, true);
     return 0;

@@ -42,7 +42,9 @@ struct json_key {
 
 struct served {
     /* Copy of the [backend NAME] section, read_only forced on: the server
-     * never writes. Strings still point into the zb_conf, which outlives us. */
+     * never writes, but through the writer of a backend with `writes = yes`
+     * (served_init_hits). Strings still point into the zb_conf, which
+     * outlives us. */
     struct backend_conf conf;
     const struct backend_driver *drv;
     enum zb_strategy strategy;     /* the default: conf's strategy, else pooled */
@@ -54,6 +56,14 @@ struct served {
     enum key_kind key_kind;
     char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
     char sql[1024];                /* zb_select_sql of the dataset's table */
+    int nparams;                   /* sql's parameters: 1 (the key), but the writer's 3 */
+    /* Each statement commits on its own (the _hits pairs): in-process
+     * lookups do not share the iteration's read transaction. */
+    bool autocommit;
+    /* A postal backend with `writes = yes`: the read and the write of
+     * POST /update/ on its {table}_hits (update.h), pairs of their own
+     * (lanes, pools, statements) after the served ones; NULL: writes off. */
+    struct served *hits_read, *hits_write;
     struct json_key colkey[ZB_MAX_COLUMNS];
 
     /* Outage handling: a connection error marks the backend down and bumps
@@ -80,6 +90,11 @@ struct served {
 
 int  served_init(struct served *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err);
+/* sb (index) set up as the read (write false: SELECT stamp, read-only) or
+ * the write (UPDATE ... SET stamp, writable, never waiting) of main's
+ * {table}_hits, on main's backend. */
+int  served_init_hits(struct served *sb, const struct served *main, bool write, int index,
+                      struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run. */
 int  served_start(struct served *sb, struct zb_err *err);

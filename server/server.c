@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "accept.h"
@@ -15,6 +16,7 @@
 #include "lookup.h"
 #include "log.h"
 #include "server.h"
+#include "update.h"
 
 /* One loop thread's whole state: the core and each layer's part, each
  * reaching only its own (and what is below it). */
@@ -122,11 +124,11 @@ static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_e
     if (loop_init(l, id, srv->cores, srv->conf->server.threads, &hooks, &srv->shutdown,
                   srv->conf->server.pin, err) < 0)
         return -1;
-    if (!(w->lanes = calloc((size_t)srv->nserved, sizeof *w->lanes)))
+    if (!(w->lanes = calloc((size_t)srv->nlanes, sizeof *w->lanes)))
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     srv->loops[id].lanes = w->lanes;
     http_init(&w->http, l, srv, w->lanes, &w->fig);
-    for (int i = 0; i < srv->nserved; i++) {
+    for (int i = 0; i < srv->nlanes; i++) {
         struct lane **peers = &crew->lane_peers[i * crew->n];
         peers[id] = &w->lanes[i];
         lane_init(&w->lanes[i], l, srv->served[i], peers);
@@ -162,6 +164,33 @@ static int check_strategy(const struct served *sb, struct zb_err *err)
                    sb->conf.name, zb_strategy_names[sb->strategy], sb->conf.driver, cannot);
 }
 
+/* After the served pairs: the _hits read and write pairs of each postal
+ * backend with `writes = yes`; the stamp counter started at the wall
+ * clock. */
+static int add_hits_pairs(struct server *srv, apr_pool_t *pool, struct zb_err *err)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    atomic_store(&srv->stamp, (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u);
+    for (int i = 0; i < srv->nserved; i++) {
+        struct served *sb = srv->served[i];
+        if (!sb->postal || !sb->conf.writes)
+            continue;
+        if (srv->nlanes + 2 > SRV_MAX_SERVED)
+            return zb_fail(err, ZB_ERR_INPUT, "backend %s: writes = yes: more than %d pairs to "
+                           "serve", sb->label, SRV_MAX_SERVED);
+        for (int w = 0; w < 2; w++) {
+            struct served *h = apr_palloc(pool, sizeof *h);
+            srv->served[srv->nlanes] = h;
+            if (served_init_hits(h, sb, w == 1, srv->nlanes, err) < 0)
+                return -1;
+            srv->nlanes++;
+            *(w ? &sb->hits_write : &sb->hits_read) = h;
+        }
+    }
+    return 0;
+}
+
 int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
                  int ndatasets, const struct backend_conf *const *chosen, int nchosen,
                  int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
@@ -185,10 +214,13 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         for (int i = 0; i < nchosen; i++) {
             struct served *sb = apr_palloc(pool, sizeof *sb);
             srv->served[srv->nserved] = sb;
+            srv->nlanes = srv->nserved + 1;
             if (served_init(sb, chosen[i], datasets[d], srv->nserved++, err) < 0 ||
                 check_strategy(sb, err) < 0)
                 goto fail;
         }
+    if (add_hits_pairs(srv, pool, err) < 0)
+        goto fail;
     int n = conf->server.threads;
     struct crew *crew = calloc(1, sizeof *crew + (size_t)n * sizeof crew->w[0]);
     srv->loops = calloc((size_t)n, sizeof *srv->loops);
@@ -196,7 +228,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     if (crew) {
         crew->n = n;
         crew->accepts = calloc((size_t)n, sizeof *crew->accepts);
-        crew->lane_peers = calloc((size_t)(srv->nserved * n), sizeof *crew->lane_peers);
+        crew->lane_peers = calloc((size_t)(srv->nlanes * n), sizeof *crew->lane_peers);
     }
     if (!crew || !crew->accepts || !crew->lane_peers || !srv->loops || !srv->cores) {
         if (crew) {
@@ -228,6 +260,8 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         if (!ok)
             srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
                     sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
+        if (sb->hits_write)   /* first: the key set's read would meet its lock */
+            update_setup(srv, sb);
         if (keyset_start(sb, srv->cores, srv->nloops, err) < 0)
             goto fail;
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
@@ -284,7 +318,7 @@ void server_stop(struct server *srv, uint64_t *requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
             *requests += READ(srv->loops[i].fig->requests);
     /* The key sets' watchers first: they wake the loops. */
-    for (int i = 0; i < srv->nserved; i++) {
+    for (int i = 0; i < srv->nlanes; i++) {
         keyset_stop(srv->served[i]);
         served_destroy(srv->served[i]);
     }
@@ -300,7 +334,7 @@ void server_stop(struct server *srv, uint64_t *requests)
     free(srv->cores);
     srv->loops = NULL;
     srv->cores = NULL;
-    srv->nloops = srv->nstarted = srv->nserved = 0;
+    srv->nloops = srv->nstarted = srv->nserved = srv->nlanes = 0;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
     srv->listen_fd = -1;

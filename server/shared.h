@@ -41,7 +41,14 @@ struct server {
     /* Every (dataset, backend) pair served, dataset by dataset in the
      * order of --datasets, each in the order of --backends. */
     int nserved;
+    /* After them, up to nlanes: the _hits read and write pairs of the
+     * backends with `writes = yes` (served.h's hits_read, hits_write). Each
+     * loop has a lane for every one of the nlanes. */
     struct served *served[SRV_MAX_SERVED];
+    int nlanes;
+    /* The stamp of the next write (update.c): the wall clock in
+     * microseconds at start, one more per write. */
+    _Atomic uint64_t stamp;
     int ndatasets;
     const struct dataset *const *datasets;
     uint64_t started_ns;

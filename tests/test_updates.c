@@ -1,0 +1,437 @@
+/* POST /update/{backend}/{code} and /updates/{backend}?queries=N end to
+ * end (docs/REQUEST-TYPES.md): a generated set loaded into the four
+ * backends' test tables, the server started with `writes = yes` on them
+ * (and a pg backend with writes off on the same table), and each answer's
+ * stamp read back from {table}_hits through the driver. The lookup tables
+ * must not change: their row counts and checksums are taken before the
+ * server starts and again at the end.
+ *
+ * The database script is $ZB_DB (default scripts/db); the config copied is
+ * $ZB_CONF (default conf/zipbench.conf). */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "backend.h"
+#include "conf.h"
+#include "helpers.h"
+#include "util.h"
+
+#define ROWS 400
+#define PORT test_port(18107)
+#define NB 4
+
+static const char *const backends[NB] = { "sqlite", "pg", "innodb", "myisam" };
+static const char *const tables[NB] = { "zt_updates", "zt_updates", "zt_updates_innodb",
+                                        "zt_updates_myisam" };
+static char dir[1024], csv[1100], conf[1100], sqlite_path[1100], logfile[1100];
+static char setup_error[8192];
+static char code[16];                /* the first code of the set */
+static pid_t server_pid;
+
+/* Each lookup table before the server started: rows, and the sum of a
+ * hash of each row's values (order-free). */
+static struct { long rows; uint64_t sum; } before[NB];
+
+static const char *db_script(void)
+{
+    const char *s = getenv("ZB_DB");
+    return s && *s ? s : "scripts/db";
+}
+
+/* ---- the database, through the driver ---- */
+
+struct checksum {
+    long rows;
+    uint64_t sum;
+};
+
+static int sum_row(void *arg, int n, const char *const *v, const size_t *l)
+{
+    struct checksum *c = arg;
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) {
+        for (size_t j = 0; v[i] && j < l[i]; j++)
+            h = (h ^ (unsigned char)v[i][j]) * 1099511628211ull;
+        h = (h ^ (v[i] ? 0x1f : 0x2e)) * 1099511628211ull;
+    }
+    c->rows++;
+    c->sum += h;
+    return 0;
+}
+
+static int first_value(void *arg, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    char *out = arg;
+    snprintf(out, 32, "%s", n > 0 && v[0] ? v[0] : "NULL");
+    return 0;
+}
+
+/* Runs sql (one parameter, or none) on backend b of the test config;
+ * each row to fn. 0, or -1 with why. */
+static int on_backend(const char *b, const char *sql, const char *param, row_fn fn, void *arg,
+                      char *why, size_t whylen)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    int rc = -1;
+    if (conf_load(&c, conf, &err) == 0) {
+        struct backend be;
+        const char *params[1] = { param };
+        if (backend_open(&be, conf_backend(&c, b), &err) == 0) {
+            rc = be.drv->query(be.db, sql, param ? 1 : 0, params, fn, arg, NULL, &err);
+            backend_close(&be);
+        }
+    }
+    if (rc < 0)
+        snprintf(why, whylen, "%s: %s", b, err.msg);
+    conf_free(&c);
+    return rc;
+}
+
+static struct checksum table_sum(int i)
+{
+    char sql[256], why[600];
+    struct checksum c = { 0, 0 };
+    snprintf(sql, sizeof sql, "SELECT * FROM %s", tables[i]);
+    ck_assert_msg(on_backend(backends[i], sql, NULL, sum_row, &c, why, sizeof why) == 0, "%s",
+                  why);
+    return c;
+}
+
+/* The stamp {table}_hits holds for code on backend i ("NONE": no row). */
+static uint64_t stored_stamp(int i, const char *c)
+{
+    char sql[256], why[600], v[32] = "NONE";
+    snprintf(sql, sizeof sql, "SELECT stamp FROM %s_hits WHERE zip_code = ?", tables[i]);
+    ck_assert_msg(on_backend(backends[i], sql, c, first_value, v, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(strcmp(v, "NONE"), "%s: no row for %s in %s_hits", backends[i], c, tables[i]);
+    return strtoull(v, NULL, 10);
+}
+
+/* ---- HTTP ---- */
+
+struct resp {
+    int status;
+    char head[4096];
+    char body[1 << 16];
+};
+
+static struct resp R;
+
+static struct resp *request(const char *method, const char *extra, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static struct resp *request(const char *method, const char *extra, const char *fmt, ...)
+{
+    char path[1024], req[2048];
+    FORMAT_INTO(path, fmt);
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "%s\r\n", method, path, extra ? extra : "");
+    static char raw[sizeof R.head + sizeof R.body];
+    int got = http_exchange(PORT, req, (size_t)n, raw, sizeof raw, 15000);
+    R.status = got > 0 ? http_status(raw) : -1;
+    R.head[0] = R.body[0] = 0;
+    const char *b = got > 0 ? strstr(raw, "\r\n\r\n") : NULL;
+    if (b) {
+        snprintf(R.head, sizeof R.head, "%.*s", (int)(b - raw), raw);
+        snprintf(R.body, sizeof R.body, "%s", b + 4);
+    }
+    return &R;
+}
+
+#define POST(...) request("POST", "Content-Length: 0\r\n", __VA_ARGS__)
+
+/* The whole number after "key": in s (from), or -1; *next after it. */
+static long long num_after(const char *s, const char *key, const char **next)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(s, k);
+    if (!p)
+        return -1;
+    char *end;
+    long long v = strtoll(p + strlen(k), &end, 10);
+    if (next)
+        *next = end;
+    return end == p + strlen(k) ? -1 : v;
+}
+
+/* ---- the fixture ---- */
+
+static int write_conf(char *msg, size_t len)
+{
+    char port[16], extra[512];
+    snprintf(port, sizeof port, "%d", PORT);
+    /* pg_nw: pg's table with writes off. */
+    snprintf(extra, sizeof extra, "\n[backend pg_nw]\ndriver = pg\nsocket = build/db/run\n"
+             "port = ${ZB_PG_PORT:-25432}\nuser = zipbench\npassword_file = build/db/pgpass\n"
+             "database = zipbench\ntable = zt_updates\nnamed_only = yes\n");
+    const struct conf_change changes[] = {
+        { "server", "port", port },
+        { "backend sqlite", "path", sqlite_path },
+        { "backend sqlite", "table", "zt_updates" },
+        { "backend sqlite", "journal_mode", "delete" },
+        { "backend sqlite", "synchronous", "full" },
+        { "backend pg", "table", "zt_updates" },
+        { "backend innodb", "table", "zt_updates_innodb" },
+        { "backend myisam", "table", "zt_updates_myisam" },
+        { "backend sqlite", "writes", "yes" },
+        { "backend pg", "writes", "yes" },
+        { "backend innodb", "writes", "yes" },
+        { "backend myisam", "writes", "yes" },
+        { "backend *", "connect_timeout_s", "10" },
+        { "*", "table", NULL },
+        { NULL, NULL, NULL },
+    };
+    return write_conf_copy(conf, changes, extra, msg, len);
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "%s", build_path("test/updates"));
+    snprintf(csv, sizeof csv, "%s/g.csv", dir);
+    if (fresh_generated_set(dir, csv, ROWS, 11, setup_error, sizeof setup_error) < 0)
+        return;
+    snprintf(conf, sizeof conf, "%s/updates.conf", dir);
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/updates.sqlite", dir);
+    snprintf(logfile, sizeof logfile, "%s/server.log", dir);
+    if (first_code(csv, code, sizeof code, setup_error, sizeof setup_error) < 0 ||
+        write_conf(setup_error, sizeof setup_error) < 0)
+        return;
+    run_cmd(NULL, 0, "%s start", db_script());
+    char out[4096];
+    for (int i = 0; i < NB; i++) {
+        int rc = run_cmd(out, sizeof out, "%s -q --conf %s --backend %s --mode bulk --dataset %s",
+                         prog("loader"), conf, backends[i], csv);
+        if (rc) {
+            snprintf(setup_error, sizeof setup_error, "loader %s: exit %d: %s", backends[i], rc,
+                     out);
+            return;
+        }
+        /* A fresh ledger: what an earlier run wrote is gone. */
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s_hits", tables[i]);
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        if (conf_load(&c, conf, &err) == 0) {
+            struct backend be;
+            if (backend_open(&be, conf_backend(&c, backends[i]), &err) == 0) {
+                be.drv->exec(be.db, sql, &err);
+                backend_close(&be);
+            }
+        }
+        conf_free(&c);
+    }
+    for (int i = 0; i < NB; i++) {
+        char sql[256];
+        struct checksum c = { 0, 0 };
+        snprintf(sql, sizeof sql, "SELECT * FROM %s", tables[i]);
+        if (on_backend(backends[i], sql, NULL, sum_row, &c, setup_error, sizeof setup_error) < 0)
+            return;
+        before[i].rows = c.rows;
+        before[i].sum = c.sum;
+    }
+    server_pid = fixture_server(conf, PORT, logfile, "--backends sqlite,pg,innodb,myisam,pg_nw",
+                                setup_error, sizeof setup_error);
+}
+
+static void teardown(void)
+{
+    term_server(server_pid);
+    server_pid = 0;
+}
+
+#define SETUP_OK() ck_assert_msg(!setup_error[0], "%s", setup_error)
+
+/* ---- the tests ---- */
+
+START_TEST(writes_off_answer_403_and_change_nothing)
+{
+    SETUP_OK();
+    uint64_t was = stored_stamp(1, code);
+    struct resp *r = POST("/update/pg_nw/%s", code);
+    ck_assert_msg(r->status == 403, "%d %s", r->status, r->body);
+    ck_assert_str_eq(r->body, "{\"backend\":\"pg_nw\",\"error\":\"writes are off for this "
+                              "backend (writes = yes in its [backend] section)\",\"status\":403}");
+    r = POST("/updates/pg_nw?queries=3");
+    ck_assert_msg(r->status == 403, "%d %s", r->status, r->body);
+    ck_assert_uint_eq(stored_stamp(1, code), was);
+}
+END_TEST
+
+START_TEST(update_on_every_backend_is_in_its_row)
+{
+    SETUP_OK();
+    for (int i = 0; i < NB; i++) {
+        uint64_t held = stored_stamp(i, code);
+        struct resp *r = POST("/update/%s/%s", backends[i], code);
+        ck_assert_msg(r->status == 200, "%s: %d %s", backends[i], r->status, r->body);
+        char head[128];
+        snprintf(head, sizeof head, "{\"backend\":\"%s\",\"code\":\"%s\",\"was\":", backends[i],
+                 code);
+        ck_assert_msg(!strncmp(r->body, head, strlen(head)), "%s", r->body);
+        long long was = num_after(r->body, "was", NULL), stamp = num_after(r->body, "stamp", NULL);
+        ck_assert_msg(was == (long long)held, "%s: was %lld, the row held %" PRIu64, backends[i],
+                      was, held);
+        ck_assert_msg(stamp > was, "%s", r->body);
+        ck_assert_msg(r->body[strlen(r->body) - 1] == '\n' && !strchr(r->body, '\n')[1],
+                      "one line: %s", r->body);
+        ck_assert_uint_eq(stored_stamp(i, code), (uint64_t)stamp);
+        /* Again: the previous stamp is `was`. */
+        r = POST("/update/%s/%s", backends[i], code);
+        ck_assert_msg(r->status == 200, "%s: %d %s", backends[i], r->status, r->body);
+        ck_assert_int_eq(num_after(r->body, "was", NULL), stamp);
+        long long again = num_after(r->body, "stamp", NULL);
+        ck_assert_msg(again > stamp, "%s", r->body);
+        ck_assert_uint_eq(stored_stamp(i, code), (uint64_t)again);
+    }
+}
+END_TEST
+
+START_TEST(updates_of_n_codes)
+{
+    SETUP_OK();
+    static const char *const bad[] = { "0", "501", "abc", "-1", "1.5", "" };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        struct resp *r = POST("/updates/pg?queries=%s", bad[k]);
+        ck_assert_msg(r->status == 400, "queries=%s: %d %s", bad[k], r->status, r->body);
+        ck_assert_str_eq(r->body, "{\"backend\":\"pg\",\"error\":\"queries must be a whole "
+                                  "number from 1 to 500\",\"status\":400}");
+    }
+    ck_assert_int_eq(POST("/updates/pg")->status, 400);
+    for (int i = 0; i < NB; i++) {
+        struct resp *r = POST("/updates/%s?queries=5", backends[i]);
+        ck_assert_msg(r->status == 200, "%s: %d %s", backends[i], r->status, r->body);
+        char head[128];
+        snprintf(head, sizeof head, "{\"backend\":\"%s\",\"queries\":5,\"written\":[{\"code\":\"",
+                 backends[i]);
+        ck_assert_msg(!strncmp(r->body, head, strlen(head)), "%s", r->body);
+        const char *p = r->body;
+        for (int k = 0; k < 5; k++) {
+            const char *c = strstr(p, "{\"code\":\"");
+            ck_assert_msg(c, "entry %d of %s", k, r->body);
+            char one[8];
+            memcpy(one, c + 9, 7);
+            one[7] = 0;
+            long long stamp = num_after(c, "stamp", &p);
+            ck_assert_msg(stamp > 0, "%s", r->body);
+            /* The row holds this write or a later one (a code drawn twice). */
+            ck_assert_msg(stored_stamp(i, one) >= (uint64_t)stamp, "%s: %s", backends[i], one);
+        }
+        ck_assert_msg(!strcmp(p, "}]}\n"), "the end: %s", p);
+    }
+    ck_assert_int_eq(POST("/updates/pg?queries=500")->status, 200);
+}
+END_TEST
+
+START_TEST(methods_bodies_bad_and_unknown_codes)
+{
+    SETUP_OK();
+    struct resp *r = request("GET", NULL, "/update/pg/%s", code);
+    ck_assert_msg(r->status == 405, "%d %s", r->status, r->body);
+    ck_assert_msg(strstr(r->head, "\r\nAllow: POST"), "%s", r->head);
+    ck_assert_int_eq(request("GET", NULL, "/updates/pg?queries=2")->status, 405);
+    ck_assert_int_eq(request("HEAD", NULL, "/update/sqlite/%s", code)->status, 405);
+    ck_assert_int_eq(request("PUT", "Content-Length: 0\r\n", "/update/pg/%s", code)->status, 405);
+    /* POST elsewhere: still 405. */
+    ck_assert_int_eq(POST("/zip/pg/%s", code)->status, 405);
+    r = request("POST", "Content-Length: 3\r\n\r\nabc", "/update/pg/%s", code);
+    ck_assert_msg(r->status == 413, "%d %s", r->status, r->body);
+    for (int i = 0; i < NB; i++) {
+        r = POST("/update/%s/0000000", backends[i]);
+        ck_assert_msg(r->status == 404, "%s: %d %s", backends[i], r->status, r->body);
+        char want[160];
+        snprintf(want, sizeof want, "{\"backend\":\"%s\",\"code\":\"0000000\",\"error\":"
+                 "\"no such code\",\"status\":404}", backends[i]);
+        ck_assert_str_eq(r->body, want);
+    }
+    ck_assert_int_eq(POST("/update/pg/12345")->status, 400);
+    ck_assert_int_eq(POST("/update/pg/random")->status, 400);
+    ck_assert_int_eq(POST("/update/pg")->status, 400);
+    ck_assert_int_eq(POST("/update/nosuch/%s", code)->status, 404);
+    ck_assert_int_eq(POST("/update/pg/%s?strategy=nosuch", code)->status, 400);
+}
+END_TEST
+
+START_TEST(every_strategy_writes)
+{
+    SETUP_OK();
+    static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
+    for (int i = 0; i < NB; i++)
+        for (int s = 0; s < 3; s++) {
+            struct resp *r = POST("/update/%s/%s?strategy=%s", backends[i], code, strategies[s]);
+            if (s == 2 && i != 1) {   /* only pg pipelines */
+                ck_assert_msg(r->status == 400, "%s: %d %s", backends[i], r->status, r->body);
+                continue;
+            }
+            ck_assert_msg(r->status == 200, "%s %s: %d %s", backends[i], strategies[s], r->status,
+                          r->body);
+            long long stamp = num_after(r->body, "stamp", NULL);
+            ck_assert_uint_eq(stored_stamp(i, code), (uint64_t)stamp);
+            r = POST("/updates/%s?queries=3&strategy=%s", backends[i], strategies[s]);
+            ck_assert_msg(r->status == 200, "%s %s: %d %s", backends[i], strategies[s], r->status,
+                          r->body);
+        }
+}
+END_TEST
+
+/* SQLite: another connection holds the file's write lock. The server's
+ * write never waits on it in its loop: it is tried again, and after
+ * acquire_timeout_ms (the shipped 2000) answered 503, with the row as it
+ * was; the loop meanwhile answers lookups. Once the lock is gone it
+ * writes. */
+START_TEST(sqlite_locked_503_then_writes)
+{
+    SETUP_OK();
+    uint64_t held = stored_stamp(0, code);
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&c, conf, &err) == 0, "%s", err.msg);
+    struct backend be;
+    ck_assert_msg(backend_open(&be, conf_backend(&c, "sqlite"), &err) == 0, "%s", err.msg);
+    ck_assert_msg(be.drv->exec(be.db, "BEGIN IMMEDIATE", &err) == 0, "%s", err.msg);
+    uint64_t t0 = zb_now_ns();
+    struct resp *r = POST("/update/sqlite/%s", code);
+    double s = (double)(zb_now_ns() - t0) / 1e9;
+    ck_assert_msg(r->status == 503, "%d %s", r->status, r->body);
+    ck_assert_msg(strstr(r->head, "\r\nRetry-After: 1"), "%s", r->head);
+    ck_assert_msg(s >= 1.9 && s < 10, "answered after %.2f s", s);
+    ck_assert_int_eq(request("GET", NULL, "/zip/sqlite/%s", code)->status, 200);
+    be.drv->exec(be.db, "ROLLBACK", &err);
+    backend_close(&be);
+    conf_free(&c);
+    ck_assert_uint_eq(stored_stamp(0, code), held);
+    r = POST("/update/sqlite/%s", code);
+    ck_assert_msg(r->status == 200, "%d %s", r->status, r->body);
+    ck_assert_uint_eq(stored_stamp(0, code), (uint64_t)num_after(r->body, "stamp", NULL));
+}
+END_TEST
+
+START_TEST(lookups_still_answer_and_tables_are_unchanged)
+{
+    SETUP_OK();
+    for (int i = 0; i < NB; i++) {
+        struct resp *r = request("GET", NULL, "/zip/%s/%s", backends[i], code);
+        ck_assert_msg(r->status == 200, "%s: %d %s", backends[i], r->status, r->body);
+        struct checksum c = table_sum(i);
+        ck_assert_msg(c.rows == before[i].rows && c.sum == before[i].sum,
+                      "%s: %s changed: %ld rows (%ld before)", backends[i], tables[i], c.rows,
+                      before[i].rows);
+    }
+}
+END_TEST
+
+Suite *suite_updates(void)
+{
+    TCase *t = test_case("updates", setup, teardown, 120, TESTS(
+        writes_off_answer_403_and_change_nothing, update_on_every_backend_is_in_its_row,
+        updates_of_n_codes, methods_bodies_bad_and_unknown_codes, every_strategy_writes,
+        sqlite_locked_503_then_writes,
+        lookups_still_answer_and_tables_are_unchanged));
+    return suite_of("updates", t, NULL);
+}
