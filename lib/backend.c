@@ -119,7 +119,7 @@ static const struct zb_column postal_columns[ZB_NCOLS] = { POSTAL_COLUMNS(TEXT, 
 struct zb_table zb_postal_table(const char *name)
 {
     return (struct zb_table){ .name = name, .ncols = ZB_NCOLS, .cols = postal_columns, .key = 2,
-                              .nindexes = 2, .indexes = { 2, 1 } };
+                              .nindexes = 3, .indexes = { 2, 1, 0 } };
 }
 
 /* snprintf into buf at *n, keeping *n at len or past it once it overflows. */

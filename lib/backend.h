@@ -262,7 +262,7 @@ void backend_close(struct backend *b);
 #define ZB_NCOLS 15
 extern const char *const zb_columns[ZB_NCOLS];
 /* The postal table called `name`: KEN_ALL's 15 columns, looked up by
- * zip_code, old_code indexed too. */
+ * zip_code, old_code and jis_code (the listing page's) indexed too. */
 struct zb_table zb_postal_table(const char *name);
 
 /* SQL text for a table; each returns -1 if buf is too small. */

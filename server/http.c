@@ -40,6 +40,7 @@
 #include "health.h"
 #include "json.h"
 #include "keyset.h"
+#include "listing.h"
 #include "lookup.h"
 #include "reason.h"
 #include "stats.h"
@@ -81,6 +82,8 @@ struct req {
     int nqueries;                  /* /queries?queries= */
     uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
     struct batch *batch;           /* /queries' lookups: kept with the spare, grown as asked */
+    struct listing *listing;       /* /list's rows: kept with the spare */
+    bool html;                     /* the answer is /list's page */
     bool post_route;               /* /update/, /updates/: POST only */
     struct update_job up;          /* their reads and writes (update.h) */
 };
@@ -170,7 +173,8 @@ static enum MHD_Result queue(struct req *rq)
         MHD_create_response_from_buffer(rq->body.n, rq->body.p, MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            rq->html ? "text/html; charset=utf-8" : "application/json; charset=utf-8");
     if (rq->status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->post_route ? "POST" : "GET, HEAD");
     if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
@@ -638,6 +642,65 @@ static void serve_cached(struct req *rq, const char *code)
     start_lookup(rq, code, strlen(code));
 }
 
+/* ---- /list: the listing page ---- */
+
+static int list_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct req *rq = arg;
+    return listing_add(rq->listing, ncols, vals, lens) < 0 ? -1 : 0;
+}
+
+static void list_done(struct lookup *lk, int rc, const struct zb_err *err)
+{
+    struct req *rq = lk->arg;
+    if (rq->orphaned) {
+        req_free(rq);
+        return;
+    }
+    char why[512];
+    if (rc != LOOKUP_OK) {
+        lookup_why(lk, err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED), "the listing",
+                   "listing failed", why, sizeof why);
+        set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, NULL, "%s", why);
+    } else if (lk->rows == 0) {
+        set_error(rq, 404, NULL, "no rows have jis_code %s", lk->key);
+    } else if (listing_rows(rq->listing) != (size_t)lk->rows) {
+        set_error(rq, 500, NULL, "out of memory");
+    } else {
+        listing_render(rq->listing, &rq->body);
+        rq->html = true;
+        set_answer(rq, 200);
+    }
+}
+
+/* GET /list/BACKEND/JIS (rq->lane: the backend's listing pair). */
+static void serve_list(struct req *rq, const char *jis)
+{
+    if (!pick_strategy(rq))
+        return;
+    bool five = strlen(jis) == 5;
+    for (int i = 0; five && i < 5; i++)
+        five = is_digit(jis[i]);
+    if (!five) {
+        set_error(rq, 400, NULL, "the local government code (jis_code) must be exactly 5 digits 0-9");
+        return;
+    }
+    if (listing_reset(&rq->listing) < 0) {
+        set_error(rq, 500, NULL, "out of memory");
+        return;
+    }
+    struct lookup *lk = &rq->lk;
+    memcpy(lk->key, jis, 6);
+    lk->keylen = 5;
+    lk->lane = rq->lane;
+    lk->strategy = rq->strategy;
+    lk->on_row = list_row;
+    lk->arg = rq;
+    lk->done = list_done;
+    rq->state = RQ_RUNNING;
+    lookup_start(lk, false);
+}
+
 /* ---- the handler ---- */
 
 /* /health's answer is in rq->body. */
@@ -784,6 +847,18 @@ static void route(struct req *rq, const char *url)
         serve(rq, ks + 1);
         return;
     }
+    if (!strncmp(path, "/list/", 6)) {
+        const char *name = path + 6, *slash = strchr(name, '/');
+        int pd = find_dataset(l->srv, "zip", 3);
+        struct served *sb = pd < 0 || !slash ? NULL : find_backend(l->srv, pd, name, (size_t)(slash - name));
+        if (!sb || !sb->list) {
+            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+            return;
+        }
+        rq->lane = &l->lanes[sb->list->index];
+        serve_list(rq, slash + 1);
+        return;
+    }
     if (!strncmp(path, "/cached/", 8)) {
         const char *name = path + 8, *slash = strchr(name, '/');
         int pd = find_dataset(l->srv, "zip", 3);
@@ -826,7 +901,7 @@ static void route(struct req *rq, const char *url)
                       l->srv->datasets[i]->conf->name);
     set_error(rq, 404, NULL, "no such resource: GET /{dataset}/{backend}/{key} (datasets: %s), "
               "/zip/{backend}/{code}, /zip/{backend}/random, /queries/{backend}?queries=N, "
-              "/cached/{backend}/{code}, /health or "
+              "/cached/{backend}/{code}, /list/{backend}/{jis_code}, /health or "
               "/stats", datasets);
 }
 
@@ -914,9 +989,11 @@ static struct req *req_get(struct http_loop *l)
         return NULL;
     struct jbuf body = rq->body;
     struct batch *batch = rq->batch;
+    struct listing *listing = rq->listing;
     memset(rq, 0, sizeof *rq);
     rq->body = body;
     rq->batch = batch;
+    rq->listing = listing;
     rq->body.n = 0;
     rq->loop = l;
     return rq;
@@ -1133,6 +1210,7 @@ void http_loop_free(struct http_loop *l)
         l->free_reqs = rq->next_free;
         free(rq->body.p);
         batch_free(rq->batch);
+        listing_free(rq->listing);
         free(rq);
     }
     for (int i = 0; i < SRV_MAX_SERVED; i++)

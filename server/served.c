@@ -100,6 +100,35 @@ int served_init_hits(struct served *sb, const struct served *main, bool write, i
     return 0;
 }
 
+int served_init_list(struct served *sb, const struct served *main, int index, struct zb_err *err)
+{
+    memset(sb, 0, sizeof *sb);
+    sb->index = index;
+    sb->conf = main->conf;
+    sb->drv = main->drv;
+    sb->strategy = main->strategy;
+    sb->data = main->data;
+    sb->postal = main->postal;     /* its errors name the backend as /zip's do */
+    sb->key_kind = KEY_TEXT;       /* 5 digits: checked by the route */
+    snprintf(sb->label, sizeof sb->label, "%.120s (list)", main->label);
+    char table_name[256];
+    struct zb_table t = dataset_table(main->data, &main->conf, table_name, sizeof table_name);
+    t.key = 0;                     /* jis_code, KEN_ALL's first column */
+    const char *exact = main->drv->text_key_exact;
+    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0 ||
+        strlen(sb->sql) + (exact ? strlen(exact) : 0) >= sizeof sb->sql)
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: the listing of %s is too long", sb->label,
+                       table_name);
+    if (exact)
+        strcat(sb->sql, exact);
+    if (column_keys(sb, err) < 0)
+        return -1;
+    sb->nparams = 1;
+    pthread_mutex_init(&sb->reason_lock, NULL);
+    atomic_init(&sb->up, true);
+    return 0;
+}
+
 /* ---- outage ---- */
 
 void served_mark_down(struct served *sb, const struct zb_err *err)

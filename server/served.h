@@ -64,6 +64,9 @@ struct served {
      * POST /update/ on its {table}_hits (update.h), pairs of their own
      * (lanes, pools, statements) after the served ones; NULL: writes off. */
     struct served *hits_read, *hits_write;
+    /* A postal backend's listing page (GET /list/): the rows of one jis_code,
+     * a pair of its own after the served ones (its statement differs). */
+    struct served *list;
     struct json_key colkey[ZB_MAX_COLUMNS];
 
     /* Outage handling: a connection error marks the backend down and bumps
@@ -95,6 +98,9 @@ int  served_init(struct served *sb, const struct backend_conf *bc,
  * {table}_hits, on main's backend. */
 int  served_init_hits(struct served *sb, const struct served *main, bool write, int index,
                       struct zb_err *err);
+/* sb (index) set up as main's listing: every row of main's table whose
+ * jis_code is the one parameter (the loader indexes it). */
+int  served_init_list(struct served *sb, const struct served *main, int index, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run. */
 int  served_start(struct served *sb, struct zb_err *err);

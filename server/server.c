@@ -191,6 +191,26 @@ static int add_hits_pairs(struct server *srv, apr_pool_t *pool, struct zb_err *e
     return 0;
 }
 
+/* After the served pairs: the listing pair of each postal backend. */
+static int add_list_pairs(struct server *srv, apr_pool_t *pool, struct zb_err *err)
+{
+    for (int i = 0; i < srv->nserved; i++) {
+        struct served *sb = srv->served[i];
+        if (!sb->postal)
+            continue;
+        if (srv->nlanes + 1 > SRV_MAX_SERVED)
+            return zb_fail(err, ZB_ERR_INPUT, "backend %s: its listing: more than %d pairs to "
+                           "serve", sb->label, SRV_MAX_SERVED);
+        struct served *h = apr_palloc(pool, sizeof *h);
+        srv->served[srv->nlanes] = h;
+        if (served_init_list(h, sb, srv->nlanes, err) < 0)
+            return -1;
+        srv->nlanes++;
+        sb->list = h;
+    }
+    return 0;
+}
+
 int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
                  int ndatasets, const struct backend_conf *const *chosen, int nchosen,
                  int listen_fd, apr_pool_t *pool, char *names, size_t nameslen,
@@ -219,7 +239,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
                 check_strategy(sb, err) < 0)
                 goto fail;
         }
-    if (add_hits_pairs(srv, pool, err) < 0)
+    if (add_hits_pairs(srv, pool, err) < 0 || add_list_pairs(srv, pool, err) < 0)
         goto fail;
     int n = conf->server.threads;
     struct crew *crew = calloc(1, sizeof *crew + (size_t)n * sizeof crew->w[0]);

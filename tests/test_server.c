@@ -27,6 +27,7 @@
 #include "conf.h"
 #include "helpers.h"
 #include "kenall.h"
+#include "listing.h"
 #include "util.h"
 
 #define ROWS 3000
@@ -234,7 +235,10 @@ static char multi_code[8];                          /* a code with several rows 
 static int multi_rows;
 static char absent_code[8];
 
-static struct { char code[8]; char json[2048]; bool split; } *rows;
+static struct {
+    char code[8]; char json[2048]; bool split;
+    char jis[8], town_kana[512], town[512], pref[64], city[256];   /* for /list */
+} *rows;
 static int nrows;
 
 static int by_code(const void *a, const void *b)
@@ -257,6 +261,11 @@ static int read_rows(char *msg, size_t len)
     long lines_before = 0;
     while (nrows < ROWS + 10 && (rc = kenall_next(r, &f, &err)) == 1) {
         snprintf(rows[nrows].code, 8, "%s", f[KENALL_ZIP]);
+        snprintf(rows[nrows].jis, 8, "%s", f[0]);
+        snprintf(rows[nrows].town_kana, sizeof rows[nrows].town_kana, "%s", f[5]);
+        snprintf(rows[nrows].town, sizeof rows[nrows].town, "%s", f[8]);
+        snprintf(rows[nrows].pref, sizeof rows[nrows].pref, "%s", f[6]);
+        snprintf(rows[nrows].city, sizeof rows[nrows].city, "%s", f[7]);
         row_json(rows[nrows].json, f);
         rows[nrows].split = kenall_lines(r) - lines_before > 1;
         lines_before = kenall_lines(r);
@@ -1257,6 +1266,102 @@ START_TEST(cached_answers_are_zip_answers)
 }
 END_TEST
 
+/* ---- /list ---- */
+
+static int by_zip_kana_town(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b, c = strcmp(rows[x].code, rows[y].code);
+    if (!c)
+        c = strcmp(rows[x].town_kana, rows[y].town_kana);
+    return c ? c : strcmp(rows[x].town, rows[y].town);
+}
+
+static size_t put_html(char *o, const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += (size_t)sprintf(o + n, "%s", *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;"
+                                           : *s == '"' ? "&quot;" : *s == '\'' ? "&#039;" : (char[]){ *s, 0 });
+    return n;
+}
+
+/* The page of jis, as the contract renders it from the file's rows. */
+static void expected_page(char *out, const char *jis)
+{
+    static int idx[ROWS + 10];
+    int n = 0;
+    for (int i = 0; i < nrows; i++)
+        if (!strcmp(rows[i].jis, jis))
+            idx[n++] = i;
+    qsort(idx, (size_t)n, sizeof *idx, by_zip_kana_town);
+    char *o = out + sprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    o += put_html(o, rows[idx[0]].pref);
+    *o++ = ' ';
+    o += put_html(o, rows[idx[0]].city);
+    o += sprintf(o, "</title></head><body>\n<table>\n<tr><th>zip_code</th><th>town</th><th>town_kana</th></tr>\n");
+    for (int i = 0; i < n; i++) {
+        o += sprintf(o, "<tr><td>%s</td><td>", rows[idx[i]].code);
+        o += put_html(o, rows[idx[i]].town);
+        o += sprintf(o, "</td><td>");
+        o += put_html(o, rows[idx[i]].town_kana);
+        o += sprintf(o, "</td></tr>\n");
+    }
+    sprintf(o, "</table>\n</body></html>\n");
+}
+
+/* /list/B/JIS: every row of one municipality, sorted, escaped, as HTML,
+ * the same bytes on every backend and strategy; 400 and 404 as JSON. */
+START_TEST(list_pages_as_the_file_says)
+{
+    SETUP_OK();
+    static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
+    static char want_page[1 << 17];
+    const char *jis[4] = { rows[0].jis, rows[nrows / 3].jis, rows[nrows / 2].jis, rows[nrows - 1].jis };
+    for (int j = 0; j < 4; j++) {
+        expected_page(want_page, jis[j]);
+        for (int b = 0; b < NB; b++)
+            for (int s = 0; s < 3; s++) {
+                if (s == 2 && strcmp(backends[b], "pg"))
+                    continue;
+                struct resp *r = get("/list/%s/%s?strategy=%s", backends[b], jis[j], strategies[s]);
+                char ct[128];
+                ck_assert_msg(r->status == 200 && !strcmp(r->body, want_page), "%s %s %s: %d\n got  %.800s\n want %.800s",
+                              backends[b], strategies[s], jis[j], r->status, r->body, want_page);
+                ck_assert_str_eq(header(r, "Content-Type", ct, sizeof ct), "text/html; charset=utf-8");
+            }
+    }
+    ck_assert_int_eq(get("/list/pg/1234")->status, 400);
+    ck_assert_int_eq(get("/list/pg/12x45")->status, 400);
+    ck_assert_int_eq(get("/list/pg/00000")->status, 404);
+    ck_assert_int_eq(get("/list/nosuch/%s", jis[0])->status, 404);
+}
+END_TEST
+
+/* The page escapes what HTML would read as markup, as htmlspecialchars does. */
+START_TEST(list_page_escapes)
+{
+    struct listing *l = NULL;
+    ck_assert_int_eq(listing_reset(&l), 0);
+    const char *a[15] = { "01101", "060", "0600001", "k", "k", "<b>&'kana\"", "P&", "C<", "T>", "0", "0", "0", "0", "0", "0" };
+    const char *b[15] = { "01101", "060", "0600000", "k", "k", "", "P&", "C<", "plain", "0", "0", "0", "0", "0", "0" };
+    size_t la[15], lb[15];
+    for (int i = 0; i < 15; i++)
+        la[i] = strlen(a[i]), lb[i] = strlen(b[i]);
+    ck_assert_int_eq(listing_add(l, 15, a, la), 0);
+    ck_assert_int_eq(listing_add(l, 15, b, lb), 0);
+    struct jbuf out = { 0 };
+    listing_render(l, &out);
+    jb_put(&out, "", 1);
+    ck_assert_str_eq(out.p, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>P&amp; C&lt;</title></head><body>\n"
+                            "<table>\n<tr><th>zip_code</th><th>town</th><th>town_kana</th></tr>\n"
+                            "<tr><td>0600000</td><td>plain</td><td></td></tr>\n"
+                            "<tr><td>0600001</td><td>T&gt;</td><td>&lt;b&gt;&amp;&#039;kana&quot;</td></tr>\n"
+                            "</table>\n</body></html>\n");
+    free(out.p);
+    listing_free(l);
+}
+END_TEST
+
 /* A number of loop id's figures in a /stats body, or -1. */
 static long long loop_stat(const char *json, int id, const char *key)
 {
@@ -1431,7 +1536,7 @@ Suite *suite_server(void)
         known_codes_give_the_rows_of_the_file, split_and_shared_codes, unknown_404_bad_400,
         methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
         per_request_connections, every_strategy_gives_the_same_rows, queries_answer_each_code_as_zip_does,
-        cached_answers_are_zip_answers,
+        cached_answers_are_zip_answers, list_pages_as_the_file_says, list_page_escapes,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
         every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
         refused_database_at_start_says_what_to_do,
