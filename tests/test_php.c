@@ -407,12 +407,184 @@ START_TEST(fpm_children_are_static_and_secrets_private)
 }
 END_TEST
 
+/* ---- the other request types (docs/REQUEST-TYPES.md) ---- */
+
+static char (*tlines)[1024];   /* the truth file's lines */
+static int ntlines;
+
+static void read_truth(void)
+{
+    if (tlines)
+        return;
+    tlines = calloc(ROWS + 16, sizeof *tlines);
+    FILE *t = fopen(truth, "r");
+    ck_assert_ptr_nonnull(t);
+    while (ntlines < ROWS + 16 && fgets(tlines[ntlines], sizeof tlines[0], t))
+        ntlines++;
+    fclose(t);
+}
+
+/* Field i (0: jis_code, 2: zip_code, ...) of truth line l, into out. */
+static const char *tfield(int l, int i, char *out, size_t len)
+{
+    const char *f = tlines[l];
+    for (int k = 0; k < i; k++)
+        f = strchr(f, '\t') + 1;
+    snprintf(out, len, "%.*s", (int)strcspn(f, "\t\n"), f);
+    return out;
+}
+
+/* /zip's answer of code on b, from the truth file. */
+static void code_answer(char *out, const char *b, const char *code)
+{
+    read_truth();
+    char *o = out + sprintf(out, "{\"backend\":\"%s\",\"code\":\"%s\",\"rows\":[", b, code);
+    int n = 0;
+    for (int l = 0; l < ntlines; l++) {
+        char zip[16];
+        if (strcmp(tfield(l, 2, zip, sizeof zip), code))
+            continue;
+        if (n++)
+            *o++ = ',';
+        row_json(o, tlines[l]);
+        o += strlen(o);
+    }
+    strcpy(o, "]}");
+}
+
+/* ?queries=N through each front: N answers, each /zip's for its code. */
+START_TEST(queries_answer_each_code_as_zip_does)
+{
+    SETUP_OK();
+    static char body[1 << 16], one[8192];
+    FOR_EACH_FRONT(f)
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++)
+        for (int n = 1; n <= 20; n += n == 1 ? 4 : 15) {
+            char path[128], head[128];
+            snprintf(path, sizeof path, "/zip.php?backend=%s&queries=%d", backends[bi], n);
+            int st = http_get(f, path, body, sizeof body);
+            int hl = snprintf(head, sizeof head, "{\"backend\":\"%s\",\"queries\":%d,\"answers\":[", backends[bi], n);
+            ck_assert_msg(st == 200 && !strncmp(body, head, (size_t)hl), "%s %s: %d %.300s", f->name, path, st, body);
+            const char *p = body + hl;
+            for (int i = 0; i < n; i++) {
+                p += i > 0 && *p == ',';
+                const char *c = strstr(p, "\"code\":\"");
+                ck_assert_ptr_nonnull(c);
+                char code[8];
+                snprintf(code, sizeof code, "%.7s", c + 8);
+                code_answer(one, backends[bi], code);
+                ck_assert_msg(!strncmp(p, one, strlen(one)), "%s %s answer %d:\n got  %.500s\n want %.500s",
+                              f->name, path, i, p, one);
+                p += strlen(one);
+            }
+            ck_assert_str_eq(p, "]}\n");
+        }
+    FOR_EACH_FRONT(f) {
+        const char *bad[] = { "0", "501", "x", "" };
+        for (int i = 0; i < 4; i++) {
+            char path[128];
+            snprintf(path, sizeof path, "/zip.php?backend=pg&queries=%s", bad[i]);
+            ck_assert_int_eq(http_get(f, path, body, sizeof body), 400);
+            ck_assert_msg(strstr(body, "queries must be a whole number from 1 to 500"), "%s", body);
+        }
+    }
+}
+END_TEST
+
+static int tline_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    char fx[600], fy[600];
+    for (int k = 0; k < 3; k++) {
+        static const int col[] = { 2, 5, 8 };
+        int c = strcmp(tfield(x, col[k], fx, sizeof fx), tfield(y, col[k], fy, sizeof fy));
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+static size_t html(char *o, const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += (size_t)sprintf(o + n, "%s", *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;"
+                                           : *s == '"' ? "&quot;" : *s == '\'' ? "&#039;" : (char[]){ *s, 0 });
+    return n;
+}
+
+/* ?list=JIS through each front: the page the contract renders from the
+ * file's rows (the C server's bytes: test_server checks those). */
+START_TEST(list_pages_as_the_file_says)
+{
+    SETUP_OK();
+    read_truth();
+    static char body[1 << 16], want_page[1 << 16];
+    static int idx[ROWS + 16];
+    for (int pick = 0; pick < 3; pick++) {
+        char jis[16], f0[600];
+        tfield(pick * (ntlines / 3), 0, jis, sizeof jis);
+        int n = 0;
+        for (int l = 0; l < ntlines; l++)
+            if (!strcmp(tfield(l, 0, f0, sizeof f0), jis))
+                idx[n++] = l;
+        qsort(idx, (size_t)n, sizeof *idx, tline_cmp);
+        char *o = want_page + sprintf(want_page, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+        o += html(o, tfield(idx[0], 6, f0, sizeof f0));
+        *o++ = ' ';
+        o += html(o, tfield(idx[0], 7, f0, sizeof f0));
+        o += sprintf(o, "</title></head><body>\n<table>\n<tr><th>zip_code</th><th>town</th><th>town_kana</th></tr>\n");
+        for (int i = 0; i < n; i++) {
+            o += sprintf(o, "<tr><td>%s</td><td>", tfield(idx[i], 2, f0, sizeof f0));
+            o += html(o, tfield(idx[i], 8, f0, sizeof f0));
+            o += sprintf(o, "</td><td>");
+            o += html(o, tfield(idx[i], 5, f0, sizeof f0));
+            o += sprintf(o, "</td></tr>\n");
+        }
+        sprintf(o, "</table>\n</body></html>\n");
+        FOR_EACH_FRONT(f)
+        for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++) {
+            char path[128];
+            snprintf(path, sizeof path, "/zip.php?backend=%s&list=%s", backends[bi], jis);
+            int st = http_get(f, path, body, sizeof body);
+            ck_assert_msg(st == 200 && !strcmp(body, want_page), "%s %s: %d\n got  %.600s\n want %.600s",
+                          f->name, path, st, body, want_page);
+        }
+    }
+    FOR_EACH_FRONT(f) {
+        ck_assert_int_eq(http_get(f, "/zip.php?backend=pg&list=1234", body, sizeof body), 400);
+        ck_assert_int_eq(http_get(f, "/zip.php?backend=pg&list=00000", body, sizeof body), 404);
+    }
+}
+END_TEST
+
+/* cached=1 (APCu): the same bytes as uncached, the first time and after. */
+START_TEST(cached_answers_are_zip_answers)
+{
+    SETUP_OK();
+    static char body[1 << 16], plain[1 << 16];
+    FOR_EACH_FRONT(f)
+    for (size_t bi = 0; bi < sizeof backends / sizeof backends[0]; bi++)
+        for (int k = 0; k < NCHECK; k++) {
+            char path[128];
+            snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s", backends[bi], codes[k]);
+            ck_assert_int_eq(http_get(f, path, plain, sizeof plain), 200);
+            for (int again = 0; again < 3; again++) {
+                snprintf(path, sizeof path, "/zip.php?backend=%s&code=%s&cached=1", backends[bi], codes[k]);
+                ck_assert_int_eq(http_get(f, path, body, sizeof body), 200);
+                ck_assert_msg(!strcmp(body, plain), "%s %s:\n got  %s\n want %s", f->name, path, body, plain);
+            }
+        }
+}
+END_TEST
+
 Suite *suite_php(void)
 {
     TCase *t = test_case("php", setup, teardown, 240, TESTS(
         known_codes_give_the_rows_of_the_file, pg_through_either_pooler_gives_the_same_rows,
         via_takes_only_a_configured_target, a_shared_code_gives_every_row,
         unknown_code_404_bad_code_400, random_codes_come_from_the_key_file,
+        queries_answer_each_code_as_zip_does, list_pages_as_the_file_says, cached_answers_are_zip_answers,
         stop_and_start_again, fpm_children_are_static_and_secrets_private));
     return suite_of("php", t, NULL);
 }

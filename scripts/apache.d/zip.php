@@ -9,6 +9,11 @@
  *   &persistent=0                           connect per request (default 1)
  *   &via=pgbouncer|pgpool                   pg only: through that pooler
  *                                           (scripts/pooler), default direct
+ *   /zip.php?backend=pg&queries=N           N (1-500) codes of the key file, one
+ *                                           after the other: {"backend","queries","answers":[...]}
+ *   /zip.php?backend=pg&list=JIS            the listing page of one jis_code (HTML)
+ *   /zip.php?backend=pg&code=C&cached=1     through APCu (php-apcu; apc.shm_size)
+ * The request types and their bytes: docs/REQUEST-TYPES.md.
  *
  * 200 {"backend":..,"code":..,"rows":[{15 columns}]}; errors as the C server
  * writes them, {"backend":..,"code":..,"error":..,"status":N}: 404 when no row
@@ -85,9 +90,10 @@ function zb_table(string $backend): string
     return preg_match('/^[A-Za-z_][A-Za-z0-9_]*\z/', $t) ? $t : 'zipcode';
 }
 
-function zb_sql(string $table, string $param): string
+/* $col: zip_code (a lookup) or jis_code (the listing page): never request text. */
+function zb_sql(string $table, string $param, string $col = 'zip_code'): string
 {
-    return 'SELECT ' . implode(', ', ZB_COLUMNS) . " FROM $table WHERE zip_code = $param";
+    return 'SELECT ' . implode(', ', ZB_COLUMNS) . " FROM $table WHERE $col = $param";
 }
 
 /* A random key from the key file, or a miss; null if there is no file. */
@@ -139,7 +145,8 @@ function zb_socket_or_host(string $db): string
     return $socket !== '' ? $socket : zb_env("ZB_{$db}_HOST", '127.0.0.1');
 }
 
-function zb_lookup(string $backend, string $code, bool $persistent, string $via): array
+function zb_lookup(string $backend, string $code, bool $persistent, string $via,
+                   string $col = 'zip_code'): array
 {
     $table = zb_table($backend);
     switch ($backend) {
@@ -153,10 +160,10 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
             $db = @pg_pconnect($conn);
             if ($db === false)
                 throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
-            $name = 'zb_lookup_' . $table;
+            $name = 'zb_lookup_' . $table . '_' . $col;
             $res = @pg_execute($db, $name, [$code]);
             if ($res === false) {
-                if (@pg_prepare($db, $name, zb_sql($table, '$1')) === false)
+                if (@pg_prepare($db, $name, zb_sql($table, '$1', $col)) === false)
                     throw new RuntimeException(pg_last_error($db));
                 $res = @pg_execute($db, $name, [$code]);
             }
@@ -164,7 +171,7 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
             $db = $persistent ? @pg_pconnect($conn) : @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
             if ($db === false)
                 throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
-            $res = @pg_query_params($db, zb_sql($table, '$1'), [$code]);
+            $res = @pg_query_params($db, zb_sql($table, '$1', $col), [$code]);
         }
         if ($res === false)
             throw new RuntimeException(pg_last_error($db));
@@ -189,7 +196,7 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
         $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
             zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
             zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
-        $st = $my->prepare(zb_sql($table, '?'));
+        $st = $my->prepare(zb_sql($table, '?', $col));
         $st->bind_param('s', $code);
         $st->execute();
         $rows = $st->get_result()->fetch_all(MYSQLI_NUM);
@@ -200,7 +207,7 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via)
     default:
         throw new DomainException('unknown backend');
     }
-    $st = $pdo->prepare(zb_sql($table, '?'));
+    $st = $pdo->prepare(zb_sql($table, '?', $col));
     $st->execute([$code]);
     $rows = $st->fetchAll(PDO::FETCH_NUM);
     $st = null;
@@ -222,36 +229,105 @@ if (!in_array($via, ['direct', 'pgbouncer', 'pgpool'], true) || ($via !== 'direc
                    'status' => 400]);
     return;
 }
-if ($code === 'random') {
-    $code = zb_random_key((float)($_GET['miss'] ?? 0));
-    if ($code === null) {
-        zb_reply(503, ['backend' => $backend, 'error' => 'no key file for code=random (ZB_KEYS)',
-                       'status' => 503]);
-        return;
+/* One code's answer, as /zip's: [status, the array json_encode writes]. */
+function zb_code_answer(string $backend, string $code, bool $persistent, string $via): array
+{
+    $rows = zb_lookup($backend, $code, $persistent, $via);
+    if (!$rows)
+        return [404, ['backend' => $backend, 'code' => $code, 'error' => 'no such code', 'status' => 404]];
+    $out = [];
+    foreach ($rows as $r) {
+        $o = [];
+        foreach (ZB_COLUMNS as $i => $c)
+            $o[$c] = $i >= ZB_FLAG_FROM ? (int)$r[$i] : (string)$r[$i];
+        $out[] = $o;
     }
-} elseif (!preg_match('/^[0-9]{7}\z/', $code)) {
-    zb_reply(400, ['backend' => $backend, 'error' => "the code must be exactly 7 digits 0-9 (or 'random')",
-                   'status' => 400]);
-    return;
+    return [200, ['backend' => $backend, 'code' => $code, 'rows' => $out]];
+}
+
+function zb_html(string $s): string
+{
+    return htmlspecialchars($s, ENT_QUOTES);
+}
+
+/* The listing page of one jis_code (docs/REQUEST-TYPES.md): sorted by
+ * zip_code, town_kana, town (byte order), escaped, the C server's bytes. */
+function zb_list_page(array $rows): string
+{
+    usort($rows, fn($a, $b) => strcmp($a[2], $b[2]) ?: strcmp($a[5], $b[5]) ?: strcmp($a[8], $b[8]));
+    $page = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" . zb_html($rows[0][6]) . ' '
+          . zb_html($rows[0][7]) . "</title></head><body>\n<table>\n"
+          . "<tr><th>zip_code</th><th>town</th><th>town_kana</th></tr>\n";
+    foreach ($rows as $r)
+        $page .= '<tr><td>' . zb_html($r[2]) . '</td><td>' . zb_html($r[8]) . '</td><td>'
+               . zb_html($r[5]) . "</td></tr>\n";
+    return $page . "</table>\n</body></html>\n";
 }
 
 try {
-    $rows = zb_lookup($backend, $code, $persistent, $via);
+    if (isset($_GET['queries'])) {
+        /* Multiple queries: N codes of the key file, one after the other on one connection. */
+        $q = (string)$_GET['queries'];
+        if (!preg_match('/^[0-9]{1,3}\z/', $q) || (int)$q < 1 || (int)$q > 500) {
+            zb_reply(400, ['backend' => $backend, 'error' => 'queries must be a whole number from 1 to 500',
+                           'status' => 400]);
+            return;
+        }
+        $answers = [];
+        for ($i = 0; $i < (int)$q; $i++) {
+            $c = zb_random_key(0);
+            if ($c === null) {
+                zb_reply(503, ['backend' => $backend, 'error' => 'no key file for queries (ZB_KEYS)', 'status' => 503]);
+                return;
+            }
+            $answers[] = zb_code_answer($backend, $c, $persistent, $via)[1];
+        }
+        zb_reply(200, ['backend' => $backend, 'queries' => (int)$q, 'answers' => $answers]);
+        return;
+    }
+    if (isset($_GET['list'])) {
+        $jis = (string)$_GET['list'];
+        if (!preg_match('/^[0-9]{5}\z/', $jis)) {
+            zb_reply(400, ['backend' => $backend,
+                           'error' => 'the local government code (jis_code) must be exactly 5 digits 0-9', 'status' => 400]);
+            return;
+        }
+        $rows = zb_lookup($backend, $jis, $persistent, $via, 'jis_code');
+        if (!$rows) {
+            zb_reply(404, ['backend' => $backend, 'error' => "no rows have jis_code $jis", 'status' => 404]);
+            return;
+        }
+        header('Content-Type: text/html; charset=utf-8');
+        echo zb_list_page($rows);
+        return;
+    }
+    if ($code === 'random') {
+        $code = zb_random_key((float)($_GET['miss'] ?? 0));
+        if ($code === null) {
+            zb_reply(503, ['backend' => $backend, 'error' => 'no key file for code=random (ZB_KEYS)',
+                           'status' => 503]);
+            return;
+        }
+    } elseif (!preg_match('/^[0-9]{7}\z/', $code)) {
+        zb_reply(400, ['backend' => $backend, 'error' => "the code must be exactly 7 digits 0-9 (or 'random')",
+                       'status' => 400]);
+        return;
+    }
+    /* cached=1: APCu's shared memory in front of the database (its size
+     * is apc.shm_size); only 200s are kept, as the C server keeps them. */
+    $apcu = ($_GET['cached'] ?? '0') === '1' && function_exists('apcu_enabled') && apcu_enabled();
+    $key = "zb:$backend:" . zb_table($backend) . ":$code";
+    if ($apcu && ($hit = apcu_fetch($key)) !== false) {
+        header('Content-Type: application/json');
+        echo $hit;
+        return;
+    }
+    [$status, $body] = zb_code_answer($backend, $code, $persistent, $via);
+    if ($apcu && $status === 200)
+        apcu_store($key, json_encode($body, JSON_UNESCAPED_UNICODE | JSON_UNESCAPED_SLASHES) . "\n");
+    zb_reply($status, $body);
 } catch (Throwable $e) {
     error_log("zip.php: $backend: " . $e->getMessage());
     zb_reply(503, ['backend' => $backend, 'code' => $code, 'error' => 'database unavailable',
                    'status' => 503]);
-    return;
 }
-if (!$rows) {
-    zb_reply(404, ['backend' => $backend, 'code' => $code, 'error' => 'no such code', 'status' => 404]);
-    return;
-}
-$out = [];
-foreach ($rows as $r) {
-    $o = [];
-    foreach (ZB_COLUMNS as $i => $c)
-        $o[$c] = $i >= ZB_FLAG_FROM ? (int)$r[$i] : (string)$r[$i];
-    $out[] = $o;
-}
-zb_reply(200, ['backend' => $backend, 'code' => $code, 'rows' => $out]);
