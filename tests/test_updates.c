@@ -426,6 +426,41 @@ START_TEST(lookups_still_answer_and_tables_are_unchanged)
 }
 END_TEST
 
+/* The new keys are checked where the config is read: writes a boolean,
+ * SQLite's journal_mode and synchronous among their values. */
+START_TEST(config_keys_are_checked)
+{
+    static const struct { const char *set; const char *why; } bad[] = {
+        { "pg.writes=maybe", "writes: 'maybe' is not yes or no" },
+        { "sqlite.journal_mode=truncate", "journal_mode: 'truncate' is not delete or wal" },
+        { "sqlite.synchronous=extra", "synchronous: 'extra' is not full, normal or off" },
+        { "pg.journal_mode=wal", "journal_mode" },   /* pg's driver has no such key */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        int rc = conf_open(&c, conf_path(), &bad[i].set, 1, &err);
+        ck_assert_msg(rc < 0, "%s accepted", bad[i].set);
+        ck_assert_msg(strstr(err.msg, bad[i].why), "%s: %s", bad[i].set, err.msg);
+        conf_free(&c);
+    }
+    static const char *const good[] = { "pg.writes=yes", "sqlite.journal_mode=delete",
+                                        "sqlite.synchronous=off" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        ck_assert_msg(conf_open(&c, conf_path(), &good[i], 1, &err) == 0, "%s: %s", good[i],
+                      err.msg);
+        conf_free(&c);
+    }
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&c, conf_path(), &err), 0);
+    ck_assert(!conf_backend(&c, "pg")->writes);   /* off unless said */
+    conf_free(&c);
+}
+END_TEST
+
 Suite *suite_updates(void)
 {
     TCase *t = test_case("updates", setup, teardown, 120, TESTS(
@@ -433,5 +468,7 @@ Suite *suite_updates(void)
         updates_of_n_codes, methods_bodies_bad_and_unknown_codes, every_strategy_writes,
         sqlite_locked_503_then_writes,
         lookups_still_answer_and_tables_are_unchanged));
-    return suite_of("updates", t, NULL);
+    TCase *keys = tier(test_case("update keys", NULL, NULL, 0, TESTS(config_keys_are_checked)),
+                       TIER_UNIT);
+    return suite_of("updates", keys, t, NULL);
 }
