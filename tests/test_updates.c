@@ -402,6 +402,12 @@ START_TEST(sqlite_locked_503_then_writes)
     ck_assert_msg(strstr(r->head, "\r\nRetry-After: 1"), "%s", r->head);
     ck_assert_msg(s >= 1.9 && s < 10, "answered after %.2f s", s);
     ck_assert_int_eq(request("GET", NULL, "/zip/sqlite/%s", code)->status, 200);
+    /* /stats counts the write's wait under the backend's "writes". */
+    r = request("GET", NULL, "/stats");
+    const char *w = strstr(r->body, "\"writes\":{\"read\":");
+    ck_assert_msg(w, "%s", r->body);
+    w = strstr(w, "\"write\":{");
+    ck_assert_msg(w && json_num(w, "lock_waits") >= 1, "%s", r->body);
     be.drv->exec(be.db, "ROLLBACK", &err);
     backend_close(&be);
     conf_free(&c);
