@@ -63,10 +63,10 @@ $(BUILD)/obj/tests/main.o: $(BUILD)/tests/suites.h
 $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 
 # The server without its main(), for tests/fuzz/fuzz_http.c; loadgen's
-# parsers (response, HdrHistogram log, URL) for the unit tests and
+# parsers (response, HdrHistogram log, URL) and key distributions for the unit tests and
 # tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
 SERVER_LIB_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(wildcard server/*.c)))
-LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url)
+LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url dist)
 
 $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
 	@mkdir -p $(BIN)

@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -39,6 +39,9 @@ Experiments (PART):
              c 1, 10, 100 next to nginx serving a file of the same size, the
              server's CPU per request and per thread, pgbench on the same
              PostgreSQL, isolation of one backend from another
+  queries    multiple queries per request (TechEmpower's): lookups/s of
+             /queries/B?queries=N against N (1-20) per backend and strategy,
+             pipelined against pooled on PostgreSQL in the same rounds
   php        PHP next to the server, same lookups, same run: Apache +
              mod_php and nginx + PHP-FPM (scripts/php-fpm), persistent and
              per request, and PHP per request through pgbouncer and

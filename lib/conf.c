@@ -80,6 +80,7 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.header_timeout_s = 10;
     conf->server.max_connections = 1024;
     conf->server.max_request_bytes = 32 * 1024;
+    conf->server.cache_entries = 10000;
     conf->ndatasets = 1;
     postal_defaults(&conf->dataset[0]);
 }
@@ -152,6 +153,7 @@ static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
     I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
+    I(cache_entries, 0, 10000000),
     { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0, NULL },
 };
 #undef S

@@ -105,6 +105,7 @@ struct server_conf {
     int max_connections;
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
     bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */
+    int cache_entries;     /* /cached: answers kept per loop and backend (0: no cache) */
 };
 
 #define ZB_MAX_DATASETS 16

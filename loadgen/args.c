@@ -83,7 +83,15 @@ const char loadgen_usage[] =
     "                         the same keys whatever -c and --threads are\n"
     "      --miss RATIO       this share (0..1) of requests use a key that is not in\n"
     "                         FILE: one shaped like a real key (a 7-digit code stays\n"
-    "                         7 digits), checked absent\n"
+    "                         7 digits), checked absent\n"    "      --dist DIST        how the keys are drawn (the misses of --miss apart):\n"
+    "                         uniform     every key alike (the default)\n"
+    "                         zipf:THETA  YCSB's Zipfian generator (Gray et al.),\n"
+    "                                     0 < THETA < 1; YCSB's default is 0.99\n"
+    "                         hotspot:F:P a share F of the keys gets a share P of\n"
+    "                                     the requests (YCSB's hotspot), e.g. 0.2:0.8\n"
+    "                         The popular keys are spread over FILE by a fixed\n"
+    "                         shuffle (YCSB scrambles them too), the same for every\n"
+    "                         --seed\n"
     "\n"
     "HTTPS (OpenSSL; a full handshake on every new connection, as ab):\n"
     "      --tls-resume       resume the thread's latest TLS session on new\n"
@@ -235,7 +243,7 @@ static int set_method(struct config *cfg, const char *method, const char *flag)
 }
 
 enum {
-    O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_RATE, O_DURATION, O_HDRLOG,
+    O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_DIST, O_RATE, O_DURATION, O_HDRLOG,
     O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS,
 };
 
@@ -377,7 +385,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         { "hdr-log", O_HDRLOG, 1, "" }, { "interval", O_INTERVAL, 1, "" },
         { "start-at", O_START_AT, 1, "" }, { "verify", O_VERIFY, 0, "" },
         { "cacert", O_CACERT, 1, "" }, { "tls-resume", O_RESUME, 0, "" },
-        { "max-errors", O_MAX_ERRORS, 1, "" },
+        { "max-errors", O_MAX_ERRORS, 1, "" }, { "dist", O_DIST, 1, "" },
         { "version", 'V', 0, "" },     { "help", 'h', 0, "" },
         /* ab's letters without a long name */
         { NULL, 'b', 1, "" }, { NULL, 'B', 1, "" }, { NULL, 'p', 1, "" }, { NULL, 'u', 1, "" },
@@ -447,6 +455,12 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case O_CSV: cfg->csv = arg; break;
         case O_KEYS: cfg->keyfile = arg; break;
         case O_SEED: rc = parse_seed(cfg, arg); break;
+        case O_DIST: {
+            char why[256];
+            if (dist_parse(&cfg->dist, arg, why, sizeof why) < 0)
+                return usage_error("%s", why);
+            break;
+        }
         case O_MISS:
             if (cli_double("loadgen", "--miss", arg, 0, 1, &d) < 0)
                 return cli_usage_error("loadgen");
@@ -511,6 +525,8 @@ static int settle(struct config *cfg, bool have_n, int threads)
         cfg->variable_length = true;
     if (cfg->miss > 0 && !cfg->keyfile)
         return usage_error("--miss needs --keys FILE%s", "");
+    if (cfg->dist.kind != DIST_UNIFORM && !cfg->keyfile)
+        return usage_error("--dist needs --keys FILE%s", "");
     cfg->threads = threads ? threads : default_threads();
     if (cfg->threads > cfg->concurrency)
         cfg->threads = cfg->concurrency;

@@ -166,7 +166,8 @@ static int make_miss(const struct keys *k, const struct set *s, uint64_t *rng, c
     return -1;
 }
 
-int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, struct zb_err *err)
+int keys_load(struct keys *k, const char *path, double miss, uint64_t seed,
+              const struct dist *dist, struct zb_err *err)
 {
     memset(k, 0, sizeof *k);
     FILE *f = fopen(path, "rb");
@@ -215,6 +216,13 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, stru
         zb_fail(err, ZB_ERR_INPUT, "--keys: '%s' holds no keys", path);
         return -1;
     }
+    if (dist) {
+        k->dist = *dist;
+        if (dist_prepare(&k->dist, k->n) < 0) {
+            zb_fail(err, ZB_ERR_SYS, "--dist: out of memory");
+            return -1;
+        }
+    }
     if (miss <= 0)
         return keys_encode(k, err);
 
@@ -255,6 +263,7 @@ int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, stru
 
 void keys_free(struct keys *k)
 {
+    dist_free(&k->dist);
     free(k->miss_pool);
     free(k->miss_text);
     free(k->key_text);
@@ -415,7 +424,10 @@ size_t request_for(const struct request *r, const struct keys *k, uint64_t seed,
         key = k->miss[j];
         kl = k->miss_len[j];
     } else {
-        uint32_t j = (uint32_t)(((v >> 32) * (uint64_t)k->n) >> 32);
+        /* Uniform from v's high half, as before --dist: a seed's uniform
+         * sequence stays what it was. */
+        uint32_t j = k->dist.perm ? dist_draw(&k->dist, &s)
+                                  : (uint32_t)(((v >> 32) * (uint64_t)k->n) >> 32);
         key = k->key[j];
         kl = k->len[j];
     }

@@ -20,6 +20,26 @@
 #define MAX_HEADERS 64         /* -H lines */
 #define MAX_ADDRS 16           /* addresses of one name tried */
 
+/* ---- dist.c: key distributions (--dist) ---- */
+enum dist_kind { DIST_UNIFORM, DIST_ZIPF, DIST_HOTSPOT };
+struct dist {
+    enum dist_kind kind;
+    double theta;              /* zipf: YCSB's zipfian constant, 0 < theta < 1 */
+    double hot_keys, hot_share;   /* hotspot: F of the keys get P of the requests */
+    /* dist_prepare's, for n keys: */
+    uint32_t n, hot_n;
+    double zetan, eta, alpha, half_pow_theta;
+    uint32_t *perm;            /* rank -> line of the key file (NULL: uniform) */
+};
+/* "uniform", "zipf:THETA", "hotspot:F:P" into d; -1 with why. */
+int dist_parse(struct dist *d, const char *arg, char *why, size_t whylen);
+/* Ready to draw among n keys (n >= 1); -1 when out of memory. */
+int dist_prepare(struct dist *d, uint32_t n);
+void dist_free(struct dist *d);
+/* A rank (0: the most asked for), then the key it is: draws from *s. */
+uint32_t dist_rank(const struct dist *d, uint64_t *s);
+uint32_t dist_draw(const struct dist *d, uint64_t *s);
+
 /* ---- args.c: the command line, after checking ---- */
 struct config {
     uint64_t requests;         /* -n; -t without -n makes it 50000000 */
@@ -30,6 +50,7 @@ struct config {
     double rate;               /* --rate total req/s, 0 = as fast as possible */
     double miss;               /* --miss share of requests with an absent key */
     uint64_t seed;             /* --seed */
+    struct dist dist;          /* --dist, as parsed (keys_load prepares a copy) */
     bool keepalive, quiet, json, progress;
     /* The request (ab's -m -i -p -u -T -C -A -P -X -H -B -b) */
     const char *method;        /* GET, HEAD (-i), POST (-p), PUT (-u) or -m's */
@@ -116,6 +137,7 @@ struct keys {
     char *key_text;            /* the keys that needed encoding, encoded (or NULL) */
     char *miss_pool;           /* the misses as made */
     char *miss_text;           /* the misses that needed encoding, encoded (or NULL) */
+    struct dist dist;          /* how a key is drawn (--dist), prepared for n */
 };
 
 /* The request head split at its {key} slot: pre + key + post, then the
@@ -130,7 +152,8 @@ struct request {
     size_t body_len;
 };
 
-int keys_load(struct keys *k, const char *path, double miss, uint64_t seed, struct zb_err *err);
+int keys_load(struct keys *k, const char *path, double miss, uint64_t seed,
+              const struct dist *dist, struct zb_err *err);
 void keys_free(struct keys *k);
 int request_build(struct request *r, const struct config *cfg, const struct target *t,
                   const struct keys *k, struct zb_err *err);

@@ -321,7 +321,7 @@ static int run(struct config *cfg)
     struct keys keys;
     struct keys *kp = NULL;
     if (cfg->keyfile) {
-        if (keys_load(&keys, cfg->keyfile, cfg->miss, cfg->seed, &err) < 0) {
+        if (keys_load(&keys, cfg->keyfile, cfg->miss, cfg->seed, &cfg->dist, &err) < 0) {
             fprintf(stderr, "loadgen: %s\n", err.msg);
             return ZB_EXIT_USAGE;
         }

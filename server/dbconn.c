@@ -165,37 +165,38 @@ void dbconn_fail(struct dbconn *dc, const struct zb_err *err)
     lost(dc, err);
 }
 
-void dbconn_send(struct dbconn *dc, struct lookup *lk)
+/* lk recorded as sent on dc (its clock starts, it joins the sent list)
+ * and handed to the driver: what the connection waits for next, or -1
+ * with err. */
+static int send_lookup(struct dbconn *dc, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = dc->lane;
-    struct zb_err err = { 0 };
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, &err);
+    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, err);
+    if (wants >= 0 && dc->nsent == 1)
+        loop_deadline(lane->loop, dbconn_deadline(dc));
+    return wants;
+}
+
+void dbconn_send(struct dbconn *dc, struct lookup *lk)
+{
+    struct zb_err err = { 0 };
+    int wants = send_lookup(dc, lk, &err);
     /* 0: answered already (the driver read it in passing): the socket
      * being writable brings it back to us next iteration. */
-    if (wants < 0 || set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err) < 0) {
+    if (wants < 0 || set_watch(dc, wants ? wants : ZB_WANT_WRITE, &err) < 0)
         lost(dc, &err);
-        return;
-    }
-    if (dc->nsent == 1)
-        loop_deadline(lane->loop, dbconn_deadline(dc));
 }
 
 bool dbconn_queue(struct dbconn *dc, struct lookup *lk)
 {
-    struct lane *lane = dc->lane;
     struct zb_err err = { 0 };
-    lk->since_ns = lane->loop->now;
-    APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
-    dc->nsent++;
-    if (async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, &err) < 0) {
+    if (send_lookup(dc, lk, &err) < 0) {
         lost(dc, &err);
         return false;
     }
-    if (dc->nsent == 1)
-        loop_deadline(lane->loop, dbconn_deadline(dc));
     return true;
 }
 

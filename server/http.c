@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "accept.h"
+#include "batch.h"
 #include "http.h"
 #include "health.h"
 #include "json.h"
@@ -75,8 +76,11 @@ struct req {
     enum zb_strategy strategy;
     uint64_t t0;
     double miss;                   /* /random?miss= */
-    struct key_wait kw;            /* /random: waiting for a key set */
+    struct key_wait kw;            /* /random, /queries: waiting for a key set */
     struct lookup lk;
+    int nqueries;                  /* /queries?queries= */
+    uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
+    struct batch *batch;           /* /queries' lookups: kept with the spare, grown as asked */
     bool post_route;               /* /update/, /updates/: POST only */
     struct update_job up;          /* their reads and writes (update.h) */
 };
@@ -231,13 +235,11 @@ static bool is_json_number(const char *s, size_t len)
 
 /* One row as a JSON object: the dataset's column names as keys, numbers
  * as numbers, NULL as null, the rest as strings. */
-static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
+static int put_row_in(struct jbuf *b, const struct served *sb, long nth, int ncols,
+                      const char *const *vals, const size_t *lens)
 {
-    struct req *rq = arg;
-    const struct served *sb = rq->lane->sb;
     const struct zb_column *col = sb->data->col;
-    struct jbuf *b = &rq->body;
-    if (rq->lk.rows > 1)
+    if (nth > 1)
         JB_LIT(b, ",{");
     else
         JB_LIT(b, "{");
@@ -255,8 +257,44 @@ static int put_row(void *arg, int ncols, const char *const *vals, const size_t *
     return 0;
 }
 
+static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct req *rq = arg;
+    return put_row_in(&rq->body, rq->lane->sb, rq->lk.rows, ncols, vals, lens);
+}
+
+/* A row of one of /queries' lookups, into that lookup's own body. */
+static int put_item_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct batch_item *it = arg;
+    return put_row_in(&it->body, it->lk.lane->sb, it->lk.rows, ncols, vals, lens);
+}
+
 static struct req *req_get(struct http_loop *l);
 static void req_free(struct req *rq);
+
+/* ---- /cached: the answers of the loop's cache ---- */
+
+/* The loop's cache of rq's backend, made when first asked; NULL when
+ * cache_entries is 0 or memory ran out (the lookups go on uncached). */
+static struct answer_cache *cache_of(struct req *rq)
+{
+    struct http_loop *l = rq->loop;
+    int i = rq->lane->sb->index, cap = l->srv->conf->server.cache_entries;
+    if (!l->cache[i] && cap > 0)
+        l->cache[i] = cache_new((uint32_t)cap);
+    return l->cache[i];
+}
+
+/* A miss answered 200: its bytes kept. */
+static void cache_keep(struct req *rq)
+{
+    struct answer_cache *c = cache_of(rq);
+    if (c && !rq->body.oom) {
+        cache_put(c, (uint32_t)atol(rq->lk.key), rq->cache_gen, rq->body.p, rq->body.n);
+        SET(rq->lane->st.cache_entries, cache_count(c));
+    }
+}
 
 static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
 {
@@ -274,20 +312,35 @@ static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
         set_error(rq, 404, lk->key, rq->lane->sb->postal ? "no such code" : "no such key");
     } else {
         JB_LIT(&rq->body, "]}");
+        if (rq->cache_gen)
+            cache_keep(rq);
         set_answer(rq, 200);
     }
 }
+
+static void begin_rows(struct jbuf *b, const struct served *sb, const char *key, size_t len);
 
 /* Starts the lookup of key (checked, len <= SRV_KEY_MAX); the request
  * waits, suspended, unless the answer is already in. */
 static void start_lookup(struct req *rq, const char *key, size_t len)
 {
-    struct jbuf *b = &rq->body;
     struct lookup *lk = &rq->lk;
-    const struct served *sb = rq->lane->sb;
     memcpy(lk->key, key, len);
     lk->key[len] = 0;
     lk->keylen = len;
+    begin_rows(&rq->body, rq->lane->sb, key, len);
+    lk->lane = rq->lane;
+    lk->strategy = rq->strategy;
+    lk->on_row = put_row;
+    lk->arg = rq;
+    lk->done = lookup_done;
+    rq->state = RQ_RUNNING;
+    lookup_start(lk, false);
+}
+
+/* An answer's beginning, up to its rows: {"backend":..,"code":..,"rows":[ */
+static void begin_rows(struct jbuf *b, const struct served *sb, const char *key, size_t len)
+{
     b->n = 0;
     if (sb->postal) {
         JB_LIT(b, "{\"backend\":");
@@ -302,13 +355,6 @@ static void start_lookup(struct req *rq, const char *key, size_t len)
     }
     jb_str(b, key, len);
     JB_LIT(b, ",\"rows\":[");
-    lk->lane = rq->lane;
-    lk->strategy = rq->strategy;
-    lk->on_row = put_row;
-    lk->arg = rq;
-    lk->done = lookup_done;
-    rq->state = RQ_RUNNING;
-    lookup_start(lk, false);
 }
 
 /* /random: a code of the key set (or, with probability miss, one that is
@@ -445,6 +491,151 @@ static void serve(struct req *rq, const char *key)
         rq->kw.over = keys_over;
         keyset_wait(&rq->loop->keys, &rq->kw);
     }
+}
+
+/* ---- /queries: several lookups in one request ---- */
+
+/* All of /queries' lookups ended: one answer of them all, in the order
+ * drawn, each as /zip would have answered its code; or the request fails
+ * with the worst of its failures. */
+static void queries_done(struct batch *b)
+{
+    struct req *rq = b->arg;
+    if (rq->orphaned) {
+        req_free(rq);
+        return;
+    }
+    if (b->rc != LOOKUP_OK) {
+        char why[512];
+        lookup_why(&b->failed->lk, &b->err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED),
+                   "a lookup of /queries", "lookup failed", why, sizeof why);
+        set_error(rq, b->rc == LOOKUP_UNAVAILABLE ? 503 : 500, NULL, "%s", why);
+        return;
+    }
+    const struct served *sb = rq->lane->sb;
+    struct jbuf *out = &rq->body;
+    out->n = 0;
+    JB_LIT(out, "{\"backend\":");
+    jb_cstr(out, sb->conf.name);
+    jb_printf(out, ",\"queries\":%d,\"answers\":[", b->n);
+    for (int i = 0; i < b->n; i++) {
+        struct batch_item *it = &b->item[i];
+        if (i)
+            JB_LIT(out, ",");
+        if (it->lk.rows == 0) {    /* the table was replaced since the draw */
+            JB_LIT(out, "{\"backend\":");
+            jb_cstr(out, sb->conf.name);
+            JB_LIT(out, ",\"code\":");
+            jb_cstr(out, it->lk.key);
+            JB_LIT(out, ",\"error\":\"no such code\",\"status\":404}");
+        } else {
+            jb_put(out, it->body.p, it->body.n);
+            JB_LIT(out, "]}");
+        }
+        out->oom |= it->body.oom;
+        it->body.oom = false;
+    }
+    JB_LIT(out, "]}");
+    set_answer(rq, 200);
+}
+
+/* /queries' codes drawn and looked up; false while the key set is still
+ * loading. */
+static bool start_queries(struct req *rq)
+{
+    struct zb_err err = { 0 };
+    bool loading;
+    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
+    if (!set) {
+        char why[512];
+        if (!loading)
+            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false,
+                                                             "the query of /queries' key set",
+                                                             why, sizeof why));
+        return !loading;
+    }
+    struct batch *b = rq->batch;
+    b->n = rq->nqueries;
+    b->done = queries_done;
+    b->arg = rq;
+    for (int i = 0; i < b->n; i++) {
+        char code[8];
+        snprintf(code, sizeof code, "%07u", keyset_pick(set, 0, &rq->loop->rng));
+        batch_set_key(b, i, code, 7);
+        begin_rows(&b->item[i].body, rq->lane->sb, code, 7);
+    }
+    rq->state = RQ_RUNNING;
+    batch_start(b, rq->lane, rq->strategy, put_item_row);
+    return true;
+}
+
+static bool queries_keys_over(struct key_wait *w, const struct zb_err *err)
+{
+    struct req *rq = container_of(w, struct req, kw);
+    if (err) {
+        set_error(rq, 503, NULL, "%s", err->msg);
+        return false;
+    }
+    return !start_queries(rq);
+}
+
+/* GET /queries/BACKEND?queries=N (rq->lane set: the postal dataset's). */
+static void serve_queries(struct req *rq)
+{
+    if (!pick_strategy(rq))
+        return;
+    const char *q = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "queries");
+    int n = 0;
+    for (size_t i = 0; q && q[i] && n <= BATCH_MAX; i++)
+        n = is_digit(q[i]) ? n * 10 + (q[i] - '0') : BATCH_MAX + 1;
+    if (!q || !q[0] || n < 1 || n > BATCH_MAX) {
+        set_error(rq, 400, NULL, "queries must be a whole number from 1 to %d", BATCH_MAX);
+        return;
+    }
+    if (batch_reserve(&rq->batch, n) < 0) {
+        set_error(rq, 500, NULL, "out of memory");
+        return;
+    }
+    rq->nqueries = n;
+    if (!start_queries(rq)) {   /* the key set is loading: wait for it */
+        rq->state = RQ_RUNNING;
+        rq->kw.sb = rq->lane->sb;
+        rq->kw.over = queries_keys_over;
+        keyset_wait(&rq->loop->keys, &rq->kw);
+    }
+}
+
+/* GET /cached/BACKEND/CODE (rq->lane set: the postal dataset's): the
+ * loop's cached answer, else a lookup whose 200 is kept. The key set's
+ * age tells whether a cached answer is still the table's. */
+static void serve_cached(struct req *rq, const char *code)
+{
+    if (!pick_strategy(rq))
+        return;
+    unsigned status;
+    char msg[400];
+    const char *bad = strcmp(code, "random") ? bad_key(rq->lane->sb, code, strlen(code), &status, msg, sizeof msg)
+                                             : "the code must be exactly 7 digits 0-9";
+    if (bad) {
+        set_error(rq, 400, NULL, "%s", bad);
+        return;
+    }
+    struct zb_err err = { 0 };
+    bool loading;
+    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
+    struct answer_cache *c = set ? cache_of(rq) : NULL;
+    size_t len;
+    const char *hit = c ? cache_get(c, (uint32_t)atol(code), set->loaded_ns, &len) : NULL;
+    if (hit) {
+        BUMP(rq->lane->st.cache_hits);
+        rq->body.n = 0;
+        jb_put(&rq->body, hit, len);
+        set_answer(rq, 200);
+        return;
+    }
+    BUMP(rq->lane->st.cache_misses);
+    rq->cache_gen = c ? set->loaded_ns : 0;
+    start_lookup(rq, code, strlen(code));
 }
 
 /* ---- the handler ---- */
@@ -593,6 +784,30 @@ static void route(struct req *rq, const char *url)
         serve(rq, ks + 1);
         return;
     }
+    if (!strncmp(path, "/cached/", 8)) {
+        const char *name = path + 8, *slash = strchr(name, '/');
+        int pd = find_dataset(l->srv, "zip", 3);
+        struct served *sb = pd < 0 || !slash ? NULL : find_backend(l->srv, pd, name, (size_t)(slash - name));
+        if (!sb) {
+            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+            return;
+        }
+        rq->lane = &l->lanes[sb->index];
+        serve_cached(rq, slash + 1);
+        return;
+    }
+    if (!strncmp(path, "/queries/", 9)) {
+        const char *name = path + 9;
+        int pd = find_dataset(l->srv, "zip", 3);
+        struct served *sb = pd < 0 ? NULL : find_backend(l->srv, pd, name, strlen(name));
+        if (!sb) {
+            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
+            return;
+        }
+        rq->lane = &l->lanes[sb->index];
+        serve_queries(rq);
+        return;
+    }
     if (!strcmp(path, "/health")) {
         rq->state = RQ_RUNNING;
         rq->body.n = 0;
@@ -610,7 +825,9 @@ static void route(struct req *rq, const char *url)
         n += snprintf(datasets + n, sizeof datasets - (size_t)n, "%s%s", i ? ", " : "",
                       l->srv->datasets[i]->conf->name);
     set_error(rq, 404, NULL, "no such resource: GET /{dataset}/{backend}/{key} (datasets: %s), "
-              "/zip/{backend}/{code}, /zip/{backend}/random, /health or /stats", datasets);
+              "/zip/{backend}/{code}, /zip/{backend}/random, /queries/{backend}?queries=N, "
+              "/cached/{backend}/{code}, /health or "
+              "/stats", datasets);
 }
 
 static void client_answered(struct http_loop *l, struct MHD_Connection *c);
@@ -696,8 +913,10 @@ static struct req *req_get(struct http_loop *l)
     else if (!(rq = calloc(1, sizeof *rq)))
         return NULL;
     struct jbuf body = rq->body;
+    struct batch *batch = rq->batch;
     memset(rq, 0, sizeof *rq);
     rq->body = body;
+    rq->batch = batch;
     rq->body.n = 0;
     rq->loop = l;
     return rq;
@@ -913,8 +1132,11 @@ void http_loop_free(struct http_loop *l)
         struct req *rq = l->free_reqs;
         l->free_reqs = rq->next_free;
         free(rq->body.p);
+        batch_free(rq->batch);
         free(rq);
     }
+    for (int i = 0; i < SRV_MAX_SERVED; i++)
+        cache_free(l->cache[i]);
     while (l->free_clients) {
         struct client *cl = l->free_clients;
         l->free_clients = *(struct client **)cl;

@@ -8,6 +8,7 @@
 #ifndef ZB_HTTP_H
 #define ZB_HTTP_H
 
+#include "cache.h"
 #include "keyset.h"
 #include "shared.h"
 
@@ -32,6 +33,7 @@ struct http_loop {
     struct req *free_reqs;
     struct client *free_clients;
     uint64_t rng;                  /* PRNG state for /random */
+    struct answer_cache *cache[SRV_MAX_SERVED];   /* /cached's, by served index (made when first asked) */
 };
 
 /* h set up for loop l: lanes and fig are l's. */

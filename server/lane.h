@@ -33,7 +33,10 @@ struct strategy;
     X(in_use)                /* of which with a lookup now */ \
     X(pipelined)             /* lookups sent in pipeline mode */ \
     X(batches)               /* pipeline flushes */ \
-    X(lock_waits)            /* in-process lookups that met a writer's lock and waited */
+    X(lock_waits)            /* in-process lookups that met a writer's lock and waited */ \
+    X(cache_hits)            /* /cached answers from the cache */ \
+    X(cache_misses)          /* /cached answers from the database */ \
+    X(cache_entries)         /* answers the cache keeps now */
 
 struct lane_stats {
 #define LANE_STAT_FIELD(name) counter name;

@@ -100,6 +100,8 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
               "\"lock_waits\":%llu,\"keys\":%zu,",
               s.connects, s.connects_per_request, s.connect_failures, s.reconnects, s.discarded,
               s.pipelined, s.batches, s.lock_waits, nkeys);
+    jb_printf(b, "\"cache_hits\":%llu,\"cache_misses\":%llu,\"cache_entries\":%llu,",
+              s.cache_hits, s.cache_misses, s.cache_entries);
     if (keys_age_s >= 0)
         jb_printf(b, "\"keys_age_s\":%.1f,", keys_age_s);
     else

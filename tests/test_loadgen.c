@@ -1664,6 +1664,118 @@ START_TEST(json_provenance)
 }
 END_TEST
 
+/* --dist zipf:0.99 over 126,000 keys, 1,000,000 draws made as loadgen
+ * makes them (request i's own splitmix64 stream): the 1% of keys drawn most
+ * get the share YCSB's ZipfianGenerator gives them, within 2%. YCSB's share
+ * is worked out from its formulas, not drawn: Gray's method returns rank 0
+ * below u = 1/zetan, rank 1 below (1 + 0.5^theta)/zetan, else
+ * n (eta u - eta + 1)^alpha, which is below k exactly when
+ * u < ((k/n)^(1 - theta) - 1 + eta) / eta. */
+static int cmp_count_desc(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+START_TEST(zipf_top_share_as_ycsb)
+{
+    enum { N = 126000, DRAWS = 1000000, TOP = N / 100 };
+    struct dist d;
+    char why[256];
+    ck_assert_int_eq(dist_parse(&d, "zipf:0.99", why, sizeof why), 0);
+    ck_assert_int_eq(dist_prepare(&d, N), 0);
+    uint32_t *count = calloc(N, sizeof *count);
+    ck_assert_ptr_nonnull(count);
+    for (uint64_t i = 0; i < DRAWS; i++) {
+        uint64_t s = 1 + i * 0x9E3779B97F4A7C15ull;
+        (void)zb_rand(&s);                         /* the miss decision's draw */
+        count[dist_draw(&d, &s)]++;
+    }
+    qsort(count, N, sizeof *count, cmp_count_desc);
+    uint64_t top = 0;
+    for (int i = 0; i < TOP; i++)
+        top += count[i];
+    double got = (double)top / DRAWS;
+    double theta = 0.99, u1 = (1 + pow(0.5, theta)) / d.zetan;
+    double uk = (pow((double)TOP / N, 1 - theta) - 1 + d.eta) / d.eta;
+    double ycsb = uk > u1 ? uk : u1;
+    double exact = 0;                              /* the Zipf law itself, for the message */
+    for (int i = 1; i <= TOP; i++)
+        exact += 1 / pow(i, theta);
+    exact /= d.zetan;
+    ck_assert_msg(fabs(got / ycsb - 1) < 0.02, "top 1%% share %.4f, YCSB's %.4f (Zipf's law %.4f)",
+                  got, ycsb, exact);
+    /* The hot keys are spread over the file, not its first lines. */
+    struct dist h;
+    ck_assert_int_eq(dist_parse(&h, "zipf:0.99", why, sizeof why), 0);
+    ck_assert_int_eq(dist_prepare(&h, N), 0);
+    int first_tenth = 0;
+    for (int r = 0; r < 100; r++)
+        first_tenth += h.perm[r] < N / 10;
+    ck_assert_msg(first_tenth < 30, "%d of the 100 hottest keys are in the file's first tenth", first_tenth);
+    dist_free(&h);
+    dist_free(&d);
+    free(count);
+}
+END_TEST
+
+/* hotspot:0.2:0.8: the hot fifth of the keys gets 80% of the draws. */
+START_TEST(hotspot_share)
+{
+    enum { N = 1000, DRAWS = 200000 };
+    struct dist d;
+    char why[256];
+    ck_assert_int_eq(dist_parse(&d, "hotspot:0.2:0.8", why, sizeof why), 0);
+    ck_assert_int_eq(dist_prepare(&d, N), 0);
+    uint64_t hot = 0;
+    for (uint64_t i = 0; i < DRAWS; i++) {
+        uint64_t s = 5 + i * 0x9E3779B97F4A7C15ull;
+        hot += dist_rank(&d, &s) < d.hot_n;
+    }
+    ck_assert_uint_eq(d.hot_n, 200);
+    ck_assert_msg(fabs((double)hot / DRAWS - 0.8) < 0.01, "hot share %.4f", (double)hot / DRAWS);
+    dist_free(&d);
+    const char *bad[] = { "zipf:1", "zipf:0", "zipf:x", "hotspot:0.2", "hotspot:1:0.5",
+                          "hotspot:0.2:1.5", "pareto", "zipf:" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(dist_parse(&d, bad[i], why, sizeof why) < 0 && why[0], "%s taken", bad[i]);
+}
+END_TEST
+
+/* The same --seed, the same keys in the same order, whatever -c and
+ * --threads, for every distribution; the popular keys come first. */
+START_TEST(dist_seed_repeatable)
+{
+    make_keys();
+    static char a[LOG_MAX][64], b[LOG_MAX][64], d[LOG_MAX][64];
+    const char *dists[] = { "zipf:0.99", "hotspot:0.1:0.9" };
+    for (int k = 0; k < 2; k++) {
+        char ea[128], ed[128];
+        snprintf(ea, sizeof ea, "-n 400 -c 1 --seed 11 --dist %s", dists[k]);
+        snprintf(ed, sizeof ed, "-n 400 -c 6 --threads 3 --seed 11 --dist %s", dists[k]);
+        ck_assert_int_eq(run_keys(a, ea), 400);
+        ck_assert_int_eq(run_keys(b, ea), 400);
+        ck_assert_int_eq(run_keys(d, ed), 400);
+        int distinct = 0;
+        for (int i = 0; i < 400; i++) {
+            ck_assert_msg(!strcmp(a[i], b[i]), "%s request %d: %s vs %s", dists[k], i, a[i], b[i]);
+            ck_assert_msg(!strncmp(a[i], "/zip/", 5) && in_keys(a[i] + 5), "path %s", a[i]);
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++)
+                seen = !strcmp(a[i], a[j]);
+            distinct += !seen;
+        }
+        /* 50 keys: skewed draws repeat the hot ones; 400 uniform draws
+         * would reach nearly all 50. */
+        ck_assert_msg(distinct < 45, "%s: %d distinct keys of 50 in 400 draws", dists[k], distinct);
+        qsort(a, 400, sizeof a[0], cmp_path);
+        qsort(d, 400, sizeof d[0], cmp_path);
+        for (int i = 0; i < 400; i++)
+            ck_assert_str_eq(a[i], d[i]);
+    }
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = tier(test_case("engine", NULL, NULL, 60, TESTS(
@@ -1674,7 +1786,8 @@ Suite *suite_loadgen(void)
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         ab_report_lines, request_flags,
-        seed_repeatable, miss_ratio, keys_percent_encoded, keys_imply_variable_length,
+        seed_repeatable, miss_ratio, keys_percent_encoded, zipf_top_share_as_ycsb, hotspot_share,
+        dist_seed_repeatable, keys_imply_variable_length,
         bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),

@@ -1175,6 +1175,88 @@ START_TEST(every_strategy_gives_the_same_rows)
 }
 END_TEST
 
+/* /queries/B?queries=N: N codes drawn by the server, each answered exactly
+ * as /zip answers it (the file's rows), in one array, on every strategy a
+ * backend takes; a bad N is 400 with the rule. */
+START_TEST(queries_answer_each_code_as_zip_does)
+{
+    SETUP_OK();
+    static const char *const strategies[] = { "pooled", "per-request", "pipelined" };
+    static const int ns[] = { 1, 5, 20, 100 };
+    static char want_one[8192];
+    for (int b = 0; b < NB; b++)
+        for (int s = 0; s < 3; s++) {
+            if (s == 2 && strcmp(backends[b], "pg"))
+                continue;
+            for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+                struct resp *r = get("/queries/%s?queries=%d&strategy=%s", backends[b], ns[k], strategies[s]);
+                char head[128];
+                int hl = snprintf(head, sizeof head, "{\"backend\":\"%s\",\"queries\":%d,\"answers\":[",
+                                  backends[b], ns[k]);
+                ck_assert_msg(r->status == 200 && !strncmp(r->body, head, (size_t)hl),
+                              "%s %s N=%d: %d %.300s", backends[b], strategies[s], ns[k], r->status, r->body);
+                const char *p = r->body + hl;
+                for (int i = 0; i < ns[k]; i++) {
+                    const char *c = strstr(p, "\"code\":\"");
+                    ck_assert_msg(c && (i == 0 ? *p == '{' : *p == ','), "%s N=%d answer %d at %.80s",
+                                  backends[b], ns[k], i, p);
+                    p += i > 0;
+                    char code[8];
+                    snprintf(code, sizeof code, "%.7s", c + 8);
+                    expected(want_one, sizeof want_one, backends[b], code);
+                    ck_assert_msg(!strncmp(p, want_one, strlen(want_one)),
+                                  "%s %s N=%d answer %d (%s):\n got  %.600s\n want %.600s", backends[b],
+                                  strategies[s], ns[k], i, code, p, want_one);
+                    p += strlen(want_one);
+                }
+                ck_assert_msg(!strcmp(p, "]}"), "%s N=%d: ends with %.80s", backends[b], ns[k], p);
+            }
+        }
+    static const char *const bad[] = { "queries=0", "queries=501", "queries=x", "queries=-1", "queries=",
+                                       "queries=1.5", "n=3", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct resp *r = get("/queries/pg?%s", bad[i]);
+        ck_assert_msg(r->status == 400 && strstr(r->body, "queries must be a whole number from 1 to 500"),
+                      "%s: %d %s", bad[i], r->status, r->body);
+    }
+    ck_assert_int_eq(get("/queries/nosuch?queries=2")->status, 404);
+    ck_assert_int_eq(get("/queries/sqlite?queries=2&strategy=pipelined")->status, 400);
+}
+END_TEST
+
+/* /cached/B/CODE answers /zip's bytes, from the loop's cache once it was
+ * asked: /stats counts the misses and then the hits. */
+START_TEST(cached_answers_are_zip_answers)
+{
+    SETUP_OK();
+    static char want_one[8192];
+    for (int b = 0; b < NB; b++) {
+        long long hits0 = stat_now(backends[b], "cache_hits"), miss0 = stat_now(backends[b], "cache_misses");
+        ck_assert_msg(hits0 >= 0 && miss0 >= 0, "%s: /stats has no cache counters", backends[b]);
+        int asked = 0;
+        /* Each code several times: the server has a loop per core, each with
+         * its cache, and a request may land on either. */
+        for (int round = 0; round < 6; round++)
+            for (int k = 0; k <= NCHECK; k++) {
+                const char *code = k < NCHECK ? codes[k] : multi_code;
+                struct resp *r = get("/cached/%s/%s", backends[b], code);
+                expected(want_one, sizeof want_one, backends[b], code);
+                ck_assert_msg(r->status == 200 && !strcmp(r->body, want_one), "%s %s round %d: %d\n got  %s\n want %s",
+                              backends[b], code, round, r->status, r->body, want_one);
+                asked++;
+            }
+        long long hits = stat_now(backends[b], "cache_hits") - hits0, miss = stat_now(backends[b], "cache_misses") - miss0;
+        ck_assert_msg(hits + miss == asked && hits >= asked - 2 * (NCHECK + 1) && miss >= NCHECK + 1,
+                      "%s: %lld hits, %lld misses of %d", backends[b], hits, miss, asked);
+        ck_assert_int_eq(get("/cached/%s/%s", backends[b], absent_code)->status, 404);
+        ck_assert_int_eq(get("/cached/%s/%s", backends[b], absent_code)->status, 404);   /* 404s are not kept */
+        ck_assert_int_eq(get("/cached/%s/12", backends[b])->status, 400);
+        ck_assert_int_eq(get("/cached/%s/random", backends[b])->status, 400);
+    }
+    ck_assert_int_eq(get("/cached/nosuch/%s", codes[0])->status, 404);
+}
+END_TEST
+
 /* A number of loop id's figures in a /stats body, or -1. */
 static long long loop_stat(const char *json, int id, const char *key)
 {
@@ -1348,7 +1430,8 @@ Suite *suite_server(void)
     TCase *t = test_case("server", setup, teardown, 180, TESTS(
         known_codes_give_the_rows_of_the_file, split_and_shared_codes, unknown_404_bad_400,
         methods_and_http, strict_http, health_and_stats, random_keys_and_misses,
-        per_request_connections, every_strategy_gives_the_same_rows,
+        per_request_connections, every_strategy_gives_the_same_rows, queries_answer_each_code_as_zip_does,
+        cached_answers_are_zip_answers,
         connections_spread_over_the_loops, pool_churn_under_load, cli_exit_codes_and_clean_stop,
         every_log_line_has_a_utc_timestamp, answers_show_no_sql_and_no_names,
         refused_database_at_start_says_what_to_do,
