@@ -46,6 +46,22 @@ static void add(struct sums *s, const struct lane_stats *st)
 #undef ADD_FIELD
 }
 
+/* A _hits pair of a backend with writes on (update.h): its connections
+ * and waits, as "read":{..} or "write":{..}. */
+static void hits_json(struct server *srv, const struct served *sb, const char *name,
+                      struct jbuf *b)
+{
+    struct sums s = { 0 };
+    for (int k = 0; k < srv->nloops; k++)
+        add(&s, &srv->loops[k].lanes[sb->index].st);
+    jb_printf(b, "\"%s\":{\"up\":%s,\"open\":%llu,\"in_use\":%llu,\"connects\":%llu,"
+              "\"connects_per_request\":%llu,\"connect_failures\":%llu,\"waits\":%llu,"
+              "\"timeouts\":%llu,\"overload\":%llu,\"down\":%llu,\"lock_waits\":%llu}",
+              name, atomic_load(&sb->up) ? "true" : "false", s.open, s.in_use, s.connects,
+              s.connects_per_request, s.connect_failures, s.waits, s.timeouts, s.overload,
+              s.down, s.lock_waits);
+}
+
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
 {
     static _Thread_local struct hist h;
@@ -91,6 +107,13 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     else
         JB_LIT(b, "\"keys_age_s\":null,");
     put_latency(b, &h);
+    if (sb->hits_write) {   /* writes = yes: its read and write pairs */
+        JB_LIT(b, ",\"writes\":{");
+        hits_json(srv, sb->hits_read, "read", b);
+        JB_LIT(b, ",");
+        hits_json(srv, sb->hits_write, "write", b);
+        JB_LIT(b, "}");
+    }
     JB_LIT(b, "}");
 }
 

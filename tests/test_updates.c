@@ -279,8 +279,8 @@ START_TEST(update_on_every_backend_is_in_its_row)
         ck_assert_msg(was == (long long)held, "%s: was %lld, the row held %" PRIu64, backends[i],
                       was, held);
         ck_assert_msg(stamp > was, "%s", r->body);
-        ck_assert_msg(r->body[strlen(r->body) - 1] == '\n' && !strchr(r->body, '\n')[1],
-                      "one line: %s", r->body);
+        ck_assert_msg(!strchr(r->body, '\n') && r->body[strlen(r->body) - 1] == '}',
+                      "framed as /zip's: %s", r->body);
         ck_assert_uint_eq(stored_stamp(i, code), (uint64_t)stamp);
         /* Again: the previous stamp is `was`. */
         r = POST("/update/%s/%s", backends[i], code);
@@ -323,7 +323,7 @@ START_TEST(updates_of_n_codes)
             /* The row holds this write or a later one (a code drawn twice). */
             ck_assert_msg(stored_stamp(i, one) >= (uint64_t)stamp, "%s: %s", backends[i], one);
         }
-        ck_assert_msg(!strcmp(p, "}]}\n"), "the end: %s", p);
+        ck_assert_msg(!strcmp(p, "}]}"), "the end: %s", p);
     }
     ck_assert_int_eq(POST("/updates/pg?queries=500")->status, 200);
 }
@@ -402,6 +402,12 @@ START_TEST(sqlite_locked_503_then_writes)
     ck_assert_msg(strstr(r->head, "\r\nRetry-After: 1"), "%s", r->head);
     ck_assert_msg(s >= 1.9 && s < 10, "answered after %.2f s", s);
     ck_assert_int_eq(request("GET", NULL, "/zip/sqlite/%s", code)->status, 200);
+    /* /stats counts the write's wait under the backend's "writes". */
+    r = request("GET", NULL, "/stats");
+    const char *w = strstr(r->body, "\"writes\":{\"read\":");
+    ck_assert_msg(w, "%s", r->body);
+    w = strstr(w, "\"write\":{");
+    ck_assert_msg(w && json_num(w, "lock_waits") >= 1, "%s", r->body);
     be.drv->exec(be.db, "ROLLBACK", &err);
     backend_close(&be);
     conf_free(&c);
@@ -426,6 +432,41 @@ START_TEST(lookups_still_answer_and_tables_are_unchanged)
 }
 END_TEST
 
+/* The new keys are checked where the config is read: writes a boolean,
+ * SQLite's journal_mode and synchronous among their values. */
+START_TEST(config_keys_are_checked)
+{
+    static const struct { const char *set; const char *why; } bad[] = {
+        { "pg.writes=maybe", "writes: 'maybe' is not yes or no" },
+        { "sqlite.journal_mode=truncate", "journal_mode: 'truncate' is not delete or wal" },
+        { "sqlite.synchronous=extra", "synchronous: 'extra' is not full, normal or off" },
+        { "pg.journal_mode=wal", "journal_mode" },   /* pg's driver has no such key */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        int rc = conf_open(&c, conf_path(), &bad[i].set, 1, &err);
+        ck_assert_msg(rc < 0, "%s accepted", bad[i].set);
+        ck_assert_msg(strstr(err.msg, bad[i].why), "%s: %s", bad[i].set, err.msg);
+        conf_free(&c);
+    }
+    static const char *const good[] = { "pg.writes=yes", "sqlite.journal_mode=delete",
+                                        "sqlite.synchronous=off" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct zb_conf c;
+        struct zb_err err = { 0 };
+        ck_assert_msg(conf_open(&c, conf_path(), &good[i], 1, &err) == 0, "%s: %s", good[i],
+                      err.msg);
+        conf_free(&c);
+    }
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&c, conf_path(), &err), 0);
+    ck_assert(!conf_backend(&c, "pg")->writes);   /* off unless said */
+    conf_free(&c);
+}
+END_TEST
+
 Suite *suite_updates(void)
 {
     TCase *t = test_case("updates", setup, teardown, 120, TESTS(
@@ -433,5 +474,7 @@ Suite *suite_updates(void)
         updates_of_n_codes, methods_bodies_bad_and_unknown_codes, every_strategy_writes,
         sqlite_locked_503_then_writes,
         lookups_still_answer_and_tables_are_unchanged));
-    return suite_of("updates", t, NULL);
+    TCase *keys = tier(test_case("update keys", NULL, NULL, 0, TESTS(config_keys_are_checked)),
+                       TIER_UNIT);
+    return suite_of("updates", keys, t, NULL);
 }
