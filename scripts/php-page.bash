@@ -12,7 +12,8 @@
 # set, override it: ZB_SQLITE_PATH ZB_SQLITE_TABLE ZB_PG_SOCKET ZB_PG_HOST
 # ZB_PG_PORT ZB_PG_USER ZB_PG_DATABASE ZB_PG_TABLE ZB_MYSQL_SOCKET
 # ZB_MYSQL_HOST ZB_MYSQL_PORT ZB_MYSQL_USER ZB_MYSQL_DATABASE
-# ZB_INNODB_TABLE ZB_MYISAM_TABLE ZB_KEYS. A database is reached by its
+# ZB_INNODB_TABLE ZB_MYISAM_TABLE ZB_KEYS, and ZB_WRITES (the backends zip.php
+# may write, comma-separated; none by default). A database is reached by its
 # unix socket when the config names one, else by TCP at its host and port
 # (as the C server does: the lab's config, whose databases are on
 # another host, names no sockets). As root the
@@ -130,5 +131,6 @@ php_page_env() {
         ZB_MYSQL_PASSWORD "$mypw" \
         ZB_INNODB_TABLE "${ZB_INNODB_TABLE:-${conf_value[innodb.table]}}" \
         ZB_MYISAM_TABLE "${ZB_MYISAM_TABLE:-${conf_value[myisam.table]}}" \
-        ZB_KEYS "$keys"
+        ZB_KEYS "$keys" \
+        ZB_WRITES "${ZB_WRITES:-}"
 }

@@ -40,7 +40,14 @@ static char setup_error[8192];   /* set by the unchecked setup, asserted by the 
 
 /* GET path on front f; returns the status (-1 on a socket error), the body
  * in body. */
+static int http_req(const struct front *f, const char *method, const char *path, char *body, size_t len);
+
 static int http_get(const struct front *f, const char *path, char *body, size_t len)
+{
+    return http_req(f, "GET", path, body, len);
+}
+
+static int http_req(const struct front *f, const char *method, const char *path, char *body, size_t len)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
@@ -54,7 +61,8 @@ static int http_get(const struct front *f, const char *path, char *body, size_t 
         return -1;
     }
     char req[2048];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+                     method, path);
     if (write(fd, req, (size_t)n) != n) {
         close(fd);
         return -1;
@@ -155,7 +163,7 @@ static const char *front_env(const struct front *f)
     snprintf(e, sizeof env[0],
              "ZB_CONF='%s' %s='%s/%s' %s=%d ZB_APACHE_WORKERS=8 ZB_FPM_CHILDREN=4 "
              "ZB_SQLITE_PATH='%s' ZB_PG_TABLE=zt_php ZB_INNODB_TABLE=zt_php_innodb "
-             "ZB_MYISAM_TABLE=zt_php_myisam ZB_KEYS='%s'",
+             "ZB_MYISAM_TABLE=zt_php_myisam ZB_KEYS='%s' ZB_WRITES=pg,innodb,myisam",
              conf_path(), f->dir_var, dir, f->name, f->port_var, test_port(f->preferred_port),
              sqlite_path, keys);
     return e;
@@ -203,6 +211,17 @@ static void setup(void)
         }
     }
     pick_codes();
+    /* The writes' table ({table}_hits) is the C server's: one started with
+     * writes = yes makes and fills it. */
+    char log[1200];
+    snprintf(log, sizeof log, "%s/server-hits.log", dir);
+    pid_t srv = fixture_server(conf_path(), test_port(18094), log,
+                               "--backends pg,innodb,myisam --set pg.table=zt_php --set innodb.table=zt_php_innodb "
+                               "--set myisam.table=zt_php_myisam --set pg.writes=yes --set innodb.writes=yes "
+                               "--set myisam.writes=yes", setup_error, sizeof setup_error);
+    term_server(srv);
+    if (setup_error[0])
+        return;
     /* pgpool-II serves one client per child: 24 start faster than 128. */
     if (run_cmd(NULL, 0, "scripts/pooler status > /dev/null 2>&1") != 0) {
         started_poolers = true;
@@ -578,6 +597,45 @@ START_TEST(cached_answers_are_zip_answers)
 }
 END_TEST
 
+/* POST ?update=CODE, ?updates=N: the stamp read, then written, in the C
+ * server's answer shape; writes only on the backends ZB_WRITES lists. */
+START_TEST(updates_write_the_stamp)
+{
+    SETUP_OK();
+    static char body[1 << 16];
+    static const char *const writable[] = { "pg", "innodb", "myisam" };
+    FOR_EACH_FRONT(f)
+    for (int b = 0; b < 3; b++) {
+        char path[128], head[128];
+        snprintf(path, sizeof path, "/zip.php?backend=%s&update=%s", writable[b], codes[1]);
+        long long stamp[2] = { 0, 0 }, was[2] = { -1, -1 };
+        for (int k = 0; k < 2; k++) {
+            int st = http_req(f, "POST", path, body, sizeof body);
+            int hl = snprintf(head, sizeof head, "{\"backend\":\"%s\",\"code\":\"%s\",\"was\":", writable[b], codes[1]);
+            ck_assert_msg(st == 200 && !strncmp(body, head, (size_t)hl), "%s %s: %d %s", f->name, path, st, body);
+            ck_assert_int_eq(sscanf(body + hl, "%lld,\"stamp\":%lld}", &was[k], &stamp[k]), 2);
+        }
+        ck_assert_msg(was[1] == stamp[0] && stamp[1] > stamp[0], "%s %s: was %lld after %lld, stamp %lld",
+                      f->name, writable[b], was[1], stamp[0], stamp[1]);
+        ck_assert_int_eq(http_req(f, "GET", path, body, sizeof body), 405);
+        snprintf(path, sizeof path, "/zip.php?backend=%s&updates=3", writable[b]);
+        ck_assert_int_eq(http_req(f, "POST", path, body, sizeof body), 200);
+        snprintf(head, sizeof head, "{\"backend\":\"%s\",\"queries\":3,\"written\":[{\"code\":\"", writable[b]);
+        ck_assert_msg(!strncmp(body, head, strlen(head)), "%s: %s", f->name, body);
+        snprintf(path, sizeof path, "/zip.php?backend=%s&updates=0", writable[b]);
+        ck_assert_int_eq(http_req(f, "POST", path, body, sizeof body), 400);
+        snprintf(path, sizeof path, "/zip.php?backend=%s&update=0000000", writable[b]);
+        ck_assert_int_eq(http_req(f, "POST", path, body, sizeof body), 404);
+    }
+    FOR_EACH_FRONT(f) {
+        char path[128];
+        snprintf(path, sizeof path, "/zip.php?backend=sqlite&update=%s", codes[1]);
+        ck_assert_int_eq(http_req(f, "POST", path, body, sizeof body), 403);
+        ck_assert_msg(strstr(body, "writes are off for this backend"), "%s", body);
+    }
+}
+END_TEST
+
 Suite *suite_php(void)
 {
     TCase *t = test_case("php", setup, teardown, 240, TESTS(
@@ -585,6 +643,7 @@ Suite *suite_php(void)
         via_takes_only_a_configured_target, a_shared_code_gives_every_row,
         unknown_code_404_bad_code_400, random_codes_come_from_the_key_file,
         queries_answer_each_code_as_zip_does, list_pages_as_the_file_says, cached_answers_are_zip_answers,
+        updates_write_the_stamp,
         stop_and_start_again, fpm_children_are_static_and_secrets_private));
     return suite_of("php", t, NULL);
 }

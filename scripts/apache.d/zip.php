@@ -13,6 +13,11 @@
  *                                           after the other: {"backend","queries","answers":[...]}
  *   /zip.php?backend=pg&list=JIS            the listing page of one jis_code (HTML)
  *   /zip.php?backend=pg&code=C&cached=1     through APCu (php-apcu; apc.shm_size)
+ *   POST /zip.php?backend=pg&update=CODE    read, then write {table}_hits' stamp
+ *   POST /zip.php?backend=pg&updates=N      N codes of the key file so; off (403)
+ *                                           unless ZB_WRITES lists the backend
+ *                                           (ZB_WRITES=pg,innodb); the table is the
+ *                                           C server's (writes = yes makes it)
  * The request types and their bytes: docs/REQUEST-TYPES.md.
  *
  * 200 {"backend":..,"code":..,"rows":[{15 columns}]}; errors as the C server
@@ -245,6 +250,89 @@ function zb_code_answer(string $backend, string $code, bool $persistent, string 
     return [200, ['backend' => $backend, 'code' => $code, 'rows' => $out]];
 }
 
+/* A stamp unique to this write: the wall clock in microseconds times 1000
+ * plus the process id's last three digits (several FPM children or Apache
+ * workers write at once), kept increasing within the request. Not on the
+ * C server's scale (its counter starts at the wall clock in microseconds):
+ * a table is written by one of them in a run. */
+function zb_stamp(): int
+{
+    static $last = 0;
+    $now = (int)(microtime(true) * 1e6) * 1000 + getmypid() % 1000;
+    $last = $now > $last ? $now : $last + 1000;
+    return $last;
+}
+
+/* Reads the stamp of code in {table}_hits, then writes a new one (the
+ * same statements as the C server's, update.h): [was, stamp], or null when
+ * the table has no row for code. Each statement autocommits. */
+function zb_write(string $backend, string $code, bool $persistent): ?array
+{
+    $hits = zb_table($backend) . '_hits';
+    $read = "SELECT stamp FROM $hits WHERE zip_code = ";
+    $write = "UPDATE $hits SET stamp = %s WHERE zip_code = %s AND stamp < %s";
+    $stamp = zb_stamp();
+    switch ($backend) {
+    case 'pg':
+        [$host, $port] = zb_pg_target('direct');
+        $conn = sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
+            $host, $port, zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
+            addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
+        $db = $persistent ? @pg_pconnect($conn) : @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
+        if ($db === false)
+            throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
+        $res = @pg_query_params($db, $read . '$1', [$code]);
+        if ($res === false)
+            throw new RuntimeException(pg_last_error($db));
+        $was = pg_fetch_result($res, 0, 0);
+        if ($was !== false && @pg_query_params($db, sprintf($write, '$1', '$2', '$3'), [$stamp, $code, $stamp]) === false)
+            throw new RuntimeException(pg_last_error($db));
+        if (!$persistent)
+            pg_close($db);
+        break;
+    case 'sqlite':
+        $pdo = new PDO('sqlite:' . zb_env('ZB_SQLITE_PATH', 'zipbench.sqlite'), null, null, [
+            PDO::ATTR_PERSISTENT => $persistent,
+            PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
+            PDO::ATTR_TIMEOUT => 2,
+        ]);
+        $st = $pdo->prepare($read . '?');
+        $st->execute([$code]);
+        $was = $st->fetchColumn();
+        if ($was !== false)
+            $pdo->prepare(sprintf($write, '?', '?', '?'))->execute([$stamp, $code, $stamp]);
+        break;
+    case 'innodb':
+    case 'myisam':
+        mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+        $my = mysqli_init();
+        $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
+        $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
+        $socket = zb_env('ZB_MYSQL_SOCKET', '');
+        $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
+            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
+            zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
+        $st = $my->prepare($read . '?');
+        $st->bind_param('s', $code);
+        $st->execute();
+        $row = $st->get_result()->fetch_row();
+        $st->close();
+        $was = $row === null ? false : $row[0];
+        if ($was !== false) {
+            $st = $my->prepare(sprintf($write, '?', '?', '?'));
+            $st->bind_param('isi', $stamp, $code, $stamp);
+            $st->execute();
+            $st->close();
+        }
+        if (!$persistent)
+            $my->close();
+        break;
+    default:
+        throw new DomainException('unknown backend');
+    }
+    return $was === false ? null : [(int)$was, $stamp];
+}
+
 function zb_html(string $s): string
 {
     return htmlspecialchars($s, ENT_QUOTES);
@@ -265,6 +353,51 @@ function zb_list_page(array $rows): string
 }
 
 try {
+    if (isset($_GET['update']) || isset($_GET['updates'])) {
+        /* Writes: POST only, off unless the environment turns them on. */
+        if (($_SERVER['REQUEST_METHOD'] ?? 'GET') !== 'POST') {
+            header('Allow: POST');
+            zb_reply(405, ['backend' => $backend, 'error' => 'method not allowed: only POST', 'status' => 405]);
+            return;
+        }
+        if (!in_array($backend, explode(',', zb_env('ZB_WRITES', '')), true)) {
+            zb_reply(403, ['backend' => $backend,
+                           'error' => 'writes are off for this backend (writes = yes in its [backend] section)',
+                           'status' => 403]);
+            return;
+        }
+        $many = isset($_GET['updates']);
+        if ($many) {
+            $q = (string)$_GET['updates'];
+            if (!preg_match('/^[0-9]{1,3}\z/', $q) || (int)$q < 1 || (int)$q > 500) {
+                zb_reply(400, ['backend' => $backend, 'error' => 'queries must be a whole number from 1 to 500',
+                               'status' => 400]);
+                return;
+            }
+            $codes = [];
+            for ($i = 0; $i < (int)$q; $i++)
+                $codes[] = zb_random_key(0);
+        } else {
+            $codes = [(string)$_GET['update']];
+            if (!preg_match('/^[0-9]{7}\z/', $codes[0])) {
+                zb_reply(400, ['backend' => $backend, 'error' => 'the code must be exactly 7 digits 0-9',
+                               'status' => 400]);
+                return;
+            }
+        }
+        $written = [];
+        foreach ($codes as $c) {
+            $w = $c === null ? null : zb_write($backend, $c, $persistent);
+            if ($w === null) {
+                zb_reply(404, ['backend' => $backend, 'code' => $c, 'error' => 'no such code', 'status' => 404]);
+                return;
+            }
+            $written[] = ['code' => $c, 'was' => $w[0], 'stamp' => $w[1]];
+        }
+        zb_reply(200, $many ? ['backend' => $backend, 'queries' => count($codes), 'written' => $written]
+                            : ['backend' => $backend] + $written[0]);
+        return;
+    }
     if (isset($_GET['queries'])) {
         /* Multiple queries: N codes of the key file, one after the other on one connection. */
         $q = (string)$_GET['queries'];
