@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -42,6 +42,9 @@ Experiments (PART):
   queries    multiple queries per request (TechEmpower's): lookups/s of
              /queries/B?queries=N against N (1-20) per backend and strategy,
              pipelined against pooled on PostgreSQL in the same rounds
+  requests   the rest of a web app's requests: the listing page against the
+             lookup, cached against uncached at uniform and Zipfian keys,
+             updates (read, then a committed write) per backend at c 1-100
   php        PHP next to the server, same lookups, same run: Apache +
              mod_php and nginx + PHP-FPM (scripts/php-fpm), persistent and
              per request, and PHP per request through pgbouncer and

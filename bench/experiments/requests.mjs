@@ -6,9 +6,10 @@
 // - cached lookups (/cached/B/{key}) against uncached (/zip/B/{key}), keys
 //   drawn uniform and Zipfian (loadgen --dist zipf:0.99), with the cache's
 //   hit rate from the server's /stats;
-// - read/write mixes (loadgen --mix ycsb-c, ycsb-b, ycsb-a: 0, 5 and 50%
-//   read-then-write updates) at c 1, 10 and 100: MyISAM's table locks
-//   against InnoDB's rows, the 2008 study's pair, under writes.
+// - updates (POST /update/B/{key}: a read, then a committed write of the
+//   bench's own {table}_hits) at c 1, 10 and 100, Zipfian keys, each
+//   backend under its default durability: MyISAM's table locks against
+//   InnoDB's rows, the 2008 study's pair, under writes; SQLite's one writer.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
@@ -22,9 +23,7 @@ import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { verdict } from '../lib/rank.mjs';
 
 const C = 10;
-const MIX_LEVELS = [1, 10, 100];
-const MIXES = ['ycsb-c', 'ycsb-b', 'ycsb-a'];
-const WRITE_SHARE = { 'ycsb-c': 0, 'ycsb-b': 0.05, 'ycsb-a': 0.5 };
+const WRITE_LEVELS = [1, 10, 100];
 const ZIPF = 'zipf:0.99';
 
 // The 5-digit local government codes of the dataset (its first column), one a line.
@@ -46,15 +45,14 @@ const ratioText = r => {
 };
 
 export default {
-  title: 'the rest of a web app\'s requests: a listing page, cached lookups, read/write mixes',
-  // The mixes' writes are the experiment: their errors are not (see goodput).
+  title: 'the rest of a web app\'s requests: a listing page, cached lookups, updates',
   plots: {
-    mixes: 'Answered requests per second of the YCSB mixes C (reads only), B (5% updates) and A (50% updates) per backend at c 1, 10 and 100, pooled (log y). Bars: the 95% interval of the median.',
+    updates: 'Acknowledged updates per second (POST /update/B/{key}: a read, then a committed write) per backend at c 1, 10 and 100, Zipfian keys, each backend under its default durability (log y). Bars: the 95% interval of the median.',
   },
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_REQUESTS_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 5);
     const seconds = ctx.quick ? 1 : 2;
-    const levels = ctx.quick ? [C] : MIX_LEVELS;
+    const levels = ctx.quick ? [C] : WRITE_LEVELS;
     const keys = keysFile(ctx), jis = jisFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (!avail.length) throw new Error('no backend to measure');
@@ -80,7 +78,7 @@ async function measure(ctx, { port, seconds, levels, keys, jis, avail, skipped }
     const after = await stats(hits);
     const h = (after.cache_hits ?? NaN) - (before.cache_hits ?? NaN), m = (after.cache_misses ?? NaN) - (before.cache_misses ?? NaN);
     return { ...g, hitRate: h / (h + m) };
-  }, { warm: () => warmRun(ctx, { url, c, keys: k }), runsPerVisit: 3 });
+  }, { warm: () => warmRun(ctx, { url, c, keys: k, extra }), runsPerVisit: 3 });
 
   for (const b of avail) {
     add(`lookup ${b}`, { url: `${base}/zip/${b}/{key}` });
@@ -89,8 +87,8 @@ async function measure(ctx, { port, seconds, levels, keys, jis, avail, skipped }
       add(`zip ${b} ${dist}`, { url: `${base}/zip/${b}/{key}`, extra: ['--dist', dist] });
       add(`cached ${b} ${dist}`, { url: `${base}/cached/${b}/{key}`, extra: ['--dist', dist], hits: b });
     }
-    for (const mix of MIXES) for (const c of levels)
-      add(`mix ${b} ${mix} ${c}`, { url: `${base}/`, c, extra: ['--mix', `${mix}:${b}`, '--dist', ZIPF] });
+    for (const c of levels)
+      add(`update ${b} ${c}`, { url: `${base}/update/${b}/{key}`, c, extra: ['-m', 'POST', '--dist', ZIPF] });
   }
   await cells.measure();
   writeCells(ctx.out, 'requests', cells.keys().map(k => cells.get(k)));
@@ -123,32 +121,32 @@ async function measure(ctx, { port, seconds, levels, keys, jis, avail, skipped }
                     ratioText(cells.sameRoundRatio(`cached ${b} ${dist}`, `zip ${b} ${dist}`))]);
   lines.push(table(['backend', 'keys', 'uncached req/s', 'cached req/s', 'hit rate', 'cached / uncached (same rounds)'], cacheRows, 'llrrrr'));
 
-  lines.push('### Read/write mixes (YCSB C, B, A), Zipfian keys', '',
-    `\`loadgen --mix ycsb-X:B --dist ${ZIPF}\`: C reads only, B 5% and A 50% \`POST /update/B/{key}\` (read, then a committed ` +
-    'write of the bench\'s own `{table}_hits`), the rest `GET /zip/B/{key}`. Answered requests/s (reads and writes).', '');
-  const mixRows = [];
-  for (const b of avail) for (const mix of MIXES)
-    mixRows.push([b, `${mix} (${Math.round(100 * WRITE_SHARE[mix])}% writes)`, ...levels.map(c => fmtCell(cell(`mix ${b} ${mix} ${c}`))),
-                  levels.map(c => { const e = fmtErrors(cell(`mix ${b} ${mix} ${c}`)); return e && `c=${c}: ${e}`; }).filter(Boolean).join('; ')]);
-  lines.push(table(['backend', 'mix', ...levels.map(c => `c=${c}`), 'errors'], mixRows, 'll' + 'r'.repeat(levels.length) + 'l'));
+  lines.push('### Updates: a read, then a committed write, Zipfian keys', '',
+    `\`loadgen -m POST --dist ${ZIPF} --keys KEYS 'http://127.0.0.1:PORT/update/B/{key}'\`: each request reads the code's stamp ` +
+    'in the bench\'s own `{table}_hits`, then writes a new one, autocommitted before the answer (docs/REQUEST-TYPES.md), ' +
+    'under each backend\'s default durability (SQLite synchronous=FULL in WAL, PostgreSQL synchronous_commit=on, ' +
+    'InnoDB innodb_flush_log_at_trx_commit=1, MyISAM no transactions). Acknowledged updates per second.', '');
+  lines.push(table(['backend', ...levels.map(c => `c=${c}`), 'errors'],
+    avail.map(b => [b, ...levels.map(c => fmtCell(cell(`update ${b} ${c}`))),
+                    levels.map(c => { const e = fmtErrors(cell(`update ${b} ${c}`)); return e && `c=${c}: ${e}`; }).filter(Boolean).join('; ')]),
+    'l' + 'r'.repeat(levels.length) + 'l'));
   if (avail.includes('innodb') && avail.includes('myisam')) {
     lines.push('InnoDB / MyISAM, same rounds (row locks against table locks):', '');
-    lines.push(table(['mix', ...levels.map(c => `c=${c}`)],
-      MIXES.map(mix => [mix, ...levels.map(c => ratioText(cells.sameRoundRatio(`mix innodb ${mix} ${c}`, `mix myisam ${mix} ${c}`)))]),
+    lines.push(table(['', ...levels.map(c => `c=${c}`)],
+      [['updates', ...levels.map(c => ratioText(cells.sameRoundRatio(`update innodb ${c}`, `update myisam ${c}`)))]],
       'l' + 'r'.repeat(levels.length)));
   }
   lines.push(errorNote(cells.keys().map(cell)), '', cells.machineNote(), '');
 
-  const series = avail.flatMap(b => MIXES.map(m => [b, m]));
   const bars = x => (x && x.values.length ? errorBar(x.summary).map(v => v.toFixed(1)) : ['NaN', 'NaN', 'NaN']);
-  const file = writeData(ctx.out, 'mixes.dat', [
-    ['#c', ...series.flatMap(([b, m]) => [`${b}_${m}`, 'lo', 'hi'])],
-    ...levels.map(c => [c, ...series.flatMap(([b, m]) => bars(cell(`mix ${b} ${m} ${c}`)))])]);
-  draw(ctx.out, 'mixes', 900, 520, [
-    "set xlabel 'concurrency'", "set ylabel 'answered requests/s'", 'set logscale xy', "set format y '%g'", 'set grid',
+  const file = writeData(ctx.out, 'updates.dat', [
+    ['#c', ...avail.flatMap(b => [`${b}`, 'lo', 'hi'])],
+    ...levels.map(c => [c, ...avail.flatMap(b => bars(cell(`update ${b} ${c}`)))])]);
+  draw(ctx.out, 'updates', 900, 520, [
+    "set xlabel 'concurrency'", "set ylabel 'acknowledged updates/s'", 'set logscale xy', "set format y '%g'", 'set grid',
     'set xrange [0.8:130]',
-    'plot ' + series.map(([b, m], i) => `'${file}' using 1:${2 + 3 * i}:${3 + 3 * i}:${4 + 3 * i} with yerrorlines lc ${1 + avail.indexOf(b)} ` +
-                                        `dt ${1 + MIXES.indexOf(m)} title ${gpString(`${b} ${m}`)}`).join(', '),
-  ].join('\n'), { title: 'YCSB mixes C, B, A (Zipfian keys): answered requests/s against the concurrency', legend: series.map(([b, m]) => `${b} ${m}`) });
+    'plot ' + avail.map((b, i) => `'${file}' using 1:${2 + 3 * i}:${3 + 3 * i}:${4 + 3 * i} with yerrorlines lc ${i + 1} ` +
+                                  `title ${gpString(b)}`).join(', '),
+  ].join('\n'), { title: 'POST /update/B/{key} (Zipfian keys): acknowledged updates/s against the concurrency', legend: avail });
   return lines.join('\n');
 }

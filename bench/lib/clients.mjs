@@ -82,11 +82,12 @@ export const warmSeconds = (ctx, c = 1) => ctx.warmS ?? (ctx.quick ? 0.3 : c >= 
 // server's pool, pgpool-II's children, PHP's persistent connections) before
 // a measured run: loadgen where it is built, else ab. Its goodput and
 // errors (rateRun), or NaN. For Cells' meta.warm: never a measured value.
-export async function warmRun(ctx, { url, c, keys, keepalive = true, miss }) {
+// extra: loadgen's own arguments of the measured runs (-m POST, --dist).
+export async function warmRun(ctx, { url, c, keys, keepalive = true, miss, extra = [] }) {
   const seconds = warmSeconds(ctx, c);
   const useLoadgen = fs.existsSync(ctx.bin('loadgen'));
   const r = useLoadgen
-    ? await loadgen(ctx, { url: keys ? url : url.replace('{key}', 'random'), c, seconds, keys, keepalive, seed: 1 })
+    ? await loadgen(ctx, { url: keys ? url : url.replace('{key}', 'random'), c, seconds, keys, keepalive, seed: 1, extra })
     : await ab(ctx, { url: url.replace('{key}', 'random'), c, seconds: 1, requests: Math.max(c * 50, 500), keepalive });
   return rateRun(r, { miss: !!miss });
 }
