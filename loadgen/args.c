@@ -137,6 +137,16 @@ const char loadgen_usage[] =
     "                         JSON report goes to stderr); the header row starts a\n"
     "                         new file. An interval shorter than --interval (the\n"
     "                         run's last) has no rate: an empty rps (null in --json)\n"
+    "      --ledger FILE      append to FILE one line per 2xx answer to a POST: the\n"
+    "                         answer's body (the server's update answers are one\n"
+    "                         JSON object each), its CR and LF bytes written as\n"
+    "                         spaces and a trailing newline dropped: the writes the\n"
+    "                         server acknowledged, which a crash experiment checks\n"
+    "                         the database against. Each thread buffers its lines\n"
+    "                         and appends them whole (O_APPEND) every 10 ms and at\n"
+    "                         the end, SIGINT included. A body over 64 KiB, or a\n"
+    "                         line the file refused, is counted lost: loadgen says\n"
+    "                         so and exits 1\n"
     "      --hdr-log FILE     write an HdrHistogram interval log (format 1.3, V2\n"
     "                         compressed histograms of latency in ns, one per\n"
     "                         interval), which HdrHistogram's tools and\n"
@@ -244,7 +254,7 @@ static int set_method(struct config *cfg, const char *method, const char *flag)
 
 enum {
     O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_DIST, O_RATE, O_DURATION, O_HDRLOG,
-    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS,
+    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS, O_LEDGER,
 };
 
 /* --max-errors N (requests) or P% (of all requests). */
@@ -386,6 +396,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         { "start-at", O_START_AT, 1, "" }, { "verify", O_VERIFY, 0, "" },
         { "cacert", O_CACERT, 1, "" }, { "tls-resume", O_RESUME, 0, "" },
         { "max-errors", O_MAX_ERRORS, 1, "" }, { "dist", O_DIST, 1, "" },
+        { "ledger", O_LEDGER, 1, "" },
         { "version", 'V', 0, "" },     { "help", 'h', 0, "" },
         /* ab's letters without a long name */
         { NULL, 'b', 1, "" }, { NULL, 'B', 1, "" }, { NULL, 'p', 1, "" }, { NULL, 'u', 1, "" },
@@ -454,6 +465,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case O_JSON: cfg->json = true; break;
         case O_CSV: cfg->csv = arg; break;
         case O_KEYS: cfg->keyfile = arg; break;
+        case O_LEDGER: cfg->ledger = arg; break;
         case O_SEED: rc = parse_seed(cfg, arg); break;
         case O_DIST: {
             char why[256];

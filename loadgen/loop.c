@@ -59,6 +59,7 @@ struct conn {
     size_t wlen, wdone;        /* its length; bytes of head + body sent */
     char *wbuf;
     char server[128];
+    char *ledger_body;         /* --ledger: the body of a POST's answer */
     struct resp resp;
 };
 
@@ -76,6 +77,8 @@ struct loop {
     uint64_t timeout_ns;
     char *rbuf;
     bool no_pwait2;            /* epoll_pwait2 said ENOSYS: ms timeouts only */
+    bool ledger_posts;         /* --ledger and the requests are POSTs */
+    struct ledger_buf lb;      /* --ledger: this thread's lines not yet written */
     struct interval iv;        /* this thread's share of the current interval */
     uint64_t iv_idx, iv_end;
 };
@@ -426,6 +429,13 @@ static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
     } else if (fs == 2 && ok && r->body != sh->doc_length && !L->cfg->variable_length) {
         s->err_length++;       /* as ab: a body unlike the first one */
     }
+    if (ok && r->cap) {
+        /* An acknowledged write: its line, or a count that says it is missing. */
+        if (!r->cap_over && ledger_add(&L->lb, r->cap, r->cap_len) == 0)
+            s->ledger_lines++;
+        else
+            s->ledger_lost++;
+    }
     bump_progress(L);
     if (L->cfg->keepalive && !r->close && !extra) {
         s->keepalive_reqs++;
@@ -540,6 +550,8 @@ static void scan(struct loop *L, uint64_t now)
     bool abandon = atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
                    (sh->end_ns && now >= sh->end_ns + GRACE_NS);
     iv_at(L, now);                 /* an idle thread still closes its interval */
+    if (L->lb.len)
+        ledger_flush(&L->lb);      /* the ledger trails the answers by 10 ms at most */
     for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state == S_DONE)
@@ -604,10 +616,23 @@ static int wait_events(struct loop *L, struct epoll_event *ev, uint64_t now, uin
     return epoll_wait(L->ep, ev, EV_BATCH, (int)(SCAN_NS / 1000000));
 }
 
+/* The lines still buffered, counted lost when the file refuses them. */
+static void ledger_end(struct loop *L)
+{
+    if (L->lb.len && ledger_flush(&L->lb) < 0)
+        for (size_t i = 0; i < L->lb.len; i++)
+            L->st->ledger_lost += L->lb.buf[i] == '\n';
+    if (L->lb.err)
+        zb_fail(&L->w->err, ZB_ERR_SYS, "--ledger: cannot write: %s", strerror(L->lb.err));
+}
+
 static void loop_free(struct loop *L, char *wbufs, struct epoll_event *ev)
 {
-    for (int i = 0; L->conns && i < L->n; i++)
+    for (int i = 0; L->conns && i < L->n; i++) {
         close_fd(&L->conns[i]);
+        free(L->conns[i].ledger_body);
+    }
+    free(L->lb.buf);
     if (L->ep >= 0)
         close(L->ep);
     tls_ctx_free(L->tls);
@@ -630,6 +655,13 @@ void *worker_run(void *arg)
     char *wbufs = malloc((size_t)L.n * (sh->req->maxlen + 1));
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
     bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
+    L.lb.fd = sh->ledger_fd;
+    L.ledger_posts = sh->ledger_fd >= 0 && !strcmp(cfg->method, "POST");
+    if (ok && L.ledger_posts) {
+        ok = (L.lb.buf = malloc(LEDGER_BUF)) != NULL;
+        for (int i = 0; ok && i < L.n; i++)
+            ok = (L.conns[i].ledger_body = malloc(LEDGER_BODY_MAX)) != NULL;
+    }
     if (ok && sh->tgt->tls) {
         L.tls = tls_ctx_new(cfg, sh->sni, sh->tgt->host, &w->err);
         ok = L.tls != NULL;
@@ -653,6 +685,8 @@ void *worker_run(void *arg)
         c->fd = -1;
         c->state = S_NEW;
         c->wbuf = wbufs + (size_t)i * (sh->req->maxlen + 1);
+        c->resp.cap = c->ledger_body;
+        c->resp.cap_size = LEDGER_BODY_MAX;
         /* --rate: the connections' sends interleave evenly from the start. */
         if (sh->interval_ns)
             c->next_at = sh->start_ns + (uint64_t)(w->first_conn + i) * sh->interval_ns /
@@ -683,6 +717,7 @@ void *worker_run(void *arg)
             next_scan = now + SCAN_NS;
         }
     }
+    ledger_end(&L);
     series_flush(&sh->series, w->id, L.iv_idx, &L.iv);
     series_thread_at(&sh->series, w->id, UINT64_MAX);
     loop_free(&L, wbufs, ev);

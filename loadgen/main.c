@@ -3,6 +3,7 @@
 #include <apr_general.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -348,6 +349,18 @@ static int run(struct config *cfg)
     }
 
     static struct shared sh;
+    sh.ledger_fd = -1;
+    if (cfg->ledger &&
+        (sh.ledger_fd = open(cfg->ledger, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0) {
+        fprintf(stderr, "loadgen: --ledger: cannot write '%s': %s\n", cfg->ledger,
+                strerror(errno));
+        if (hdr)
+            fclose(hdr);
+        request_free(&req);
+        if (kp)
+            keys_free(kp);
+        return ZB_EXIT_USAGE;
+    }
     sh.cfg = cfg;
     sh.tgt = &tgt;
     sh.req = &req;
@@ -453,6 +466,25 @@ static int run(struct config *cfg)
     }
     report_warn_errors(&res, "loadgen");
     bool too_many = past_max_errors(cfg, &res);
+    bool ledger_failed = false;
+    if (sh.ledger_fd >= 0) {
+        for (int i = 0; i < cfg->threads; i++)
+            if (!w[i].setup_failed && w[i].err.msg[0])
+                fprintf(stderr, "loadgen: %s\n", w[i].err.msg);
+        if (res.st.ledger_lost) {
+            fprintf(stderr,
+                    "loadgen: --ledger: %llu acknowledged write%s not in '%s' (a body over "
+                    "%d bytes, or the file refused the line)\n",
+                    (unsigned long long)res.st.ledger_lost, res.st.ledger_lost == 1 ? "" : "s",
+                    cfg->ledger, LEDGER_BODY_MAX);
+            ledger_failed = true;
+        }
+        if (close(sh.ledger_fd) != 0) {
+            fprintf(stderr, "loadgen: --ledger: cannot write '%s': %s\n", cfg->ledger,
+                    strerror(errno));
+            ledger_failed = true;
+        }
+    }
     if (hdr) {
         hdrlog_trailer(hdr, &res);
         if (fclose(hdr) != 0) {
@@ -471,7 +503,7 @@ static int run(struct config *cfg)
     if (kp)
         keys_free(kp);
     /* A run that completed nothing measured nothing: not a success. */
-    return failed || !res.st.completed || too_many ? ZB_EXIT_FAIL : rc;
+    return failed || !res.st.completed || too_many || ledger_failed ? ZB_EXIT_FAIL : rc;
 }
 
 int main(int argc, const char *const *argv)

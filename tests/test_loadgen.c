@@ -3,6 +3,7 @@
  * connections and logs every path, so the counts loadgen reports can be
  * checked exactly against what was really sent. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <check.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1776,6 +1777,145 @@ START_TEST(dist_seed_repeatable)
 }
 END_TEST
 
+/* ---- --ledger: the bodies of the 2xx answers to POSTs ---- */
+
+/* The file's lines into lines (at most max, each < 64 bytes), sorted;
+ * how many. A line that does not end in '\n' fails the test. */
+static int ledger_lines(const char *path, char (*lines)[64], int max)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no ledger %s", path);
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        ck_assert_msg(len && line[len - 1] == '\n', "torn line '%s'", line);
+        line[len - 1] = 0;
+        ck_assert_msg(n < max && len < 64, "ledger line %d: %s", n, line);
+        snprintf(lines[n++], 64, "%s", line);
+    }
+    fclose(f);
+    qsort(lines, (size_t)n, sizeof lines[0], cmp_path);
+    return n;
+}
+
+START_TEST(ledger_holds_the_acknowledged_posts)
+{
+    make_keys();
+    const char *dir = test_dir("loadgen-ledger");
+    char body[1100], ledger[1100];
+    snprintf(body, sizeof body, "%s/post.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(body, "x=1");
+    unlink(ledger);
+    static char sent[LOG_MAX][64], got[LOG_MAX][64];
+    /* The echo route answers the path: each line is the body of one answer. */
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 300 -c 6 --threads 3 --seed 5 -p %s --keys %s "
+                     "--ledger %s 'http://127.0.0.1:%d/echo/{key}'",
+                     body, keyfile, ledger, srv.port);
+    int ns = server_stop_log(sent);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(ns, 300);
+    qsort(sent, 300, sizeof sent[0], cmp_path);
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), 300);
+    for (int i = 0; i < 300; i++)
+        ck_assert_str_eq(got[i], sent[i]);
+
+    /* Appended to; no line for a non-2xx, a GET, or a HEAD; chunked bodies whole. */
+    server_start(false);
+    rc = loadgen("-q --json -n 5 -p %s --ledger %s http://127.0.0.1:%d/404", body, ledger,
+                 srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    rc = loadgen("-q --json -n 5 --ledger %s http://127.0.0.1:%d/echo/get", ledger, srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    rc = loadgen("-q --json -k -n 3 -p %s --ledger %s http://127.0.0.1:%d/chunked", body, ledger,
+                 srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    server_stop();
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), 303);
+    for (int i = 0; i < 3; i++)   /* sorted: "/echo/..." then "hello..." */
+        ck_assert_str_eq(got[300 + i], "hello0123456789abcdef!");
+
+    /* A file loadgen cannot write: a usage error before any request. */
+    rc = loadgen("-q -n 1 -p %s --ledger %s/no/such/dir/l http://127.0.0.1:1/", body, dir);
+    ck_assert_msg(rc == 2 && strstr(out, "--ledger: cannot write"), "rc %d: %s", rc, OUT);
+}
+END_TEST
+
+/* Interrupted: every acknowledged write is in the file, whole. */
+START_TEST(ledger_whole_after_sigint)
+{
+    const char *dir = test_dir("loadgen-ledger-int");
+    char body[1100], ledger[1100];
+    snprintf(body, sizeof body, "%s/post.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(body, "x=1");
+    unlink(ledger);
+    server_start(false);
+    loadgen("-q -k --json -c 4 --threads 2 -t 30 -p %s --ledger %s "
+            "http://127.0.0.1:%d/echo/interrupted & p=$!; sleep 0.7; kill -INT $p; wait $p",
+            body, ledger, srv.port);
+    server_stop();
+    long done = jint("completed");
+    ck_assert_int_eq(jint("non2xx"), 0);
+    ck_assert_msg(done > 0, "%s", OUT);
+    FILE *f = fopen(ledger, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_str_eq(line, "/echo/interrupted\n");
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, done);
+}
+END_TEST
+
+/* ledger_add: one line per body, its newlines spaces, the buffer written
+ * whole when the next line would not fit. */
+START_TEST(ledger_lines_one_per_body)
+{
+    const char *dir = test_dir("loadgen-ledger-unit");
+    char path[1100];
+    snprintf(path, sizeof path, "%s/l", dir);
+    unlink(path);
+    struct ledger_buf lb = { .fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644),
+                             .buf = malloc(LEDGER_BUF) };
+    ck_assert_int_ge(lb.fd, 0);
+    ck_assert_int_eq(ledger_add(&lb, "{\"a\":1}\n", 8), 0);
+    ck_assert_int_eq(ledger_add(&lb, "{\"b\":\r\n2}", 9), 0);
+    ck_assert_uint_eq(lb.len, 8 + 10);
+    static char big[LEDGER_BODY_MAX];
+    memset(big, 'x', sizeof big);
+    size_t lines = 2;
+    while (lb.len + sizeof big + 1 <= LEDGER_BUF) {
+        ck_assert_int_eq(ledger_add(&lb, big, sizeof big), 0);
+        lines++;
+    }
+    ck_assert_int_eq(ledger_add(&lb, big, sizeof big), 0);   /* flushes first */
+    lines++;
+    ck_assert_uint_eq(lb.len, sizeof big + 1);
+    ck_assert_int_eq(ledger_flush(&lb), 0);
+    close(lb.fd);
+    free(lb.buf);
+    FILE *f = fopen(path, "r");
+    static char line[LEDGER_BODY_MAX + 2];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "{\"a\":1}\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "{\"b\":  2}\n");
+    size_t n = 2;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_uint_eq(strlen(line), sizeof big + 1);
+        n++;
+    }
+    fclose(f);
+    ck_assert_uint_eq(n, lines);
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = tier(test_case("engine", NULL, NULL, 60, TESTS(
@@ -1787,7 +1927,8 @@ Suite *suite_loadgen(void)
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         ab_report_lines, request_flags,
         seed_repeatable, miss_ratio, keys_percent_encoded, zipf_top_share_as_ycsb, hotspot_share,
-        dist_seed_repeatable, keys_imply_variable_length,
+        dist_seed_repeatable, keys_imply_variable_length, ledger_holds_the_acknowledged_posts,
+        ledger_whole_after_sigint, ledger_lines_one_per_body,
         bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),
