@@ -66,7 +66,7 @@ $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 # parsers (response, HdrHistogram log, URL) and key distributions for the unit tests and
 # tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
 SERVER_LIB_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(wildcard server/*.c)))
-LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url dist ledger)
+LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url dist ledger mix)
 
 $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
 	@mkdir -p $(BIN)

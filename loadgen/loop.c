@@ -60,6 +60,9 @@ struct conn {
     char *wbuf;
     char server[128];
     char *ledger_body;         /* --ledger: the body of a POST's answer */
+    const struct request *rq;  /* this request's bytes (--mix: its template's) */
+    int tmpl;                  /* --mix: its template */
+    bool head, post;           /* its method is HEAD / POST */
     struct resp resp;
 };
 
@@ -130,6 +133,8 @@ static void count_fail(struct loop *L, struct conn *c, int kind)
     default: s->err_except++; break;
     }
     uint64_t now = zb_now_ns();
+    if (L->w->tmpl)
+        L->w->tmpl[c->tmpl].failed++;
     iv_at(L, now);
     L->iv.failed++;
     close_fd(c);
@@ -192,9 +197,9 @@ static int open_conn(struct loop *L, struct conn *c)
 }
 
 /* One send of what is left: the head, then the shared body. */
-static ssize_t send_some(struct loop *L, struct conn *c)
+static ssize_t send_some(struct conn *c)
 {
-    const struct request *rq = L->sh->req;
+    const struct request *rq = c->rq;
     struct iovec iov[2];
     int n = 0;
     if (c->wdone < c->wlen)
@@ -214,12 +219,12 @@ static ssize_t send_some(struct loop *L, struct conn *c)
  * socket; -1: failed, errno set. */
 static int send_more(struct loop *L, struct conn *c)
 {
-    size_t total = c->wlen + L->sh->req->body_len;
+    size_t total = c->wlen + c->rq->body_len;
     c->want_out = true;
     while (c->wdone < total) {
         if (!c->connected)
             c->t_conn = zb_now_ns();   /* ab: connected, writing starts */
-        ssize_t k = send_some(L, c);
+        ssize_t k = send_some(c);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -337,10 +342,17 @@ static void next_request(struct loop *L, struct conn *c, uint64_t now)
         c->t_first = 0;
         c->deadline = now + L->timeout_ns;
         c->retried = false;
-        c->wlen = request_for(sh->req, sh->keys, cfg->seed, sh->miss_threshold, idx, c->wbuf,
+        if (sh->mix) {
+            c->tmpl = mix_pick(sh->mix, cfg->seed, idx);
+            c->rq = &sh->reqs[c->tmpl];
+            c->head = !strcmp(sh->mix->t[c->tmpl].method, "HEAD");
+            c->post = !strcmp(sh->mix->t[c->tmpl].method, "POST");
+        }
+        c->resp.cap = c->post ? c->ledger_body : NULL;
+        c->wlen = request_for(c->rq, sh->keys, cfg->seed, sh->miss_threshold, idx, c->wbuf,
                               &c->wstart);
         c->wdone = 0;
-        resp_reset(&c->resp, cfg->head);
+        resp_reset(&c->resp, c->head);
         c->resp.server = NULL;
         if (atomic_load_explicit(&sh->first_state, memory_order_relaxed) == 0) {
             c->resp.server = c->server;
@@ -403,6 +415,13 @@ static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
     s->bytes_body += r->body;
     s->last_done_ns = now;
     bool ok = r->status >= 200 && r->status < 300;
+    if (L->w->tmpl) {
+        struct tmpl_stats *ts = &L->w->tmpl[c->tmpl];
+        ts->count++;
+        ts->ok += ok;
+        ts->non2xx += !ok;
+        hist_record(&ts->lat, now - c->t0);
+    }
     if (!ok) {
         s->non2xx++;
         if (r->status == 404)
@@ -459,7 +478,7 @@ static void on_eof(struct loop *L, struct conn *c, bool reset)
         c->retried = true;
         close_fd(c);
         c->wdone = 0;
-        resp_reset(&c->resp, L->cfg->head);
+        resp_reset(&c->resp, c->head);
         if (start_io(L, c) == 0)
             return;
     } else {
@@ -652,11 +671,19 @@ void *worker_run(void *arg)
     L.ep = epoll_create1(EPOLL_CLOEXEC);
     L.conns = calloc((size_t)L.n, sizeof *L.conns);
     L.rbuf = malloc(RBUF_SIZE);
-    char *wbufs = malloc((size_t)L.n * (sh->req->maxlen + 1));
+    size_t maxlen = sh->req->maxlen;
+    for (int i = 0; sh->mix && i < sh->mix->n; i++)
+        if (sh->reqs[i].maxlen > maxlen)
+            maxlen = sh->reqs[i].maxlen;
+    char *wbufs = malloc((size_t)L.n * (maxlen + 1));
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
     bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
     L.lb.fd = sh->ledger_fd;
     L.ledger_posts = sh->ledger_fd >= 0 && !strcmp(cfg->method, "POST");
+    bool mix_posts = false;
+    for (int i = 0; sh->mix && i < sh->mix->n; i++)
+        mix_posts = mix_posts || !strcmp(sh->mix->t[i].method, "POST");
+    L.ledger_posts = L.ledger_posts || (sh->ledger_fd >= 0 && mix_posts);
     if (ok && L.ledger_posts) {
         ok = (L.lb.buf = malloc(LEDGER_BUF)) != NULL;
         for (int i = 0; ok && i < L.n; i++)
@@ -684,9 +711,11 @@ void *worker_run(void *arg)
         struct conn *c = &L.conns[i];
         c->fd = -1;
         c->state = S_NEW;
-        c->wbuf = wbufs + (size_t)i * (sh->req->maxlen + 1);
-        c->resp.cap = c->ledger_body;
+        c->wbuf = wbufs + (size_t)i * (maxlen + 1);
         c->resp.cap_size = LEDGER_BODY_MAX;
+        c->rq = sh->req;
+        c->head = cfg->head;
+        c->post = L.ledger_posts;
         /* --rate: the connections' sends interleave evenly from the start. */
         if (sh->interval_ns)
             c->next_at = sh->start_ns + (uint64_t)(w->first_conn + i) * sh->interval_ns /

@@ -328,8 +328,41 @@ static int run(struct config *cfg)
         }
         kp = &keys;
     }
+    /* --mix: one request per template, against the URL's host and port. */
+    static struct mix mix;
+    static struct request reqs[MIX_MAX];
+    static struct target ttgt;
+    if (cfg->mix) {
+        if (mix_load(&mix, cfg->mix, &err) < 0) {
+            fprintf(stderr, "loadgen: %s\n", err.msg);
+            if (kp)
+                keys_free(kp);
+            return ZB_EXIT_USAGE;
+        }
+        struct config tcfg = *cfg;
+        ttgt = tgt;
+        for (int i = 0; i < mix.n; i++) {
+            tcfg.method = mix.t[i].method;
+            tcfg.head = !strcmp(mix.t[i].method, "HEAD");
+            snprintf(ttgt.path, sizeof ttgt.path, "%s", mix.t[i].path);
+            bool slot = strstr(ttgt.path, "{key}") != NULL;
+            if (request_build(&reqs[i], &tcfg, &ttgt, slot ? kp : NULL, &err) < 0) {
+                fprintf(stderr, "loadgen: --mix template %d (%s %s): %s\n", i + 1,
+                        mix.t[i].method, mix.t[i].path, err.msg);
+                for (int j = 0; j < i; j++)
+                    request_free(&reqs[j]);
+                if (kp)
+                    keys_free(kp);
+                return ZB_EXIT_USAGE;
+            }
+        }
+        /* The URL's own path is not sent: the first template stands for it. */
+        snprintf(tgt.path, sizeof tgt.path, "%s", mix.t[0].path);
+        cfg->method = mix.t[0].method;
+    }
     struct request req;
-    if (request_build(&req, cfg, &tgt, kp, &err) < 0) {
+    if (request_build(&req, cfg, &tgt, cfg->mix && !strstr(tgt.path, "{key}") ? NULL : kp,
+                      &err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err.msg);
         if (kp)
             keys_free(kp);
@@ -362,6 +395,8 @@ static int run(struct config *cfg)
         return ZB_EXIT_USAGE;
     }
     sh.cfg = cfg;
+    sh.mix = cfg->mix ? &mix : NULL;
+    sh.reqs = reqs;
     sh.tgt = &tgt;
     sh.req = &req;
     sh.keys = kp;
@@ -397,6 +432,14 @@ static int run(struct config *cfg)
         w[i].nconns = cfg->concurrency / cfg->threads + (i < cfg->concurrency % cfg->threads);
         first += w[i].nconns;
         stats_init(&w[i].st);
+        if (cfg->mix) {
+            if (!(w[i].tmpl = calloc((size_t)mix.n, sizeof *w[i].tmpl))) {
+                fprintf(stderr, "loadgen: out of memory\n");
+                return ZB_EXIT_FAIL;
+            }
+            for (int j = 0; j < mix.n; j++)
+                hist_init(&w[i].tmpl[j].lat);
+        }
         if (pthread_create(&tid[i], NULL, thread_main, &w[i]) != 0) {
             fprintf(stderr, "loadgen: cannot start thread %d\n", i);
             return ZB_EXIT_FAIL;
@@ -427,10 +470,24 @@ static int run(struct config *cfg)
                           .tls_tmpkey = sh.tls_tmpkey, .tls_sni = sni,
                           .start_epoch_s = start_epoch, .prov = &prov };
     stats_init(&res.st);
+    static struct tmpl_stats tmpl[MIX_MAX];
+    for (int j = 0; j < MIX_MAX; j++)
+        hist_init(&tmpl[j].lat);
+    if (cfg->mix) {
+        res.mix = &mix;
+        res.tmpl = tmpl;
+    }
     const char *setup_err = NULL;
     for (int i = 0; i < cfg->threads; i++) {
         pthread_join(tid[i], NULL);
         stats_add(&res.st, &w[i].st);
+        for (int j = 0; w[i].tmpl && j < mix.n; j++) {
+            tmpl[j].count += w[i].tmpl[j].count;
+            tmpl[j].ok += w[i].tmpl[j].ok;
+            tmpl[j].non2xx += w[i].tmpl[j].non2xx;
+            tmpl[j].failed += w[i].tmpl[j].failed;
+            hist_merge(&tmpl[j].lat, &w[i].tmpl[j].lat);
+        }
         if (w[i].setup_failed && !setup_err)
             setup_err = w[i].err.msg;
     }
@@ -492,8 +549,12 @@ static int run(struct config *cfg)
             rc = ZB_EXIT_FAIL;
         }
     }
-    for (int i = 0; i < cfg->threads; i++)
+    for (int i = 0; i < cfg->threads; i++) {
         free(w[i].samples);
+        free(w[i].tmpl);
+    }
+    for (int j = 0; cfg->mix && j < mix.n; j++)
+        request_free(&reqs[j]);
     free(w);
     free(tid);
     series_free(&sh.series);

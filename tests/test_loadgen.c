@@ -1916,6 +1916,118 @@ START_TEST(ledger_lines_one_per_body)
 }
 END_TEST
 
+/* ---- --mix: weighted templates ---- */
+
+START_TEST(mix_file_errors_name_the_line)
+{
+    struct mix m;
+    struct zb_err err;
+    static const struct { const char *text, *why; } bad[] = {
+        { "# none\n\n", "m.txt: no templates" },
+        { "5 GET\n", "m.txt:1: want WEIGHT METHOD PATH, found 2 words" },
+        { "1 GET /a\n2 GET /b extra\n", "m.txt:2: want WEIGHT METHOD PATH, found 4 words" },
+        { "0 GET /a\n", "m.txt:1: the weight '0' is not a whole number 1-1000000" },
+        { "x GET /a\n", "m.txt:1: the weight 'x' is not a whole number 1-1000000" },
+        { "1 get /a\n", "m.txt:1: method 'get' is not upper-case letters" },
+        { "1 GET a\n", "m.txt:1: the path must start with '/'" },
+        { "1 GET /{key}/{key}\n", "m.txt:1: more than one {key} slot" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(mix_parse(&m, bad[i].text, strlen(bad[i].text), "m.txt", &err), -1);
+        ck_assert_msg(!strncmp(err.msg, bad[i].why, strlen(bad[i].why)), "%s: %s", bad[i].text,
+                      err.msg);
+    }
+    const char *good = "# a mix\n 3\tGET /zip/pg/{key}  # reads\r\n1 POST /update/pg/{key}\n";
+    ck_assert_int_eq(mix_parse(&m, good, strlen(good), "m.txt", &err), 0);
+    ck_assert_int_eq(m.n, 2);
+    ck_assert_str_eq(m.t[0].path, "/zip/pg/{key}");
+    ck_assert_str_eq(m.t[1].method, "POST");
+    ck_assert_uint_eq(m.total, 4);
+    /* The presets, as REQUEST-TYPES.md has them. */
+    ck_assert_int_eq(mix_load(&m, "ycsb-b:pg", &err), 0);
+    ck_assert_int_eq(m.n, 2);
+    ck_assert_uint_eq(m.t[0].weight, 95);
+    ck_assert_str_eq(m.t[0].path, "/zip/pg/{key}");
+    ck_assert_uint_eq(m.t[1].weight, 5);
+    ck_assert_str_eq(m.t[1].path, "/update/pg/{key}");
+    ck_assert_int_eq(mix_load(&m, "ycsb-c:sqlite", &err), 0);
+    ck_assert_int_eq(m.n, 1);
+    ck_assert_int_eq(mix_load(&m, "ycsb-a:", &err), -1);
+    ck_assert_msg(strstr(err.msg, "BACKEND must be"), "%s", err.msg);
+    ck_assert_int_eq(mix_load(&m, "/no/such/mix", &err), -1);
+    /* Picks follow the weights and are the same for a seed. */
+    mix_parse(&m, good, strlen(good), "m.txt", &err);
+    int n0 = 0;
+    for (uint64_t i = 0; i < 100000; i++) {
+        int t = mix_pick(&m, 9, i);
+        ck_assert_int_eq(t, mix_pick(&m, 9, i));
+        n0 += t == 0;
+    }
+    ck_assert_msg(n0 > 74000 && n0 < 76000, "template 0: %d of 100000", n0);
+}
+END_TEST
+
+START_TEST(mix_sends_the_templates)
+{
+    make_keys();
+    const char *dir = test_dir("loadgen-mix");
+    char mixfile[1100], ledger[1100];
+    snprintf(mixfile, sizeof mixfile, "%s/mix.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(mixfile, "# writes echo their path, reads miss\n3 POST /echo/w/{key}\n1 GET /404/{key}\n");
+    unlink(ledger);
+    static char a[LOG_MAX][64], b[LOG_MAX][64], got[LOG_MAX][64];
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 400 -c 1 --seed 3 --keys %s --mix %s --ledger %s "
+                     "http://127.0.0.1:%d/", keyfile, mixfile, ledger, srv.port);
+    int na = server_stop_log(a);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(na, 400);
+    const char *t = strstr(out, "\"templates\":[");
+    ck_assert_msg(t != NULL, "%s", OUT);
+    long writes = 0, reads = 0;
+    for (int i = 0; i < 400; i++) {
+        if (!strncmp(a[i], "/echo/w/", 8) && in_keys(a[i] + 8))
+            writes++;
+        else if (!strncmp(a[i], "/404/", 5) && in_keys(a[i] + 5))
+            reads++;
+        else
+            ck_abort_msg("request %d: %s", i, a[i]);
+    }
+    ck_assert_msg(writes > 250 && writes < 350, "writes %ld of 400", writes);
+    char want[512];
+    snprintf(want, sizeof want,
+             "\"templates\":[{\"weight\":3,\"method\":\"POST\",\"path\":\"/echo/w/{key}\","
+             "\"completed\":%ld,\"goodput\":%ld,\"non2xx\":0,\"failed\":0,",
+             writes, writes);
+    ck_assert_msg(strstr(out, want), "want %s in %s", want, OUT);
+    snprintf(want, sizeof want,
+             "{\"weight\":1,\"method\":\"GET\",\"path\":\"/404/{key}\",\"completed\":%ld,"
+             "\"goodput\":0,\"non2xx\":%ld,\"failed\":0,", reads, reads);
+    ck_assert_msg(strstr(out, want), "want %s in %s", want, OUT);
+    /* The ledger holds the writes' answers only. */
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), writes);
+    /* The same seed, more connections and threads: the same requests. */
+    server_start(false);
+    rc = loadgen("-q -k -n 400 -c 6 --threads 3 --seed 3 --keys %s --mix %s "
+                 "http://127.0.0.1:%d/", keyfile, mixfile, srv.port);
+    int nb = server_stop_log(b);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(nb, 400);
+    ck_assert_msg(strstr(out, "Templates (--mix):") && strstr(out, "  POST /echo/w/{key}"), "%s", OUT);
+    qsort(a, 400, sizeof a[0], cmp_path);
+    qsort(b, 400, sizeof b[0], cmp_path);
+    for (int i = 0; i < 400; i++)
+        ck_assert_str_eq(a[i], b[i]);
+    /* A template's method is its own: -p with --mix is refused. */
+    rc = loadgen("-q -n 1 -p %s --mix %s http://127.0.0.1:1/", mixfile, mixfile);
+    ck_assert_msg(rc == 2 && strstr(out, "--mix names each template's method"), "rc %d: %s", rc, OUT);
+    write_file(mixfile, "1 GET /a\nfoo\n");
+    rc = loadgen("-q -n 1 --mix %s http://127.0.0.1:1/", mixfile);
+    ck_assert_msg(rc == 2 && strstr(out, "mix.txt:2: want WEIGHT METHOD PATH"), "rc %d: %s", rc, OUT);
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = tier(test_case("engine", NULL, NULL, 60, TESTS(
@@ -1928,7 +2040,8 @@ Suite *suite_loadgen(void)
         ab_report_lines, request_flags,
         seed_repeatable, miss_ratio, keys_percent_encoded, zipf_top_share_as_ycsb, hotspot_share,
         dist_seed_repeatable, keys_imply_variable_length, ledger_holds_the_acknowledged_posts,
-        ledger_whole_after_sigint, ledger_lines_one_per_body,
+        ledger_whole_after_sigint, ledger_lines_one_per_body, mix_file_errors_name_the_line,
+        mix_sends_the_templates,
         bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),
