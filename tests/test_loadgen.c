@@ -1792,7 +1792,7 @@ static int ledger_lines(const char *path, char (*lines)[64], int max)
         ck_assert_msg(len && line[len - 1] == '\n', "torn line '%s'", line);
         line[len - 1] = 0;
         ck_assert_msg(n < max && len < 64, "ledger line %d: %s", n, line);
-        snprintf(lines[n++], 64, "%s", line);
+        memcpy(lines[n++], line, len);   /* len < 64: its NUL too */
     }
     fclose(f);
     qsort(lines, (size_t)n, sizeof lines[0], cmp_path);
