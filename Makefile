@@ -66,7 +66,7 @@ $(BUILD)/obj/tests/%.o: CFLAGS += -I$(BUILD)/tests -Itests -Iserver -Iloadgen
 # parsers (response, HdrHistogram log, URL) and key distributions for the unit tests and
 # tests/fuzz/fuzz_resp.c, fuzz_hdrlog.c.
 SERVER_LIB_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out server/main.c,$(wildcard server/*.c)))
-LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url dist)
+LOADGEN_LIB_OBJ = $(patsubst %,$(BUILD)/obj/loadgen/%.o,resp hdrlog series stats url dist ledger mix)
 
 $(BIN)/zbtest: $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/*.c tests/fuzz/*.c)) $(SERVER_LIB_OBJ) $(LOADGEN_LIB_OBJ) $(LIBZB)
 	@mkdir -p $(BIN)
@@ -141,13 +141,13 @@ FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-fra
 fuzz:
 	$(MAKE) BUILD=build/fuzz CC=clang OPT="$(FUZZ_FLAGS)" build/fuzz/libzb.a \
 	  $(patsubst $(BUILD)/%,build/fuzz/%,$(SERVER_LIB_OBJ)) \
-	  $(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)
+	  $(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats mix)
 	@mkdir -p build/fuzz/bin build/fuzz/crashes
 	@for t in $(FUZZ_TARGETS); do \
 	  extra=; args=; grep -q '"server.h"' tests/fuzz/fuzz_$$t.c && \
 	    extra="$(patsubst $(BUILD)/%,build/fuzz/%,$(SERVER_LIB_OBJ))" args=-detect_leaks=0; \
 	  grep -q '"loadgen.h"' tests/fuzz/fuzz_$$t.c && \
-	    extra="$(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats)"; \
+	    extra="$(patsubst %,build/fuzz/obj/loadgen/%.o,resp hdrlog series stats mix)"; \
 	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_LIBFUZZER -Ilib -Itests -Iserver -Iloadgen $(PKG_CFLAGS) -O1 -g \
 	    -fsanitize=fuzzer,address,undefined -o build/fuzz/bin/fuzz_$$t tests/fuzz/fuzz_$$t.c \
 	    $$extra build/fuzz/libzb.a $(LDLIBS) || exit 1; \

@@ -92,6 +92,22 @@ const char loadgen_usage[] =
     "                         The popular keys are spread over FILE by a fixed\n"
     "                         shuffle (YCSB scrambles them too), the same for every\n"
     "                         --seed\n"
+    "      --mix MIX          weighted request templates instead of the URL's path,\n"
+    "                         sent to the URL's host and port. MIX is a file of\n"
+    "                         lines 'WEIGHT METHOD PATH' (WEIGHT 1-1000000, '#'\n"
+    "                         starts a comment, at most 16 templates; PATH may hold\n"
+    "                         one {key}, drawn as --keys and --dist say), e.g.\n"
+    "                           95 GET /zip/pg/{key}\n"
+    "                           5 POST /update/pg/{key}\n"
+    "                         or a YCSB preset over one backend: ycsb-a:B (50% GET\n"
+    "                         /zip/B/{key}, 50% POST /update/B/{key}), ycsb-b:B\n"
+    "                         (95/5), ycsb-c:B (reads only), ycsb-f:B (50/50: the\n"
+    "                         update is a read-modify-write already). Request i's\n"
+    "                         template is a draw of a stream of its own from --seed,\n"
+    "                         so a seed sends the same templates whatever -c and\n"
+    "                         --threads. Not with -p/-u/-m/-i. The report adds a\n"
+    "                         table per template (count, 2xx, non-2xx, failed,\n"
+    "                         latency median and p99; --json: \"templates\")\n"
     "\n"
     "HTTPS (OpenSSL; a full handshake on every new connection, as ab):\n"
     "      --tls-resume       resume the thread's latest TLS session on new\n"
@@ -137,6 +153,16 @@ const char loadgen_usage[] =
     "                         JSON report goes to stderr); the header row starts a\n"
     "                         new file. An interval shorter than --interval (the\n"
     "                         run's last) has no rate: an empty rps (null in --json)\n"
+    "      --ledger FILE      append to FILE one line per 2xx answer to a POST: the\n"
+    "                         answer's body (the server's update answers are one\n"
+    "                         JSON object each), its CR and LF bytes written as\n"
+    "                         spaces and a trailing newline dropped: the writes the\n"
+    "                         server acknowledged, which a crash experiment checks\n"
+    "                         the database against. Each thread buffers its lines\n"
+    "                         and appends them whole (O_APPEND) every 10 ms and at\n"
+    "                         the end, SIGINT included. A body over 64 KiB, or a\n"
+    "                         line the file refused, is counted lost: loadgen says\n"
+    "                         so and exits 1\n"
     "      --hdr-log FILE     write an HdrHistogram interval log (format 1.3, V2\n"
     "                         compressed histograms of latency in ns, one per\n"
     "                         interval), which HdrHistogram's tools and\n"
@@ -244,7 +270,7 @@ static int set_method(struct config *cfg, const char *method, const char *flag)
 
 enum {
     O_THREADS = 256, O_JSON, O_CSV, O_KEYS, O_SEED, O_MISS, O_DIST, O_RATE, O_DURATION, O_HDRLOG,
-    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS,
+    O_INTERVAL, O_START_AT, O_VERIFY, O_CACERT, O_RESUME, O_MAX_ERRORS, O_LEDGER, O_MIX,
 };
 
 /* --max-errors N (requests) or P% (of all requests). */
@@ -386,6 +412,7 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         { "start-at", O_START_AT, 1, "" }, { "verify", O_VERIFY, 0, "" },
         { "cacert", O_CACERT, 1, "" }, { "tls-resume", O_RESUME, 0, "" },
         { "max-errors", O_MAX_ERRORS, 1, "" }, { "dist", O_DIST, 1, "" },
+        { "ledger", O_LEDGER, 1, "" }, { "mix", O_MIX, 1, "" },
         { "version", 'V', 0, "" },     { "help", 'h', 0, "" },
         /* ab's letters without a long name */
         { NULL, 'b', 1, "" }, { NULL, 'B', 1, "" }, { NULL, 'p', 1, "" }, { NULL, 'u', 1, "" },
@@ -454,6 +481,8 @@ int args_parse(int argc, const char *const *argv, struct config *cfg)
         case O_JSON: cfg->json = true; break;
         case O_CSV: cfg->csv = arg; break;
         case O_KEYS: cfg->keyfile = arg; break;
+        case O_LEDGER: cfg->ledger = arg; break;
+        case O_MIX: cfg->mix = arg; break;
         case O_SEED: rc = parse_seed(cfg, arg); break;
         case O_DIST: {
             char why[256];
@@ -527,6 +556,8 @@ static int settle(struct config *cfg, bool have_n, int threads)
         return usage_error("--miss needs --keys FILE%s", "");
     if (cfg->dist.kind != DIST_UNIFORM && !cfg->keyfile)
         return usage_error("--dist needs --keys FILE%s", "");
+    if (cfg->mix && (cfg->body_file || cfg->head || strcmp(cfg->method, "GET") != 0))
+        return usage_error("--mix names each template's method: not with -p, -u, -m or -i%s", "");
     cfg->threads = threads ? threads : default_threads();
     if (cfg->threads > cfg->concurrency)
         cfg->threads = cfg->concurrency;

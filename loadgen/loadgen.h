@@ -40,6 +40,32 @@ void dist_free(struct dist *d);
 uint32_t dist_rank(const struct dist *d, uint64_t *s);
 uint32_t dist_draw(const struct dist *d, uint64_t *s);
 
+/* ---- mix.c: --mix, weighted request templates ---- */
+#define MIX_MAX 16
+struct mix_template {
+    unsigned weight;
+    char method[16];
+    char path[1024];           /* at most one {key} */
+};
+struct mix {
+    int n;
+    struct mix_template t[MIX_MAX];
+    uint32_t cum[MIX_MAX];     /* running sums of the weights */
+    uint32_t total;
+};
+/* Lines "WEIGHT METHOD PATH" of text[0..n) (name: for "name:line: why"). */
+int mix_parse(struct mix *m, const char *text, size_t n, const char *name, struct zb_err *err);
+/* A file, or "ycsb-a|ycsb-b|ycsb-c|ycsb-f:BACKEND". */
+int mix_load(struct mix *m, const char *arg, struct zb_err *err);
+/* The template of request idx: a pure function of (seed, idx). */
+int mix_pick(const struct mix *m, uint64_t seed, uint64_t idx);
+
+/* Per template: what its requests got. */
+struct tmpl_stats {
+    uint64_t count, ok, non2xx, failed;
+    struct hist lat;
+};
+
 /* ---- args.c: the command line, after checking ---- */
 struct config {
     uint64_t requests;         /* -n; -t without -n makes it 50000000 */
@@ -82,6 +108,8 @@ struct config {
     double interval;           /* --interval seconds of the time series, default 1 */
     int64_t start_at_ms;       /* --start-at epoch ms, 0 = at once */
     const char *keyfile;       /* --keys */
+    const char *ledger;        /* --ledger FILE: the bodies of 2xx answers to POSTs */
+    const char *mix;           /* --mix FILE or preset */
     /* --max-errors: exit 1 when the errors (result_errors) are more than
      * max_errors requests, or (max_errors_pct) that percentage of all;
      * max_errors < 0: no limit */
@@ -182,6 +210,11 @@ struct resp {
     uint64_t total;            /* all bytes of the response */
     char *server;              /* if not NULL, the Server header is copied here */
     size_t server_len;
+    /* --ledger: if cap, the body's bytes are copied here (cap_size at most;
+     * cap_over when there were more) */
+    char *cap;
+    uint32_t cap_size, cap_len;
+    bool cap_over;
     char head[HEAD_MAX];
 };
 
@@ -233,6 +266,8 @@ struct stats {
     uint64_t connect_errno[LG_ERRNOS];
     uint64_t bytes_total, bytes_body, bytes_sent;
     uint64_t handshakes, resumed;
+    uint64_t ledger_lines;     /* --ledger: lines written */
+    uint64_t ledger_lost;      /* --ledger: 2xx POST bodies too long or not written */
     uint64_t last_done_ns;
     /* latency: from the request's start, or its intended start under
      * --rate; the rest are ab's Connection Times, from the real start */
@@ -401,6 +436,23 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
 
 void agent_log_free(struct agent_log *a);
 
+/* ---- ledger.c: --ledger, a line per acknowledged write ---- */
+#define LEDGER_BODY_MAX (64 * 1024)    /* a longer body is counted lost */
+#define LEDGER_BUF (1024 * 1024)       /* per thread, written when full */
+struct ledger_buf {
+    int fd;                    /* the shared file, O_APPEND */
+    char *buf;
+    size_t len;
+    int err;                   /* the first write's errno, or 0 */
+};
+/* Appends body (one JSON object) as one line: its CR and LF bytes (JSON's
+ * whitespace, or invalid inside a string) become spaces, a trailing newline
+ * is dropped. Writes the buffer first when the line would not fit. -1 when
+ * a write failed (errno in lb->err). */
+int ledger_add(struct ledger_buf *lb, const char *body, size_t len);
+/* Writes what the buffer holds: whole lines, in one write each time. */
+int ledger_flush(struct ledger_buf *lb);
+
 /* ---- the run, as loop.c and main.c share it ---- */
 struct shared {
     const struct config *cfg;
@@ -413,6 +465,9 @@ struct shared {
     uint64_t interval_ns;      /* --rate: gap between one connection's sends */
     int64_t realtime_offset_ns;/* CLOCK_REALTIME - CLOCK_MONOTONIC, for -g */
     const char *sni;
+    int ledger_fd;             /* --ledger, or -1 */
+    const struct mix *mix;     /* --mix, or NULL: req alone */
+    const struct request *reqs;/* --mix: one prebuilt request per template */
     struct series series;
     /* Threads set up, then wait twice: once so the clock starts only when
      * all are ready, again until start_ns is set. Without it a thread that
@@ -436,6 +491,7 @@ struct worker {
     int first_conn, nconns;    /* global ordinals of this thread's conns */
     _Atomic uint64_t progress; /* completed + failed, for the progress line */
     struct stats st;
+    struct tmpl_stats *tmpl;   /* --mix: per template */
     struct sample *samples;    /* -g */
     size_t nsamples, samples_cap;
     bool setup_failed;         /* no loop: out of memory or a TLS error */
@@ -465,6 +521,8 @@ struct result {
     const struct point *points;
     size_t npoints;
     const struct provenance *prov;   /* the machine(s) of the run */
+    const struct mix *mix;     /* --mix: its templates and their stats */
+    const struct tmpl_stats *tmpl;
 };
 
 /* The report, as ab's text or as JSON, to out (stdout; stderr when

@@ -59,6 +59,10 @@ struct conn {
     size_t wlen, wdone;        /* its length; bytes of head + body sent */
     char *wbuf;
     char server[128];
+    char *ledger_body;         /* --ledger: the body of a POST's answer */
+    const struct request *rq;  /* this request's bytes (--mix: its template's) */
+    int tmpl;                  /* --mix: its template */
+    bool head, post;           /* its method is HEAD / POST */
     struct resp resp;
 };
 
@@ -76,6 +80,8 @@ struct loop {
     uint64_t timeout_ns;
     char *rbuf;
     bool no_pwait2;            /* epoll_pwait2 said ENOSYS: ms timeouts only */
+    bool ledger_posts;         /* --ledger and the requests are POSTs */
+    struct ledger_buf lb;      /* --ledger: this thread's lines not yet written */
     struct interval iv;        /* this thread's share of the current interval */
     uint64_t iv_idx, iv_end;
 };
@@ -127,6 +133,8 @@ static void count_fail(struct loop *L, struct conn *c, int kind)
     default: s->err_except++; break;
     }
     uint64_t now = zb_now_ns();
+    if (L->w->tmpl)
+        L->w->tmpl[c->tmpl].failed++;
     iv_at(L, now);
     L->iv.failed++;
     close_fd(c);
@@ -189,9 +197,9 @@ static int open_conn(struct loop *L, struct conn *c)
 }
 
 /* One send of what is left: the head, then the shared body. */
-static ssize_t send_some(struct loop *L, struct conn *c)
+static ssize_t send_some(struct conn *c)
 {
-    const struct request *rq = L->sh->req;
+    const struct request *rq = c->rq;
     struct iovec iov[2];
     int n = 0;
     if (c->wdone < c->wlen)
@@ -211,12 +219,12 @@ static ssize_t send_some(struct loop *L, struct conn *c)
  * socket; -1: failed, errno set. */
 static int send_more(struct loop *L, struct conn *c)
 {
-    size_t total = c->wlen + L->sh->req->body_len;
+    size_t total = c->wlen + c->rq->body_len;
     c->want_out = true;
     while (c->wdone < total) {
         if (!c->connected)
             c->t_conn = zb_now_ns();   /* ab: connected, writing starts */
-        ssize_t k = send_some(L, c);
+        ssize_t k = send_some(c);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -334,10 +342,17 @@ static void next_request(struct loop *L, struct conn *c, uint64_t now)
         c->t_first = 0;
         c->deadline = now + L->timeout_ns;
         c->retried = false;
-        c->wlen = request_for(sh->req, sh->keys, cfg->seed, sh->miss_threshold, idx, c->wbuf,
+        if (sh->mix) {
+            c->tmpl = mix_pick(sh->mix, cfg->seed, idx);
+            c->rq = &sh->reqs[c->tmpl];
+            c->head = !strcmp(sh->mix->t[c->tmpl].method, "HEAD");
+            c->post = !strcmp(sh->mix->t[c->tmpl].method, "POST");
+        }
+        c->resp.cap = c->post ? c->ledger_body : NULL;
+        c->wlen = request_for(c->rq, sh->keys, cfg->seed, sh->miss_threshold, idx, c->wbuf,
                               &c->wstart);
         c->wdone = 0;
-        resp_reset(&c->resp, cfg->head);
+        resp_reset(&c->resp, c->head);
         c->resp.server = NULL;
         if (atomic_load_explicit(&sh->first_state, memory_order_relaxed) == 0) {
             c->resp.server = c->server;
@@ -400,6 +415,13 @@ static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
     s->bytes_body += r->body;
     s->last_done_ns = now;
     bool ok = r->status >= 200 && r->status < 300;
+    if (L->w->tmpl) {
+        struct tmpl_stats *ts = &L->w->tmpl[c->tmpl];
+        ts->count++;
+        ts->ok += ok;
+        ts->non2xx += !ok;
+        hist_record(&ts->lat, now - c->t0);
+    }
     if (!ok) {
         s->non2xx++;
         if (r->status == 404)
@@ -426,6 +448,13 @@ static void complete(struct loop *L, struct conn *c, uint64_t now, bool extra)
     } else if (fs == 2 && ok && r->body != sh->doc_length && !L->cfg->variable_length) {
         s->err_length++;       /* as ab: a body unlike the first one */
     }
+    if (ok && r->cap) {
+        /* An acknowledged write: its line, or a count that says it is missing. */
+        if (!r->cap_over && ledger_add(&L->lb, r->cap, r->cap_len) == 0)
+            s->ledger_lines++;
+        else
+            s->ledger_lost++;
+    }
     bump_progress(L);
     if (L->cfg->keepalive && !r->close && !extra) {
         s->keepalive_reqs++;
@@ -449,7 +478,7 @@ static void on_eof(struct loop *L, struct conn *c, bool reset)
         c->retried = true;
         close_fd(c);
         c->wdone = 0;
-        resp_reset(&c->resp, L->cfg->head);
+        resp_reset(&c->resp, c->head);
         if (start_io(L, c) == 0)
             return;
     } else {
@@ -540,6 +569,8 @@ static void scan(struct loop *L, uint64_t now)
     bool abandon = atomic_load_explicit(&sh->stop, memory_order_relaxed) ||
                    (sh->end_ns && now >= sh->end_ns + GRACE_NS);
     iv_at(L, now);                 /* an idle thread still closes its interval */
+    if (L->lb.len)
+        ledger_flush(&L->lb);      /* the ledger trails the answers by 10 ms at most */
     for (int i = 0; i < L->unstarted; i++) {
         struct conn *c = &L->conns[i];
         if (c->state == S_DONE)
@@ -604,10 +635,23 @@ static int wait_events(struct loop *L, struct epoll_event *ev, uint64_t now, uin
     return epoll_wait(L->ep, ev, EV_BATCH, (int)(SCAN_NS / 1000000));
 }
 
+/* The lines still buffered, counted lost when the file refuses them. */
+static void ledger_end(struct loop *L)
+{
+    if (L->lb.len && ledger_flush(&L->lb) < 0)
+        for (size_t i = 0; i < L->lb.len; i++)
+            L->st->ledger_lost += L->lb.buf[i] == '\n';
+    if (L->lb.err)
+        zb_fail(&L->w->err, ZB_ERR_SYS, "--ledger: cannot write: %s", strerror(L->lb.err));
+}
+
 static void loop_free(struct loop *L, char *wbufs, struct epoll_event *ev)
 {
-    for (int i = 0; L->conns && i < L->n; i++)
+    for (int i = 0; L->conns && i < L->n; i++) {
         close_fd(&L->conns[i]);
+        free(L->conns[i].ledger_body);
+    }
+    free(L->lb.buf);
     if (L->ep >= 0)
         close(L->ep);
     tls_ctx_free(L->tls);
@@ -627,9 +671,24 @@ void *worker_run(void *arg)
     L.ep = epoll_create1(EPOLL_CLOEXEC);
     L.conns = calloc((size_t)L.n, sizeof *L.conns);
     L.rbuf = malloc(RBUF_SIZE);
-    char *wbufs = malloc((size_t)L.n * (sh->req->maxlen + 1));
+    size_t maxlen = sh->req->maxlen;
+    for (int i = 0; sh->mix && i < sh->mix->n; i++)
+        if (sh->reqs[i].maxlen > maxlen)
+            maxlen = sh->reqs[i].maxlen;
+    char *wbufs = malloc((size_t)L.n * (maxlen + 1));
     struct epoll_event *ev = malloc(EV_BATCH * sizeof *ev);
     bool ok = L.ep >= 0 && L.conns && L.rbuf && wbufs && ev;
+    L.lb.fd = sh->ledger_fd;
+    L.ledger_posts = sh->ledger_fd >= 0 && !strcmp(cfg->method, "POST");
+    bool mix_posts = false;
+    for (int i = 0; sh->mix && i < sh->mix->n; i++)
+        mix_posts = mix_posts || !strcmp(sh->mix->t[i].method, "POST");
+    L.ledger_posts = L.ledger_posts || (sh->ledger_fd >= 0 && mix_posts);
+    if (ok && L.ledger_posts) {
+        ok = (L.lb.buf = malloc(LEDGER_BUF)) != NULL;
+        for (int i = 0; ok && i < L.n; i++)
+            ok = (L.conns[i].ledger_body = malloc(LEDGER_BODY_MAX)) != NULL;
+    }
     if (ok && sh->tgt->tls) {
         L.tls = tls_ctx_new(cfg, sh->sni, sh->tgt->host, &w->err);
         ok = L.tls != NULL;
@@ -652,7 +711,11 @@ void *worker_run(void *arg)
         struct conn *c = &L.conns[i];
         c->fd = -1;
         c->state = S_NEW;
-        c->wbuf = wbufs + (size_t)i * (sh->req->maxlen + 1);
+        c->wbuf = wbufs + (size_t)i * (maxlen + 1);
+        c->resp.cap_size = LEDGER_BODY_MAX;
+        c->rq = sh->req;
+        c->head = cfg->head;
+        c->post = L.ledger_posts;
         /* --rate: the connections' sends interleave evenly from the start. */
         if (sh->interval_ns)
             c->next_at = sh->start_ns + (uint64_t)(w->first_conn + i) * sh->interval_ns /
@@ -683,6 +746,7 @@ void *worker_run(void *arg)
             next_scan = now + SCAN_NS;
         }
     }
+    ledger_end(&L);
     series_flush(&sh->series, w->id, L.iv_idx, &L.iv);
     series_thread_at(&sh->series, w->id, UINT64_MAX);
     loop_free(&L, wbufs, ev);

@@ -3,6 +3,7 @@
 #include <apr_general.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -327,8 +328,41 @@ static int run(struct config *cfg)
         }
         kp = &keys;
     }
+    /* --mix: one request per template, against the URL's host and port. */
+    static struct mix mix;
+    static struct request reqs[MIX_MAX];
+    static struct target ttgt;
+    if (cfg->mix) {
+        if (mix_load(&mix, cfg->mix, &err) < 0) {
+            fprintf(stderr, "loadgen: %s\n", err.msg);
+            if (kp)
+                keys_free(kp);
+            return ZB_EXIT_USAGE;
+        }
+        struct config tcfg = *cfg;
+        ttgt = tgt;
+        for (int i = 0; i < mix.n; i++) {
+            tcfg.method = mix.t[i].method;
+            tcfg.head = !strcmp(mix.t[i].method, "HEAD");
+            snprintf(ttgt.path, sizeof ttgt.path, "%s", mix.t[i].path);
+            bool slot = strstr(ttgt.path, "{key}") != NULL;
+            if (request_build(&reqs[i], &tcfg, &ttgt, slot ? kp : NULL, &err) < 0) {
+                fprintf(stderr, "loadgen: --mix template %d (%s %s): %s\n", i + 1,
+                        mix.t[i].method, mix.t[i].path, err.msg);
+                for (int j = 0; j < i; j++)
+                    request_free(&reqs[j]);
+                if (kp)
+                    keys_free(kp);
+                return ZB_EXIT_USAGE;
+            }
+        }
+        /* The URL's own path is not sent: the first template stands for it. */
+        snprintf(tgt.path, sizeof tgt.path, "%s", mix.t[0].path);
+        cfg->method = mix.t[0].method;
+    }
     struct request req;
-    if (request_build(&req, cfg, &tgt, kp, &err) < 0) {
+    if (request_build(&req, cfg, &tgt, cfg->mix && !strstr(tgt.path, "{key}") ? NULL : kp,
+                      &err) < 0) {
         fprintf(stderr, "loadgen: %s\n", err.msg);
         if (kp)
             keys_free(kp);
@@ -348,7 +382,21 @@ static int run(struct config *cfg)
     }
 
     static struct shared sh;
+    sh.ledger_fd = -1;
+    if (cfg->ledger &&
+        (sh.ledger_fd = open(cfg->ledger, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0) {
+        fprintf(stderr, "loadgen: --ledger: cannot write '%s': %s\n", cfg->ledger,
+                strerror(errno));
+        if (hdr)
+            fclose(hdr);
+        request_free(&req);
+        if (kp)
+            keys_free(kp);
+        return ZB_EXIT_USAGE;
+    }
     sh.cfg = cfg;
+    sh.mix = cfg->mix ? &mix : NULL;
+    sh.reqs = reqs;
     sh.tgt = &tgt;
     sh.req = &req;
     sh.keys = kp;
@@ -384,6 +432,14 @@ static int run(struct config *cfg)
         w[i].nconns = cfg->concurrency / cfg->threads + (i < cfg->concurrency % cfg->threads);
         first += w[i].nconns;
         stats_init(&w[i].st);
+        if (cfg->mix) {
+            if (!(w[i].tmpl = calloc((size_t)mix.n, sizeof *w[i].tmpl))) {
+                fprintf(stderr, "loadgen: out of memory\n");
+                return ZB_EXIT_FAIL;
+            }
+            for (int j = 0; j < mix.n; j++)
+                hist_init(&w[i].tmpl[j].lat);
+        }
         if (pthread_create(&tid[i], NULL, thread_main, &w[i]) != 0) {
             fprintf(stderr, "loadgen: cannot start thread %d\n", i);
             return ZB_EXIT_FAIL;
@@ -414,10 +470,24 @@ static int run(struct config *cfg)
                           .tls_tmpkey = sh.tls_tmpkey, .tls_sni = sni,
                           .start_epoch_s = start_epoch, .prov = &prov };
     stats_init(&res.st);
+    static struct tmpl_stats tmpl[MIX_MAX];
+    for (int j = 0; j < MIX_MAX; j++)
+        hist_init(&tmpl[j].lat);
+    if (cfg->mix) {
+        res.mix = &mix;
+        res.tmpl = tmpl;
+    }
     const char *setup_err = NULL;
     for (int i = 0; i < cfg->threads; i++) {
         pthread_join(tid[i], NULL);
         stats_add(&res.st, &w[i].st);
+        for (int j = 0; w[i].tmpl && j < mix.n; j++) {
+            tmpl[j].count += w[i].tmpl[j].count;
+            tmpl[j].ok += w[i].tmpl[j].ok;
+            tmpl[j].non2xx += w[i].tmpl[j].non2xx;
+            tmpl[j].failed += w[i].tmpl[j].failed;
+            hist_merge(&tmpl[j].lat, &w[i].tmpl[j].lat);
+        }
         if (w[i].setup_failed && !setup_err)
             setup_err = w[i].err.msg;
     }
@@ -453,6 +523,25 @@ static int run(struct config *cfg)
     }
     report_warn_errors(&res, "loadgen");
     bool too_many = past_max_errors(cfg, &res);
+    bool ledger_failed = false;
+    if (sh.ledger_fd >= 0) {
+        for (int i = 0; i < cfg->threads; i++)
+            if (!w[i].setup_failed && w[i].err.msg[0])
+                fprintf(stderr, "loadgen: %s\n", w[i].err.msg);
+        if (res.st.ledger_lost) {
+            fprintf(stderr,
+                    "loadgen: --ledger: %llu acknowledged write%s not in '%s' (a body over "
+                    "%d bytes, or the file refused the line)\n",
+                    (unsigned long long)res.st.ledger_lost, res.st.ledger_lost == 1 ? "" : "s",
+                    cfg->ledger, LEDGER_BODY_MAX);
+            ledger_failed = true;
+        }
+        if (close(sh.ledger_fd) != 0) {
+            fprintf(stderr, "loadgen: --ledger: cannot write '%s': %s\n", cfg->ledger,
+                    strerror(errno));
+            ledger_failed = true;
+        }
+    }
     if (hdr) {
         hdrlog_trailer(hdr, &res);
         if (fclose(hdr) != 0) {
@@ -460,8 +549,12 @@ static int run(struct config *cfg)
             rc = ZB_EXIT_FAIL;
         }
     }
-    for (int i = 0; i < cfg->threads; i++)
+    for (int i = 0; i < cfg->threads; i++) {
         free(w[i].samples);
+        free(w[i].tmpl);
+    }
+    for (int j = 0; cfg->mix && j < mix.n; j++)
+        request_free(&reqs[j]);
     free(w);
     free(tid);
     series_free(&sh.series);
@@ -471,7 +564,7 @@ static int run(struct config *cfg)
     if (kp)
         keys_free(kp);
     /* A run that completed nothing measured nothing: not a success. */
-    return failed || !res.st.completed || too_many ? ZB_EXIT_FAIL : rc;
+    return failed || !res.st.completed || too_many || ledger_failed ? ZB_EXIT_FAIL : rc;
 }
 
 int main(int argc, const char *const *argv)

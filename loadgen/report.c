@@ -130,6 +130,22 @@ static void percentile_table(FILE *out, const struct hist *h, const char *headin
     fprintf(out, " 100%%  %5lld (longest request)\n", ms((double)hist_max(h)));
 }
 
+/* --mix: a line per template after ab's report. */
+static void report_templates(const struct result *r, FILE *out)
+{
+    fprintf(out, "\nTemplates (--mix):\n");
+    fprintf(out, "weight  completed       2xx   non-2xx    failed  p50 (us)  p99 (us)  request\n");
+    for (int i = 0; i < r->mix->n; i++) {
+        const struct tmpl_stats *t = &r->tmpl[i];
+        fprintf(out, "%6u %10llu %9llu %9llu %9llu %9.0f %9.0f  %s %s\n", r->mix->t[i].weight,
+                (unsigned long long)t->count, (unsigned long long)t->ok,
+                (unsigned long long)t->non2xx, (unsigned long long)t->failed,
+                t->count ? us(hist_percentile(&t->lat, 50)) : 0.0,
+                t->count ? us(hist_percentile(&t->lat, 99)) : 0.0, r->mix->t[i].method,
+                r->mix->t[i].path);
+    }
+}
+
 void report_text(const struct result *r, FILE *out)
 {
     const struct stats *s = &r->st;
@@ -251,6 +267,8 @@ void report_text(const struct result *r, FILE *out)
            "(%d thread%s, %llu connections)\n",
            r->cpu_user, r->cpu_sys, cpu_us_per_req(r), r->threads, r->threads == 1 ? "" : "s",
            (unsigned long long)s->connects);
+    if (r->mix)
+        report_templates(r, out);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -407,6 +425,25 @@ void report_json(const struct result *r, FILE *f)
     fprintf(f, "],\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_req\":%.3f,", r->cpu_user,
             r->cpu_sys, cpu_us_per_req(r));
     json_provenance(f, r);
+    if (r->mix) {
+        fprintf(f, ",\"templates\":[");
+        for (int i = 0; i < r->mix->n; i++) {
+            const struct tmpl_stats *t = &r->tmpl[i];
+            fprintf(f, "%s{\"weight\":%u,\"method\":", i ? "," : "", r->mix->t[i].weight);
+            json_str(f, r->mix->t[i].method);
+            fprintf(f, ",\"path\":");
+            json_str(f, r->mix->t[i].path);
+            fprintf(f,
+                    ",\"completed\":%llu,\"goodput\":%llu,\"non2xx\":%llu,\"failed\":%llu,"
+                    "\"goodput_rps\":%.2f,\"p50_us\":%.1f,\"p99_us\":%.1f}",
+                    (unsigned long long)t->count, (unsigned long long)t->ok,
+                    (unsigned long long)t->non2xx, (unsigned long long)t->failed,
+                    r->seconds > 0 ? (double)t->ok / r->seconds : 0.0,
+                    t->count ? us(hist_percentile(&t->lat, 50)) : 0.0,
+                    t->count ? us(hist_percentile(&t->lat, 99)) : 0.0);
+        }
+        fputc(']', f);
+    }
     fprintf(f, "}\n");
 }
 

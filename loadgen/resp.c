@@ -32,6 +32,22 @@ void resp_reset(struct resp *r, bool head_request)
     r->got_any = false;
     r->hlen = 0;
     r->left = r->body = r->total = 0;
+    r->cap_len = 0;
+    r->cap_over = false;
+}
+
+/* --ledger keeps the body's bytes. */
+static void capture(struct resp *r, const char *p, size_t n)
+{
+    if (!r->cap || !n)
+        return;
+    size_t room = r->cap_size - r->cap_len;
+    if (n > room) {
+        r->cap_over = true;
+        n = room;
+    }
+    memcpy(r->cap + r->cap_len, p, n);
+    r->cap_len += (uint32_t)n;
 }
 
 static int name_is(const char *p, size_t n, const char *name, size_t len)
@@ -228,6 +244,7 @@ static int feed_chunked(struct resp *r, const char *p, size_t n, size_t *used)
             break;
         case C_DATA: {
             size_t take = n - i < r->left ? n - i : (size_t)r->left;
+            capture(r, p + i, take);
             r->left -= take;
             r->body += take;
             i += take;
@@ -285,6 +302,7 @@ static int feed_body(struct resp *r, const char *p, size_t n, size_t *used)
         return R_DONE;
     case P_LENGTH: {
         size_t take = n < r->left ? n : (size_t)r->left;
+        capture(r, p, take);
         r->left -= take;
         r->body += take;
         *used = take;
@@ -296,6 +314,7 @@ static int feed_body(struct resp *r, const char *p, size_t n, size_t *used)
     case P_CHUNKED:
         return feed_chunked(r, p, n, used);
     case P_TO_EOF:
+        capture(r, p, n);
         r->body += n;
         *used = n;
         return R_MORE;

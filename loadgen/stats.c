@@ -38,6 +38,8 @@ void stats_add(struct stats *t, const struct stats *s)
     t->bytes_total += s->bytes_total;
     t->bytes_body += s->bytes_body;
     t->bytes_sent += s->bytes_sent;
+    t->ledger_lines += s->ledger_lines;
+    t->ledger_lost += s->ledger_lost;
     t->handshakes += s->handshakes;
     t->resumed += s->resumed;
     if (s->last_done_ns > t->last_done_ns)

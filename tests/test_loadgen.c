@@ -3,6 +3,7 @@
  * connections and logs every path, so the counts loadgen reports can be
  * checked exactly against what was really sent. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <check.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1776,6 +1777,257 @@ START_TEST(dist_seed_repeatable)
 }
 END_TEST
 
+/* ---- --ledger: the bodies of the 2xx answers to POSTs ---- */
+
+/* The file's lines into lines (at most max, each < 64 bytes), sorted;
+ * how many. A line that does not end in '\n' fails the test. */
+static int ledger_lines(const char *path, char (*lines)[64], int max)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no ledger %s", path);
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        ck_assert_msg(len && line[len - 1] == '\n', "torn line '%s'", line);
+        line[len - 1] = 0;
+        ck_assert_msg(n < max && len < 64, "ledger line %d: %s", n, line);
+        memcpy(lines[n++], line, len);   /* len < 64: its NUL too */
+    }
+    fclose(f);
+    qsort(lines, (size_t)n, sizeof lines[0], cmp_path);
+    return n;
+}
+
+START_TEST(ledger_holds_the_acknowledged_posts)
+{
+    make_keys();
+    const char *dir = test_dir("loadgen-ledger");
+    char body[1100], ledger[1100];
+    snprintf(body, sizeof body, "%s/post.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(body, "x=1");
+    unlink(ledger);
+    static char sent[LOG_MAX][64], got[LOG_MAX][64];
+    /* The echo route answers the path: each line is the body of one answer. */
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 300 -c 6 --threads 3 --seed 5 -p %s --keys %s "
+                     "--ledger %s 'http://127.0.0.1:%d/echo/{key}'",
+                     body, keyfile, ledger, srv.port);
+    int ns = server_stop_log(sent);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(ns, 300);
+    qsort(sent, 300, sizeof sent[0], cmp_path);
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), 300);
+    for (int i = 0; i < 300; i++)
+        ck_assert_str_eq(got[i], sent[i]);
+
+    /* Appended to; no line for a non-2xx, a GET, or a HEAD; chunked bodies whole. */
+    server_start(false);
+    rc = loadgen("-q --json -n 5 -p %s --ledger %s http://127.0.0.1:%d/404", body, ledger,
+                 srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    rc = loadgen("-q --json -n 5 --ledger %s http://127.0.0.1:%d/echo/get", ledger, srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    rc = loadgen("-q --json -k -n 3 -p %s --ledger %s http://127.0.0.1:%d/chunked", body, ledger,
+                 srv.port);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    server_stop();
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), 303);
+    for (int i = 0; i < 3; i++)   /* sorted: "/echo/..." then "hello..." */
+        ck_assert_str_eq(got[300 + i], "hello0123456789abcdef!");
+
+    /* A file loadgen cannot write: a usage error before any request. */
+    rc = loadgen("-q -n 1 -p %s --ledger %s/no/such/dir/l http://127.0.0.1:1/", body, dir);
+    ck_assert_msg(rc == 2 && strstr(out, "--ledger: cannot write"), "rc %d: %s", rc, OUT);
+}
+END_TEST
+
+/* Interrupted: every acknowledged write is in the file, whole. */
+START_TEST(ledger_whole_after_sigint)
+{
+    const char *dir = test_dir("loadgen-ledger-int");
+    char body[1100], ledger[1100];
+    snprintf(body, sizeof body, "%s/post.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(body, "x=1");
+    unlink(ledger);
+    server_start(false);
+    loadgen("-q -k --json -c 4 --threads 2 -t 30 -p %s --ledger %s "
+            "http://127.0.0.1:%d/echo/interrupted & p=$!; sleep 0.7; kill -INT $p; wait $p",
+            body, ledger, srv.port);
+    server_stop();
+    long done = jint("completed");
+    ck_assert_int_eq(jint("non2xx"), 0);
+    ck_assert_msg(done > 0, "%s", OUT);
+    FILE *f = fopen(ledger, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_str_eq(line, "/echo/interrupted\n");
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, done);
+}
+END_TEST
+
+/* ledger_add: one line per body, its newlines spaces, the buffer written
+ * whole when the next line would not fit. */
+START_TEST(ledger_lines_one_per_body)
+{
+    const char *dir = test_dir("loadgen-ledger-unit");
+    char path[1100];
+    snprintf(path, sizeof path, "%s/l", dir);
+    unlink(path);
+    struct ledger_buf lb = { .fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644),
+                             .buf = malloc(LEDGER_BUF) };
+    ck_assert_int_ge(lb.fd, 0);
+    ck_assert_int_eq(ledger_add(&lb, "{\"a\":1}\n", 8), 0);
+    ck_assert_int_eq(ledger_add(&lb, "{\"b\":\r\n2}", 9), 0);
+    ck_assert_uint_eq(lb.len, 8 + 10);
+    static char big[LEDGER_BODY_MAX];
+    memset(big, 'x', sizeof big);
+    size_t lines = 2;
+    while (lb.len + sizeof big + 1 <= LEDGER_BUF) {
+        ck_assert_int_eq(ledger_add(&lb, big, sizeof big), 0);
+        lines++;
+    }
+    ck_assert_int_eq(ledger_add(&lb, big, sizeof big), 0);   /* flushes first */
+    lines++;
+    ck_assert_uint_eq(lb.len, sizeof big + 1);
+    ck_assert_int_eq(ledger_flush(&lb), 0);
+    close(lb.fd);
+    free(lb.buf);
+    FILE *f = fopen(path, "r");
+    static char line[LEDGER_BODY_MAX + 2];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "{\"a\":1}\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "{\"b\":  2}\n");
+    size_t n = 2;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_uint_eq(strlen(line), sizeof big + 1);
+        n++;
+    }
+    fclose(f);
+    ck_assert_uint_eq(n, lines);
+}
+END_TEST
+
+/* ---- --mix: weighted templates ---- */
+
+START_TEST(mix_file_errors_name_the_line)
+{
+    struct mix m;
+    struct zb_err err;
+    static const struct { const char *text, *why; } bad[] = {
+        { "# none\n\n", "m.txt: no templates" },
+        { "5 GET\n", "m.txt:1: want WEIGHT METHOD PATH, found 2 words" },
+        { "1 GET /a\n2 GET /b extra\n", "m.txt:2: want WEIGHT METHOD PATH, found 4 words" },
+        { "0 GET /a\n", "m.txt:1: the weight '0' is not a whole number 1-1000000" },
+        { "x GET /a\n", "m.txt:1: the weight 'x' is not a whole number 1-1000000" },
+        { "1 get /a\n", "m.txt:1: method 'get' is not upper-case letters" },
+        { "1 GET a\n", "m.txt:1: the path must start with '/'" },
+        { "1 GET /{key}/{key}\n", "m.txt:1: more than one {key} slot" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(mix_parse(&m, bad[i].text, strlen(bad[i].text), "m.txt", &err), -1);
+        ck_assert_msg(!strncmp(err.msg, bad[i].why, strlen(bad[i].why)), "%s: %s", bad[i].text,
+                      err.msg);
+    }
+    const char *good = "# a mix\n 3\tGET /zip/pg/{key}  # reads\r\n1 POST /update/pg/{key}\n";
+    ck_assert_int_eq(mix_parse(&m, good, strlen(good), "m.txt", &err), 0);
+    ck_assert_int_eq(m.n, 2);
+    ck_assert_str_eq(m.t[0].path, "/zip/pg/{key}");
+    ck_assert_str_eq(m.t[1].method, "POST");
+    ck_assert_uint_eq(m.total, 4);
+    /* The presets, as REQUEST-TYPES.md has them. */
+    ck_assert_int_eq(mix_load(&m, "ycsb-b:pg", &err), 0);
+    ck_assert_int_eq(m.n, 2);
+    ck_assert_uint_eq(m.t[0].weight, 95);
+    ck_assert_str_eq(m.t[0].path, "/zip/pg/{key}");
+    ck_assert_uint_eq(m.t[1].weight, 5);
+    ck_assert_str_eq(m.t[1].path, "/update/pg/{key}");
+    ck_assert_int_eq(mix_load(&m, "ycsb-c:sqlite", &err), 0);
+    ck_assert_int_eq(m.n, 1);
+    ck_assert_int_eq(mix_load(&m, "ycsb-a:", &err), -1);
+    ck_assert_msg(strstr(err.msg, "BACKEND must be"), "%s", err.msg);
+    ck_assert_int_eq(mix_load(&m, "/no/such/mix", &err), -1);
+    /* Picks follow the weights and are the same for a seed. */
+    mix_parse(&m, good, strlen(good), "m.txt", &err);
+    int n0 = 0;
+    for (uint64_t i = 0; i < 100000; i++) {
+        int t = mix_pick(&m, 9, i);
+        ck_assert_int_eq(t, mix_pick(&m, 9, i));
+        n0 += t == 0;
+    }
+    ck_assert_msg(n0 > 74000 && n0 < 76000, "template 0: %d of 100000", n0);
+}
+END_TEST
+
+START_TEST(mix_sends_the_templates)
+{
+    make_keys();
+    const char *dir = test_dir("loadgen-mix");
+    char mixfile[1100], ledger[1100];
+    snprintf(mixfile, sizeof mixfile, "%s/mix.txt", dir);
+    snprintf(ledger, sizeof ledger, "%s/ledger.jsonl", dir);
+    write_file(mixfile, "# writes echo their path, reads miss\n3 POST /echo/w/{key}\n1 GET /404/{key}\n");
+    unlink(ledger);
+    static char a[LOG_MAX][64], b[LOG_MAX][64], got[LOG_MAX][64];
+    server_start(false);
+    int rc = loadgen("-q -k --json -n 400 -c 1 --seed 3 --keys %s --mix %s --ledger %s "
+                     "http://127.0.0.1:%d/", keyfile, mixfile, ledger, srv.port);
+    int na = server_stop_log(a);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(na, 400);
+    const char *t = strstr(out, "\"templates\":[");
+    ck_assert_msg(t != NULL, "%s", OUT);
+    long writes = 0, reads = 0;
+    for (int i = 0; i < 400; i++) {
+        if (!strncmp(a[i], "/echo/w/", 8) && in_keys(a[i] + 8))
+            writes++;
+        else if (!strncmp(a[i], "/404/", 5) && in_keys(a[i] + 5))
+            reads++;
+        else
+            ck_abort_msg("request %d: %s", i, a[i]);
+    }
+    ck_assert_msg(writes > 250 && writes < 350, "writes %ld of 400", writes);
+    char want[512];
+    snprintf(want, sizeof want,
+             "\"templates\":[{\"weight\":3,\"method\":\"POST\",\"path\":\"/echo/w/{key}\","
+             "\"completed\":%ld,\"goodput\":%ld,\"non2xx\":0,\"failed\":0,",
+             writes, writes);
+    ck_assert_msg(strstr(out, want), "want %s in %s", want, OUT);
+    snprintf(want, sizeof want,
+             "{\"weight\":1,\"method\":\"GET\",\"path\":\"/404/{key}\",\"completed\":%ld,"
+             "\"goodput\":0,\"non2xx\":%ld,\"failed\":0,", reads, reads);
+    ck_assert_msg(strstr(out, want), "want %s in %s", want, OUT);
+    /* The ledger holds the writes' answers only. */
+    ck_assert_int_eq(ledger_lines(ledger, got, LOG_MAX), writes);
+    /* The same seed, more connections and threads: the same requests. */
+    server_start(false);
+    rc = loadgen("-q -k -n 400 -c 6 --threads 3 --seed 3 --keys %s --mix %s "
+                 "http://127.0.0.1:%d/", keyfile, mixfile, srv.port);
+    int nb = server_stop_log(b);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    ck_assert_int_eq(nb, 400);
+    ck_assert_msg(strstr(out, "Templates (--mix):") && strstr(out, "  POST /echo/w/{key}"), "%s", OUT);
+    qsort(a, 400, sizeof a[0], cmp_path);
+    qsort(b, 400, sizeof b[0], cmp_path);
+    for (int i = 0; i < 400; i++)
+        ck_assert_str_eq(a[i], b[i]);
+    /* A template's method is its own: -p with --mix is refused. */
+    rc = loadgen("-q -n 1 -p %s --mix %s http://127.0.0.1:1/", mixfile, mixfile);
+    ck_assert_msg(rc == 2 && strstr(out, "--mix names each template's method"), "rc %d: %s", rc, OUT);
+    write_file(mixfile, "1 GET /a\nfoo\n");
+    rc = loadgen("-q -n 1 --mix %s http://127.0.0.1:1/", mixfile);
+    ck_assert_msg(rc == 2 && strstr(out, "mix.txt:2: want WEIGHT METHOD PATH"), "rc %d: %s", rc, OUT);
+}
+END_TEST
+
 Suite *suite_loadgen(void)
 {
     TCase *tc = tier(test_case("engine", NULL, NULL, 60, TESTS(
@@ -1787,7 +2039,9 @@ Suite *suite_loadgen(void)
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         ab_report_lines, request_flags,
         seed_repeatable, miss_ratio, keys_percent_encoded, zipf_top_share_as_ycsb, hotspot_share,
-        dist_seed_repeatable, keys_imply_variable_length,
+        dist_seed_repeatable, keys_imply_variable_length, ledger_holds_the_acknowledged_posts,
+        ledger_whole_after_sigint, ledger_lines_one_per_body, mix_file_errors_name_the_line,
+        mix_sends_the_templates,
         bad_flags_exit_2,
         text_report_and_csv, rate_percentiles_corrected, partial_interval_has_no_rate,
         csv_stdout_only_csv, json_goodput_and_errors, errors_warned_and_limited, json_provenance)),

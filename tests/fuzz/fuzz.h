@@ -17,6 +17,7 @@ int fuzz_http(const uint8_t *data, size_t size);
 /* loadgen's response parser, and its HdrHistogram log reader. */
 int fuzz_resp(const uint8_t *data, size_t size);
 int fuzz_hdrlog(const uint8_t *data, size_t size);
+int fuzz_mix(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_LIBFUZZER
 #define FUZZ_ENTRY(fn) \
