@@ -77,7 +77,8 @@ struct req {
     enum zb_strategy strategy;
     uint64_t t0;
     double miss;                   /* /random?miss= */
-    struct key_wait kw;            /* /random, /queries: waiting for a key set */
+    struct key_wait kw;            /* /random, /queries, /updates: waiting for a key set */
+    bool (*keyed)(struct req *rq); /* what starts it once the key set is in (start_keyed) */
     struct lookup lk;
     int nqueries;                  /* /queries?queries= */
     uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
@@ -361,29 +362,21 @@ static void begin_rows(struct jbuf *b, const struct served *sb, const char *key,
     JB_LIT(b, ",\"rows\":[");
 }
 
-/* /random: a code of the key set (or, with probability miss, one that is
- * not in it); false while the key set is still loading. */
-static bool start_random(struct req *rq)
+/* rq's backend's key set; NULL while it is being read (*loading), or
+ * when it cannot be (503 answered, what: the query that failed). */
+static const struct key_set *key_set_of(struct req *rq, const char *what, bool *loading)
 {
     struct zb_err err = { 0 };
-    bool loading;
-    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
-    if (!set) {
+    const struct key_set *set = keyset_get(rq->lane->sb, loading, &err);
+    if (!set && !*loading) {
         char why[512];
-        if (!loading)
-            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false,
-                                                             "the query of /random's key set",
-                                                             why, sizeof why));
-        return !loading;
+        set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false, what, why,
+                                                         sizeof why));
     }
-    uint32_t k = keyset_pick(set, rq->miss, &rq->loop->rng);
-    char code[8];
-    snprintf(code, sizeof code, "%07u", k);
-    start_lookup(rq, code, 7);
-    return true;
+    return set;
 }
 
-/* The wait for rq's key set is over: a key drawn, or (err) the 503. */
+/* The wait for rq's key set is over: rq starts again, or (err) the 503. */
 static bool keys_over(struct key_wait *w, const struct zb_err *err)
 {
     struct req *rq = container_of(w, struct req, kw);
@@ -391,7 +384,35 @@ static bool keys_over(struct key_wait *w, const struct zb_err *err)
         set_error(rq, 503, NULL, "%s", err->msg);
         return false;
     }
-    return !start_random(rq);
+    return !rq->keyed(rq);
+}
+
+/* rq started by start, which draws from the key set: false while that is
+ * being read, and then rq waits for it (at most acquire_timeout_ms). */
+static void start_keyed(struct req *rq, bool (*start)(struct req *rq))
+{
+    rq->keyed = start;
+    if (!start(rq)) {
+        rq->state = RQ_RUNNING;
+        rq->kw.sb = rq->lane->sb;
+        rq->kw.over = keys_over;
+        keyset_wait(&rq->loop->keys, &rq->kw);
+    }
+}
+
+/* /random: a code of the key set (or, with probability miss, one that is
+ * not in it); false while the key set is still loading. */
+static bool start_random(struct req *rq)
+{
+    bool loading;
+    const struct key_set *set = key_set_of(rq, "the query of /random's key set", &loading);
+    if (!set)
+        return !loading;
+    uint32_t k = keyset_pick(set, rq->miss, &rq->loop->rng);
+    char code[8];
+    snprintf(code, sizeof code, "%07u", k);
+    start_lookup(rq, code, 7);
+    return true;
 }
 
 void http_keys_changed(struct http_loop *l)
@@ -489,12 +510,7 @@ static void serve(struct req *rq, const char *key)
             return;
         }
     }
-    if (!start_random(rq)) {   /* the key set is loading: wait for it */
-        rq->state = RQ_RUNNING;
-        rq->kw.sb = rq->lane->sb;
-        rq->kw.over = keys_over;
-        keyset_wait(&rq->loop->keys, &rq->kw);
-    }
+    start_keyed(rq, start_random);
 }
 
 /* ---- /queries: several lookups in one request ---- */
@@ -547,17 +563,10 @@ static void queries_done(struct batch *b)
  * loading. */
 static bool start_queries(struct req *rq)
 {
-    struct zb_err err = { 0 };
     bool loading;
-    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
-    if (!set) {
-        char why[512];
-        if (!loading)
-            set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false,
-                                                             "the query of /queries' key set",
-                                                             why, sizeof why));
+    const struct key_set *set = key_set_of(rq, "the query of /queries' key set", &loading);
+    if (!set)
         return !loading;
-    }
     struct batch *b = rq->batch;
     b->n = rq->nqueries;
     b->done = queries_done;
@@ -571,16 +580,6 @@ static bool start_queries(struct req *rq)
     rq->state = RQ_RUNNING;
     batch_start(b, rq->lane, rq->strategy, put_item_row);
     return true;
-}
-
-static bool queries_keys_over(struct key_wait *w, const struct zb_err *err)
-{
-    struct req *rq = container_of(w, struct req, kw);
-    if (err) {
-        set_error(rq, 503, NULL, "%s", err->msg);
-        return false;
-    }
-    return !start_queries(rq);
 }
 
 /* GET /queries/BACKEND?queries=N (rq->lane set: the postal dataset's). */
@@ -601,12 +600,7 @@ static void serve_queries(struct req *rq)
         return;
     }
     rq->nqueries = n;
-    if (!start_queries(rq)) {   /* the key set is loading: wait for it */
-        rq->state = RQ_RUNNING;
-        rq->kw.sb = rq->lane->sb;
-        rq->kw.over = queries_keys_over;
-        keyset_wait(&rq->loop->keys, &rq->kw);
-    }
+    start_keyed(rq, start_queries);
 }
 
 /* GET /cached/BACKEND/CODE (rq->lane set: the postal dataset's): the
@@ -766,15 +760,10 @@ static void update_answered(struct update_job *u, unsigned status, const char *c
         set_answer(rq, status);
 }
 
-/* /updates waited for its backend's key set (as keys_over). */
-static bool update_keys_over(struct key_wait *w, const struct zb_err *err)
+/* /updates: its codes drawn from the key set; false while that is read. */
+static bool start_updates(struct req *rq)
 {
-    struct req *rq = container_of(w, struct req, kw);
-    if (err) {
-        set_error(rq, 503, NULL, "%s", err->msg);
-        return false;
-    }
-    return !update_start(&rq->up, NULL, rq->up.n, &rq->loop->rng);
+    return update_start(&rq->up, NULL, rq->up.n, &rq->loop->rng);
 }
 
 /* POST /update/{backend}/{code} (kind 1), /updates/{backend}?queries=N. */
@@ -817,11 +806,10 @@ static void serve_update(struct req *rq, const char *path)
     rq->up.done = update_answered;
     rq->up.n = n;
     rq->state = RQ_RUNNING;
-    if (!update_start(&rq->up, kind == 1 ? code : NULL, n, &l->rng)) {
-        rq->kw.sb = sb;   /* the key set is being read: wait for it */
-        rq->kw.over = update_keys_over;
-        keyset_wait(&l->keys, &rq->kw);
-    }
+    if (kind == 1)
+        update_start(&rq->up, code, 1, &l->rng);
+    else
+        start_keyed(rq, start_updates);
 }
 
 static void route(struct req *rq, const char *url)

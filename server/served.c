@@ -30,6 +30,27 @@ static int column_keys(struct served *sb, struct zb_err *err)
     return 0;
 }
 
+/* sb's statement: every column of t's rows whose key column is the one
+ * parameter (what: "lookup", for a message); its JSON keys, its outage
+ * state. */
+static int select_by_key(struct served *sb, struct zb_table t, const char *what, struct zb_err *err)
+{
+    /* A text key is found only by its exact bytes, on every backend. */
+    const char *exact = t.cols[t.key].type == ZB_TEXT ? sb->drv->text_key_exact : NULL;
+    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0 ||
+        strlen(sb->sql) + (exact ? strlen(exact) : 0) >= sizeof sb->sql)
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: the %s of %s is too long", sb->label, what,
+                       t.name);
+    if (exact)
+        strcat(sb->sql, exact);
+    if (column_keys(sb, err) < 0)
+        return -1;
+    sb->nparams = 1;
+    pthread_mutex_init(&sb->reason_lock, NULL);
+    atomic_init(&sb->up, true);
+    return 0;
+}
+
 int served_init(struct served *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err)
 {
@@ -52,23 +73,7 @@ int served_init(struct served *sb, const struct backend_conf *bc,
     int st = bc->strategy ? conf_choice(zb_strategy_names, bc->strategy) : -1;
     sb->strategy = st >= 0 ? (enum zb_strategy)st : ZB_POOLED;
     char table_name[256];
-    struct zb_table t = dataset_table(data, bc, table_name, sizeof table_name);
-    /* A text key is found only by its exact bytes, on every backend. */
-    const char *exact = t.cols[t.key].type == ZB_TEXT ? sb->drv->text_key_exact : NULL;
-    size_t n = 0;
-    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) == 0 && exact)
-        n = strlen(sb->sql) + strlen(exact);
-    if (n >= sizeof sb->sql || zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: the lookup of %s is too long", sb->label,
-                       table_name);
-    if (exact)
-        strcat(sb->sql, exact);
-    if (column_keys(sb, err) < 0)
-        return -1;
-    sb->nparams = 1;
-    pthread_mutex_init(&sb->reason_lock, NULL);
-    atomic_init(&sb->up, true);
-    return 0;
+    return select_by_key(sb, dataset_table(data, bc, table_name, sizeof table_name), "lookup", err);
 }
 
 int served_init_hits(struct served *sb, const struct served *main, bool write, int index,
@@ -114,19 +119,7 @@ int served_init_list(struct served *sb, const struct served *main, int index, st
     char table_name[256];
     struct zb_table t = dataset_table(main->data, &main->conf, table_name, sizeof table_name);
     t.key = 0;                     /* jis_code, KEN_ALL's first column */
-    const char *exact = main->drv->text_key_exact;
-    if (zb_select_sql(sb->sql, sizeof sb->sql, &t) < 0 ||
-        strlen(sb->sql) + (exact ? strlen(exact) : 0) >= sizeof sb->sql)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: the listing of %s is too long", sb->label,
-                       table_name);
-    if (exact)
-        strcat(sb->sql, exact);
-    if (column_keys(sb, err) < 0)
-        return -1;
-    sb->nparams = 1;
-    pthread_mutex_init(&sb->reason_lock, NULL);
-    atomic_init(&sb->up, true);
-    return 0;
+    return select_by_key(sb, t, "listing", err);
 }
 
 /* ---- outage ---- */

@@ -150,17 +150,37 @@ function zb_socket_or_host(string $db): string
     return $socket !== '' ? $socket : zb_env("ZB_{$db}_HOST", '127.0.0.1');
 }
 
+/* libpq's conninfo for the pg target via names; the password from libpq's
+ * passfile, which scripts/apache copies for us. */
+function zb_pg_conninfo(string $via): string
+{
+    [$host, $port] = zb_pg_target($via);
+    return sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
+        $host, $port, zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
+        addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
+}
+
+/* A mysqli connection, persistent with the "p:" host prefix, errors as exceptions. */
+function zb_mysqli(bool $persistent): mysqli
+{
+    mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
+    $my = mysqli_init();
+    $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
+    $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
+    $socket = zb_env('ZB_MYSQL_SOCKET', '');
+    $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
+        zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
+        zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
+    return $my;
+}
+
 function zb_lookup(string $backend, string $code, bool $persistent, string $via,
                    string $col = 'zip_code'): array
 {
     $table = zb_table($backend);
     switch ($backend) {
     case 'pg':
-        /* The password from libpq's passfile, which scripts/apache copies for us. */
-        [$host, $port] = zb_pg_target($via);
-        $conn = sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
-            $host, $port, zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
-            addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
+        $conn = zb_pg_conninfo($via);
         if ($persistent && $via === 'direct') {
             $db = @pg_pconnect($conn);
             if ($db === false)
@@ -193,14 +213,7 @@ function zb_lookup(string $backend, string $code, bool $persistent, string $via,
         break;
     case 'innodb':
     case 'myisam':
-        mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
-        $my = mysqli_init();
-        $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
-        $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
-        $socket = zb_env('ZB_MYSQL_SOCKET', '');
-        $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
-            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
-            zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
+        $my = zb_mysqli($persistent);
         $st = $my->prepare(zb_sql($table, '?', $col));
         $st->bind_param('s', $code);
         $st->execute();
@@ -274,10 +287,7 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
     $stamp = zb_stamp();
     switch ($backend) {
     case 'pg':
-        [$host, $port] = zb_pg_target('direct');
-        $conn = sprintf("host=%s port=%s user=%s dbname=%s passfile='%s' connect_timeout=2",
-            $host, $port, zb_env('ZB_PG_USER', 'zipbench'), zb_env('ZB_PG_DATABASE', 'zipbench'),
-            addcslashes(zb_env('ZB_PG_PASSFILE', ''), "'\\"));
+        $conn = zb_pg_conninfo('direct');
         $db = $persistent ? @pg_pconnect($conn) : @pg_connect($conn, PGSQL_CONNECT_FORCE_NEW);
         if ($db === false)
             throw new RuntimeException('cannot connect: ' . (error_get_last()['message'] ?? '?'));
@@ -304,14 +314,7 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
         break;
     case 'innodb':
     case 'myisam':
-        mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
-        $my = mysqli_init();
-        $my->options(MYSQLI_SET_CHARSET_NAME, 'utf8mb4');
-        $my->options(MYSQLI_OPT_CONNECT_TIMEOUT, 2);
-        $socket = zb_env('ZB_MYSQL_SOCKET', '');
-        $my->real_connect(($persistent ? 'p:' : '') . ($socket !== '' ? 'localhost' : zb_socket_or_host('MYSQL')),
-            zb_env('ZB_MYSQL_USER', 'zipbench'), zb_env('ZB_MYSQL_PASSWORD', ''),
-            zb_env('ZB_MYSQL_DATABASE', 'zipbench'), (int)zb_env('ZB_MYSQL_PORT', '3306'), $socket);
+        $my = zb_mysqli($persistent);
         $st = $my->prepare($read . '?');
         $st->bind_param('s', $code);
         $st->execute();
