@@ -60,6 +60,21 @@ export function answer(dataDir) {
   if (phpLines.length)
     lines.push('Against PHP with persistent connections, c=10 (the php experiment, its own run; its section has the same-round ratios):', '',
                ...phpLines, '');
+  // The other request types (docs/REQUEST-TYPES.md): the queries and
+  // requests experiments' own runs, at c 10.
+  const queries = readJSON(path.join(dataDir, 'queries.json')) || {};
+  const requests = readJSON(path.join(dataDir, 'requests.json')) || {};
+  const typeLines = [];
+  if (queries['pg pooled 20'])
+    typeLines.push(`- Multiple queries (20 per request), PostgreSQL lookups/s: pooled ${fmtFigure(queries['pg pooled 20'])}, ` +
+      `pipelined ${fmtFigure(queries['pg pipelined 20'])}: ${ratio(queries['pg pipelined 20'], queries['pg pooled 20'])}.`);
+  for (const b of backends.filter(x => requests[`list ${x}`]))
+    typeLines.push(`- ${LABEL[b]}: the listing page ${fmtFigure(requests[`list ${b}`])} pages/s; cached lookups at Zipfian keys ` +
+      `${fmtFigure(requests[`cached ${b} zipf:0.99`])} against ${fmtFigure(requests[`zip ${b} zipf:0.99`])} uncached req/s ` +
+      `(${ratio(requests[`cached ${b} zipf:0.99`], requests[`zip ${b} zipf:0.99`])}); updates ${fmtFigure(requests[`update ${b} 10`])}/s.`);
+  if (typeLines.length)
+    lines.push('The other request types at c=10 (docs/REQUEST-TYPES.md; the queries and requests experiments, their own runs, ' +
+               'ratios of medians here, same-round ratios in their sections):', '', ...typeLines, '');
   // Bulk: zipbench against the backend's own loader, the postal list.
   const bl = backends.map(b => {
     const ours = bulk[`postal ${b} zipbench`];
@@ -70,7 +85,8 @@ export function answer(dataDir) {
       `${fmtFigure(nat)} rows/s: ${ratio(ours, nat)}.`;
   });
   lines.push('Bulk load of the postal list against the native loader (rows/s; the bulk experiment):', '', ...bl, '');
-  lines.push(...sources({ 'answer.json': ans || {}, 'php.json': php, 'bulk.json': bulk }), '');
+  lines.push(...sources({ 'answer.json': ans || {}, 'php.json': php, 'queries.json': queries, 'requests.json': requests,
+                         'bulk.json': bulk }), '');
   return lines;
 }
 
