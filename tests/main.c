@@ -91,6 +91,9 @@ int main(int argc, char **argv)
     }
     if (!runner)
         return 2;
+    /* A failure's message holds a command's output; past Check's default
+     * 4 KiB it would exit 2 and the reason would be lost. */
+    check_set_max_msg_size(1 << 16);
     srunner_run_tagged(runner, NULL, NULL, tier, NULL, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
