@@ -29,6 +29,8 @@ import { parseLedger, parseRows, checkLedger, parseCheckTable } from './lib/ledg
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
+// The programs of the build (ZB_BUILD, as make's BUILD: build/asan...).
+const bin = name => path.join(process.env.ZB_BUILD || 'build', 'bin', name);
 
 export const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 // Every backend's settings, the experiment's rows (docs/REQUEST-TYPES.md).
@@ -149,11 +151,11 @@ async function main() {
 
   ctx.dataset = o.dataset ? path.resolve(o.dataset) : path.join(ctx.work, `gen-${rows}.csv`);
   if (!o.dataset) {
-    const g = await run('build/bin/gen', ['--rows', String(rows), '--seed', '38', '-o', ctx.dataset], { log: ctx.log });
+    const g = await run(bin('gen'), ['--rows', String(rows), '--seed', '38', '-o', ctx.dataset], { log: ctx.log });
     if (g.code !== 0) throw new Error(`gen failed: ${g.stderr.trim()}`);
   }
   ctx.keys = path.join(ctx.work, 'crash.keys');
-  const k = await run('build/bin/loader', ['--dataset', ctx.dataset, '--write-keys', ctx.keys], { log: ctx.log });
+  const k = await run(bin('loader'), ['--dataset', ctx.dataset, '--write-keys', ctx.keys], { log: ctx.log });
   if (k.code !== 0) throw new Error(`loader --write-keys failed: ${k.stderr.trim()}`);
 
   const results = [];
@@ -213,7 +215,7 @@ async function up(ctx, b) {
   const e = engineOf(b);
   await crashdb(ctx, e ? ['start', e] : ['mount']);
   if (ctx.loaded.has(b)) return;
-  const r = await run('build/bin/loader', ['-q', '--conf', 'conf/zipbench.conf', '--backend', b, '--mode', 'bulk',
+  const r = await run(bin('loader'), ['-q', '--conf', 'conf/zipbench.conf', '--backend', b, '--mode', 'bulk',
                                            '--dataset', ctx.dataset, ...sets(ctx, b)], { log: ctx.log, timeoutS: 600 });
   if (r.code !== 0) throw new Error(`the load into ${b} failed: ${r.stderr.trim().split('\n').slice(-2).join(' | ')}`);
   ctx.loaded.add(b);
@@ -270,14 +272,14 @@ async function oneRun(ctx, b, setting, kind) {
     await up(ctx, b);
     const st = b === 'sqlite' ? parseSetting(b, setting) : {};
     const extra = Object.entries(st).flatMap(([k, v]) => ['--set', `sqlite.${k}=${v}`]);
-    srv = background('build/bin/server', ['--conf', 'conf/zipbench.conf', '--port', String(ctx.port), '--backends', b,
+    srv = background(bin('server'), ['--conf', 'conf/zipbench.conf', '--port', String(ctx.port), '--backends', b,
                                           ...sets(ctx, b), '--set', `${b}.writes=yes`, ...extra],
                      { log: path.join(ctx.work, `server-${n}.log`) });
     if (!(await waitFor(ctx.port, '/health', { timeoutS: 60, alive: srv.alive })))
       throw new Error(`the server did not start (see ${path.join(ctx.work, `server-${n}.log`)})`);
     await applySetting(ctx, b, setting);
 
-    const lg = runJSON('build/bin/loadgen', ['-q', '-k', '-c', String(ctx.c), '-t', String(Math.ceil(crashAfterS + 2)),
+    const lg = runJSON(bin('loadgen'), ['-q', '-k', '-c', String(ctx.c), '-t', String(Math.ceil(crashAfterS + 2)),
                                              '-m', 'POST', '--keys', ctx.keys, '--seed', String(seed), '--ledger', ledger,
                                              '--json', `http://127.0.0.1:${ctx.port}/update/${b}/{key}`],
                        { log: ctx.log, timeoutS: 120 });
@@ -291,8 +293,10 @@ async function oneRun(ctx, b, setting, kind) {
     }
     const l = await lg;
     const rep = l.json[0] || {};
-    result.loadgen = { completed: rep.completed ?? null, goodput: rep.goodput ?? null, non2xx: rep.non2xx ?? null,
-                       failed: rep.failed ?? null, exit: l.code };
+    // loadgen's view: answers (2xx among them), failures (the crash's
+    // refused and reset connections), its exit (1 once any failed).
+    result.loadgen = { completed: rep.completed ?? null, ok2xx: rep.completed != null ? rep.completed - (rep.non2xx ?? 0) : null,
+                       non2xx: rep.non2xx ?? null, failed: rep.failed ?? null, exit: l.code };
     await srv.stop();
     srv = null;
 

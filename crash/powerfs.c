@@ -1226,7 +1226,7 @@ int main(int argc, char **argv)
     if (!atomic_load(&cut) && sync_on_unmount) {
         sync_all();
         count_unsynced(&files, &bytes);
-        say("unmounted after writing every buffered file (%zu left unsynced: errors)", files);
+        say("unmounted after writing every buffered file (%zu could not be written)", files);
     } else {
         bool was_cut = atomic_exchange(&cut, 1);
         count_unsynced(&files, &bytes);

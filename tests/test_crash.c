@@ -628,6 +628,119 @@ START_TEST(sqlite_full_survives_a_cut_off_is_lost)
 }
 END_TEST
 
+/* ---- the databases on powerfs: the driver end to end ------------------- */
+
+/* The slow case: scripts/crash's driver (bench/crash.mjs) with databases
+ * of its own (ZB_CRASH_DIR under the test's directory, free ports), one
+ * setting each whose outcome is certain: what commits with an fsync loses
+ * nothing to either crash; what never fsyncs (SQLite synchronous=OFF,
+ * MyISAM) loses every acknowledged write to a power cut. */
+static char crash_dir[1200], crash_env[1400];
+static bool db_skipped;
+
+static void db_setup(void)
+{
+    setup();
+    if (skipped) {
+        db_skipped = true;
+        return;
+    }
+    if (run_cmd(NULL, 0, "ls /usr/lib/postgresql/*/bin/initdb && command -v mariadbd mariadb-install-db "
+                         "sqlite3 node || test -x /usr/sbin/mariadbd") != 0) {
+        db_skipped = true;
+        printf("crash: databases: skipped: PostgreSQL, MariaDB, sqlite3 or node missing (scripts/setup)\n");
+        fflush(stdout);
+        return;
+    }
+    snprintf(crash_dir, sizeof crash_dir, "%s/db", root);
+    snprintf(crash_env, sizeof crash_env,
+             "ZB_CRASH_DIR='%s' ZB_CRASH_PG_PORT=%d ZB_CRASH_MY_PORT=%d ZB_CRASH_PORT=%d", crash_dir,
+             free_port(25452), free_port(23326), free_port(18271));
+}
+
+static void db_teardown(void)
+{
+    if (db_skipped)
+        return;
+    run_cmd(NULL, 0, "%s scripts/crashdb destroy", crash_env);
+    teardown();
+}
+
+/* One driver run: its results.jsonl lines in res (each run a line). */
+static void drive(const char *args, char *res, size_t len)
+{
+    static int n;
+    char outdir[1300];
+    snprintf(outdir, sizeof outdir, "%s/out-%d-%d", crash_dir, (int)getpid(), ++n);
+    int rc = run_cmd(out, sizeof out, "rm -rf '%s' && %s node bench/crash.mjs --rows 3000 --out '%s' %s", outdir,
+                     crash_env, outdir, args);
+    ck_assert_msg(rc == 0, "bench/crash.mjs %s: exit %d: %s", args, rc, out);
+    char file[1400];
+    snprintf(file, sizeof file, "%s/results.jsonl", outdir);
+    ck_assert_msg(slurp(file, res, len) > 0, "no %s", file);
+}
+
+/* The number after "key": in the n-th line (0-based) of res. */
+static double field(const char *res, int n, const char *key)
+{
+    const char *l = res;
+    for (int i = 0; i < n && l; i++)
+        if ((l = strchr(l, '\n')))
+            l++;
+    ck_assert_msg(l && *l, "no line %d in %s", n, res);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(l, "\n"), l);
+    double v = json_num(line, key);
+    ck_assert_msg(v >= 0, "no \"%s\" in %s", key, line);
+    return v;
+}
+
+#define DB_SKIP()           \
+    do {                    \
+        if (db_skipped)     \
+            return;         \
+    } while (0)
+
+START_TEST(durable_settings_lose_nothing_to_either_crash)
+{
+    DB_SKIP();
+    char res[8192];
+    drive("--backend pg --setting synchronous_commit=on,fsync=on", res, sizeof res);
+    for (int i = 0; i < 2; i++) {   /* process, power */
+        ck_assert_msg(field(res, i, "acknowledged") > 0, "%s", res);
+        ck_assert_msg(field(res, i, "lost") == 0, "%s", res);
+    }
+    drive("--backend innodb --setting innodb_flush_log_at_trx_commit=1 --kind power", res, sizeof res);
+    ck_assert_msg(field(res, 0, "acknowledged") > 0 && field(res, 0, "lost") == 0, "%s", res);
+    ck_assert_ptr_nonnull(strstr(res, "\"integrity\":{\"ok\":true"));
+    drive("--backend sqlite --setting journal_mode=wal,synchronous=full --kind power", res, sizeof res);
+    ck_assert_msg(field(res, 0, "acknowledged") > 0 && field(res, 0, "lost") == 0, "%s", res);
+    ck_assert_ptr_nonnull(strstr(res, "\"integrity\":{\"ok\":true"));
+}
+END_TEST
+
+START_TEST(writes_never_fsynced_are_lost_to_a_power_cut_only)
+{
+    DB_SKIP();
+    char res[8192];
+    drive("--backend sqlite --setting journal_mode=delete,synchronous=off", res, sizeof res);
+    /* A process crash: SQLite had handed every commit to the kernel. */
+    ck_assert_msg(field(res, 0, "acknowledged") > 0 && field(res, 0, "lost") == 0, "%s", res);
+    /* A power cut: none of it was fsynced. */
+    double acked = field(res, 1, "acknowledged");
+    ck_assert_msg(acked > 0 && field(res, 1, "lost") == acked, "%s", res);
+    ck_assert_ptr_nonnull(strstr(strchr(res, '\n'), "\"integrity\":{\"ok\":true"));
+    drive("--backend myisam --kind power", res, sizeof res);
+    acked = field(res, 0, "acknowledged");
+    ck_assert_msg(acked > 0 && field(res, 0, "lost") == acked, "%s", res);
+    ck_assert_ptr_nonnull(strstr(res, "\"integrity\":{"));
+    /* Nothing is left behind: no mount, no database of the driver's. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -c ' %s/mnt ' /proc/mounts", crash_dir), 1);
+    ck_assert_int_ne(run_cmd(out, sizeof out, "%s scripts/crashdb status", crash_env), 0);
+    ck_assert_msg(strstr(out, "PostgreSQL stopped") && strstr(out, "MariaDB stopped"), "%s", out);
+}
+END_TEST
+
 Suite *suite_crash(void)
 {
     return suite_of("crash",
@@ -640,5 +753,9 @@ Suite *suite_crash(void)
                                          sigusr1_cuts_and_unmount_drops_or_syncs,
                                          sqlite_full_survives_a_cut_off_is_lost)),
                          TIER_UNIT),
+                    tier(test_case("databases", db_setup, db_teardown, 600,
+                                   TESTS(durable_settings_lose_nothing_to_either_crash,
+                                         writes_never_fsynced_are_lost_to_a_power_cut_only)),
+                         TIER_SLOW),
                     NULL);
 }
