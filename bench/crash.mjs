@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { run, runJSON, background, runMain, atCleanup, sleep } from './lib/run.mjs';
+import { run, runJSON, background, runMain, atCleanup, sleep, isStopping } from './lib/run.mjs';
 import { waitFor } from './lib/http.mjs';
 import { parseLedger, parseRows, checkLedger, parseCheckTable } from './lib/ledger.mjs';
 
@@ -164,7 +164,9 @@ async function main() {
     for (const setting of o.setting ? [o.setting] : SETTINGS[b])
       for (const kind of kinds)
         for (let i = 0; i < runs; i++) {
+          if (isStopping()) return 130;   // ^C: the cleanup is under way, nothing more is written
           const r = await oneRun(ctx, b, setting, kind);
+          if (isStopping()) return 130;
           results.push(r);
           fs.appendFileSync(path.join(ctx.out, 'results.jsonl'), JSON.stringify(r) + '\n');
           console.log(`crash: ${line(r)}`);
@@ -320,6 +322,7 @@ async function oneRun(ctx, b, setting, kind) {
   } catch (err) {
     result.error = err.message;
     if (srv) await srv.stop();
+    if (isStopping()) return result;
     // A database that cannot come back (or whose table cannot be read) is
     // made anew for the runs after this one.
     await crashdb(ctx, ['destroy'], { check: false });

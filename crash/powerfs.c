@@ -1184,6 +1184,7 @@ int main(int argc, char **argv)
     char *fargv[] = { argv[0], "-o", opts, NULL };
     struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
     struct fuse *f = fuse_new(&args, &ops, sizeof ops, NULL);
+    fuse_opt_free_args(&args);
     if (!f) {
         fprintf(stderr, "powerfs: cannot set up FUSE (options %s)\n", opts);
         return ZB_EXIT_FAIL;
