@@ -17,7 +17,7 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
 BIN      := $(BUILD)/bin
-PROGRAMS := server loader loadgen gen sqlbench relay zbconf
+PROGRAMS := server loader loadgen gen sqlbench relay zbconf powerfs
 # program name -> source folder
 DIR_server   := server
 DIR_loader   := loader
@@ -26,6 +26,7 @@ DIR_gen      := datasets
 DIR_sqlbench := sqlbench
 DIR_relay    := relay
 DIR_zbconf   := zbconf
+DIR_powerfs  := crash
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -49,9 +50,15 @@ $(LIBZB): $(LIB_OBJ)
 define program
 $(BIN)/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard $(DIR_$(1))/*.c)) $(LIBZB)
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call program,$(p))))
+
+# powerfs (crash/, docs/CRASH.md) alone uses libfuse3 (libfuse3-dev).
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null)
+$(BUILD)/obj/crash/%.o: CFLAGS += $(FUSE_CFLAGS)
+$(BIN)/powerfs: LDLIBS += $(FUSE_LIBS)
 
 # The suite list is made from the file names: test_foo.c defines suite_foo().
 $(BUILD)/tests/suites.h: $(TEST_SRC) Makefile

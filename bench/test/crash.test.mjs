@@ -1,0 +1,100 @@
+// The crash experiment's checker (lib/ledger.mjs) on hand-made ledgers and
+// tables. Run by `node --test bench/test/`.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { parseLedger, parseRows, checkLedger, parseCheckTable } from '../lib/ledger.mjs';
+
+// Stamps past 2^53, as PHP's (microseconds times 1000 plus a pid's digits):
+// a JSON number would round them.
+const BIG = 1764923456123456789n;
+
+const ledger = [
+  `{"backend":"pg","code":"1000001","was":0,"stamp":${BIG}}`,
+  `{"backend":"pg","code":"1000002","was":0,"stamp":${BIG + 1n}}`,
+  `{"backend":"pg","code":"1000001","was":${BIG},"stamp":${BIG + 2n}}`,
+  `{"backend":"pg","queries":2,"written":[{"code":"1000003","was":0,"stamp":${BIG + 3n}},` +
+    `{"code":"1000004","was":0,"stamp":${BIG + 4n}}]}`,
+  '',
+].join('\n');
+
+test('parseLedger reads /update and /updates answers, stamps whole', () => {
+  const { writes, bad } = parseLedger(ledger);
+  assert.deepEqual(bad, []);
+  assert.deepEqual(writes.map(w => [w.code, w.stamp]), [
+    ['1000001', BIG], ['1000002', BIG + 1n], ['1000001', BIG + 2n], ['1000003', BIG + 3n], ['1000004', BIG + 4n]]);
+});
+
+test('parseLedger names the lines that are no update answer', () => {
+  const { writes, bad } = parseLedger('{"backend":"pg","code":"1","was":0,"stamp":5}\nnot json\n{"error":"x"}\n' +
+                                      '{"written":[{"code":"2","stamp":7},{"code":"3"}]}\n');
+  assert.deepEqual(bad, [2, 3, 4]);
+  assert.equal(writes.length, 2);   // line 1, and the good half of line 4
+});
+
+test('checkLedger: a row with the stamp or a later one keeps the write; less, or none, lost it', () => {
+  const { writes } = parseLedger(ledger);
+  const rows = parseRows([
+    `1000001\t${BIG + 2n}`,    // both writes of 1000001 kept (the row holds the later)
+    `1000002\t${BIG + 9n}`,    // a later write (unacknowledged) is there: kept
+    '1000003\t0',              // lost: the row never got it
+    // 1000004: no row at all: lost, and counted missing
+    '1000005\t0',
+  ].join('\n') + '\n');
+  const r = checkLedger(writes, rows);
+  assert.equal(r.acknowledged, 5);
+  assert.equal(r.codes, 4);
+  assert.equal(r.lost, 2);
+  assert.equal(r.lostCodes, 2);
+  assert.equal(r.missing, 1);
+  assert.equal(r.newest, String(BIG + 4n));
+  assert.equal(r.lostOldest, String(BIG + 3n));
+  assert.equal(r.lostNewest, String(BIG + 4n));
+  assert.equal(r.lostFirstAt, 3);
+  assert.deepEqual(r.examples[0], { code: '1000003', stamp: String(BIG + 3n), row: '0' });
+  assert.deepEqual(r.examples[1], { code: '1000004', stamp: String(BIG + 4n), row: null });
+});
+
+test('checkLedger: the older of two writes of a code is lost with the newer', () => {
+  const writes = [{ code: '7', stamp: 10n }, { code: '7', stamp: 20n }];
+  const r = checkLedger(writes, new Map([['7', 10n]]));
+  assert.equal(r.lost, 1);
+  assert.equal(r.lostFirstAt, 1);
+  assert.equal(checkLedger(writes, new Map([['7', 5n]])).lost, 2);
+  assert.equal(checkLedger([], new Map()).lost, 0);
+});
+
+test('parseRows refuses a dump that is not code<TAB>stamp', () => {
+  assert.throws(() => parseRows('1000001|5\n'), /not a row/);
+  assert.equal(parseRows('\n').size, 0);
+});
+
+test('parseCheckTable: the last status row is the verdict', () => {
+  assert.deepEqual(parseCheckTable('zipbench.t\tcheck\tstatus\tOK\n'), { ok: true, messages: ['status: OK'] });
+  const crashed = parseCheckTable('zipbench.t\tcheck\twarning\t1 client is using or hasn\'t closed the table properly\n' +
+                                  'zipbench.t\tcheck\terror\tSize of datafile is: 480 Should be: 560\n' +
+                                  'zipbench.t\tcheck\terror\tCorrupt\n');
+  assert.equal(crashed.ok, false);
+  assert.equal(crashed.messages.length, 3);
+});
+
+// A table made by sqlite3 itself, dumped as the driver dumps it.
+test('the checker on a SQLite table dumped by sqlite3 -tabs', { skip: !hasSqlite3() && 'no sqlite3' }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-crash-'));
+  const db = path.join(dir, 't.sqlite');
+  execFileSync('sqlite3', [db, 'CREATE TABLE t_hits (zip_code VARCHAR(7) PRIMARY KEY, stamp BIGINT NOT NULL DEFAULT 0);' +
+    `INSERT INTO t_hits VALUES ('1000001', ${BIG + 2n}), ('1000002', ${BIG + 1n}), ('1000003', 0), ('1000004', ${BIG});`]);
+  const dump = execFileSync('sqlite3', ['-batch', '-tabs', db, 'SELECT zip_code, stamp FROM t_hits'], { encoding: 'utf8' });
+  const r = checkLedger(parseLedger(ledger).writes, parseRows(dump));
+  assert.equal(r.acknowledged, 5);
+  assert.equal(r.lost, 2);          // 1000003 (0) and 1000004 (BIG < BIG + 4)
+  assert.equal(r.missing, 0);
+  fs.rmSync(dir, { recursive: true });
+});
+
+function hasSqlite3() {
+  try { execFileSync('sqlite3', ['-version'], { stdio: 'ignore' }); return true; } catch { return false; }
+}
