@@ -26,6 +26,8 @@ import { fileURLToPath } from 'node:url';
 import { run, runJSON, background, runMain, atCleanup, sleep, isStopping } from './lib/run.mjs';
 import { waitFor } from './lib/http.mjs';
 import { parseLedger, parseRows, checkLedger, parseCheckTable } from './lib/ledger.mjs';
+import { provenance, provenanceLine } from './lib/provenance.mjs';
+import { SETTINGS, DURABLE, parseSetting, settingSql, pgSettingCheck, sqliteSets } from './lib/durability.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -33,37 +35,9 @@ process.chdir(root);
 const bin = name => path.join(process.env.ZB_BUILD || 'build', 'bin', name);
 
 export const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
-// Every backend's settings, the experiment's rows (docs/REQUEST-TYPES.md).
-export const SETTINGS = {
-  sqlite: ['delete', 'wal'].flatMap(j => ['full', 'normal', 'off'].map(s => `journal_mode=${j},synchronous=${s}`)),
-  pg: ['on', 'off'].flatMap(f => ['on', 'off'].map(c => `synchronous_commit=${c},fsync=${f}`)),
-  innodb: [1, 2, 0].map(n => `innodb_flush_log_at_trx_commit=${n}`),
-  myisam: ['as-is'],
-};
-const KEYS = {
-  sqlite: { journal_mode: ['delete', 'wal'], synchronous: ['full', 'normal', 'off'] },
-  pg: { synchronous_commit: ['on', 'off', 'local', 'remote_write'], fsync: ['on', 'off'] },
-  innodb: { innodb_flush_log_at_trx_commit: ['0', '1', '2'] },
-  myisam: {},
-};
 export const KINDS = ['process', 'power'];
 const engineOf = b => ({ sqlite: null, pg: 'pg', innodb: 'mariadb', myisam: 'mariadb' })[b];
 const tableOf = b => ({ sqlite: 'crash_zip', pg: 'crash_zip', innodb: 'crash_zip_innodb', myisam: 'crash_zip_myisam' })[b];
-
-// "k=v,k=v" of backend b as {k: v}, checked against KEYS; "as-is" or "": {}.
-export function parseSetting(b, text) {
-  const out = {};
-  if (!text || text === 'as-is') return out;
-  for (const kv of text.split(',')) {
-    const m = kv.trim().match(/^([a-z_]+)=([a-z0-9_]+)$/i);
-    if (!m) throw new Error(`--setting: '${kv}' is not NAME=VALUE`);
-    const allowed = KEYS[b][m[1]];
-    if (!allowed) throw new Error(`--setting: ${b} has no setting ${m[1]} (${Object.keys(KEYS[b]).join(', ') || 'none: as-is'})`);
-    if (!allowed.includes(m[2].toLowerCase())) throw new Error(`--setting: ${m[1]} is one of ${allowed.join(', ')}`);
-    out[m[1]] = m[2].toLowerCase();
-  }
-  return out;
-}
 
 const usage = `Usage: scripts/crash [OPTIONS]
 
@@ -158,6 +132,8 @@ async function main() {
   const k = await run(bin('loader'), ['--dataset', ctx.dataset, '--write-keys', ctx.keys], { log: ctx.log });
   if (k.code !== 0) throw new Error(`loader --write-keys failed: ${k.stderr.trim()}`);
 
+  const prov = provenance();   // the tree and machine, read before the first run
+  const startedAt = Date.now();
   const results = [];
   let bad = 0;
   for (const b of backends)
@@ -172,7 +148,9 @@ async function main() {
           console.log(`crash: ${line(r)}`);
           if (r.error) bad++;
         }
-  const summary = summaryTable(results);
+  const summary = [`Command: \`scripts/crash ${process.argv.slice(2).join(' ')}\` (${results.length} run${results.length === 1 ? '' : 's'}, ` +
+                   `${Math.round((Date.now() - startedAt) / 1000)} s, seed ${seed}, c ${c}).`, '',
+                   summaryTable(results), '', provenanceLine(prov)].join('\n');
   fs.writeFileSync(path.join(ctx.out, 'summary.md'), summary + '\n');
   console.log('\n' + summary);
   return bad ? 1 : 0;
@@ -185,12 +163,38 @@ function line(r) {
          `${r.integrity ? `, ${r.integrity.ok ? 'integrity ok' : `INTEGRITY: ${r.integrity.messages.join('; ')}`}` : ''}`;
 }
 
-function summaryTable(results) {
-  const rows = [['backend', 'setting', 'crash', 'acknowledged', 'lost', 'lost %', 'integrity'], ['---', '---', '---', '---:', '---:', '---:', '---']];
-  for (const r of results)
-    rows.push([r.backend, r.setting, r.kind, r.error ? 'error' : String(r.acknowledged), r.error ? '' : String(r.lost),
-               r.error || !r.acknowledged ? '' : (100 * r.lost / r.acknowledged).toFixed(1),
-               r.error ? r.error : r.integrity ? (r.integrity.ok ? 'ok' : r.integrity.messages.join('; ')) : '']);
+const range = xs => {
+  if (!xs.length) return '';
+  const s = [...xs].sort((a, b) => a - b), med = s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  const f = x => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+  return s[0] === s[s.length - 1] ? f(med) : `${f(med)} [${f(s[0])}-${f(s.at(-1))}]`;
+};
+
+// One row per (backend, setting, kind): the runs, how many lost any
+// acknowledged write, the lost writes per run and their share of the
+// acknowledged (median [min-max]), the integrity checks.
+export function summaryTable(results) {
+  const groups = new Map();
+  for (const r of results) {
+    const k = `${r.backend}\t${r.setting}\t${r.kind}`;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+  }
+  const rows = [['backend', 'setting', 'crash', 'runs', 'runs that lost writes', 'acknowledged per run', 'lost per run',
+                 'lost % per run', 'integrity'], ['---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---']];
+  for (const [k, rs] of groups) {
+    const [b, setting, kind] = k.split('\t');
+    const ok = rs.filter(r => !r.error), errors = rs.length - ok.length;
+    const losing = ok.filter(r => r.lost > 0).length;
+    const checked = ok.filter(r => r.integrity), bad = checked.filter(r => !r.integrity.ok);
+    const integrity = !checked.length ? '' :
+      bad.length ? `${bad.length} of ${checked.length} failed: ${bad[0].integrity.messages.join('; ').slice(0, 120)}` : `${checked.length} ok`;
+    const durable = DURABLE.has(`${b} ${setting}`);
+    rows.push([b, setting + (durable ? ' (durable)' : ''), kind, `${ok.length}${errors ? ` (+${errors} errors)` : ''}`,
+               `${losing} of ${ok.length}${durable && losing ? ' **LOST ACKNOWLEDGED WRITES**' : ''}`,
+               range(ok.map(r => r.acknowledged)), range(ok.map(r => r.lost)),
+               range(ok.filter(r => r.acknowledged > 0).map(r => 100 * r.lost / r.acknowledged)), integrity]);
+  }
   return rows.map(r => `| ${r.join(' | ')} |`).join('\n');
 }
 
@@ -240,22 +244,17 @@ async function sql(ctx, b, query) {
 // durable: the run's baseline. SQLite's are the server's keys.
 async function applySetting(ctx, b, setting) {
   if (b === 'pg') {
-    const st = parseSetting(b, setting);
-    const args = ['admin', 'pg', '-d', 'postgres', '-tA'];
-    for (const [name, value] of Object.entries(st)) args.push('-c', `ALTER SYSTEM SET ${name} = '${value}'`);
-    args.push('-c', 'SELECT pg_reload_conf()');
-    await crashdb(ctx, args);
-    // The reload is the postmaster's, a moment later: wait until a new session sees it.
+    await crashdb(ctx, ['admin', 'pg', '-d', 'postgres', '-tA', ...settingSql(b, setting).flatMap(q => ['-c', q])]);
+    const check = pgSettingCheck(setting);
     for (let i = 0; ; i++) {
-      const now = (await sql(ctx, b, `SELECT ${Object.keys(st).map(n => `current_setting('${n}')`).join(" || ',' || ")}`)).trim();
-      if (now === Object.values(st).join(',')) break;
-      if (i > 50) throw new Error(`pg: the settings are ${now} after the reload, not ${Object.values(st).join(',')}`);
+      const now = (await sql(ctx, b, check.sql)).trim();
+      if (now === check.want) break;
+      if (i > 50) throw new Error(`pg: the settings are ${now} after the reload, not ${check.want}`);
       await sleep(100);
     }
     await sql(ctx, b, 'CHECKPOINT');
   } else if (b === 'innodb') {
-    const n = parseSetting(b, setting).innodb_flush_log_at_trx_commit ?? '1';
-    await crashdb(ctx, ['admin', 'mariadb', '-e', `SET GLOBAL innodb_flush_log_at_trx_commit = ${n}; FLUSH TABLES`]);
+    await crashdb(ctx, ['admin', 'mariadb', '-e', `${settingSql(b, setting).join('; ')}; FLUSH TABLES`]);
   } else if (b === 'myisam') {
     await crashdb(ctx, ['admin', 'mariadb', '-e', 'FLUSH TABLES']);
   }
@@ -272,8 +271,7 @@ async function oneRun(ctx, b, setting, kind) {
   let srv = null;
   try {
     await up(ctx, b);
-    const st = b === 'sqlite' ? parseSetting(b, setting) : {};
-    const extra = Object.entries(st).flatMap(([k, v]) => ['--set', `sqlite.${k}=${v}`]);
+    const extra = b === 'sqlite' ? sqliteSets(setting) : [];
     srv = background(bin('server'), ['--conf', 'conf/zipbench.conf', '--port', String(ctx.port), '--backends', b,
                                           ...sets(ctx, b), '--set', `${b}.writes=yes`, ...extra],
                      { log: path.join(ctx.work, `server-${n}.log`) });
@@ -316,7 +314,15 @@ async function oneRun(ctx, b, setting, kind) {
     if (b === 'sqlite') {
       const ic = (await sql(ctx, b, 'PRAGMA integrity_check')).trim();
       result.integrity = { ok: ic === 'ok', messages: ic.split('\n').slice(0, 5) };
-    } else if (b !== 'pg') {
+    } else if (b === 'pg') {
+      // amcheck: the primary key's B-tree whole, and every row of the heap in it.
+      try {
+        await sql(ctx, b, `CREATE EXTENSION IF NOT EXISTS amcheck; SELECT bt_index_check('${tableOf(b)}_hits_pkey'::regclass, true)`);
+        result.integrity = { ok: true, messages: ['amcheck: ok'] };
+      } catch (err) {
+        result.integrity = { ok: false, messages: [err.message.slice(0, 200)] };
+      }
+    } else {
       result.integrity = parseCheckTable(await sql(ctx, b, `CHECK TABLE ${tableOf(b)}_hits`));
     }
   } catch (err) {
