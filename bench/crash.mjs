@@ -27,7 +27,7 @@ import { run, runJSON, background, runMain, atCleanup, sleep, isStopping } from 
 import { waitFor } from './lib/http.mjs';
 import { parseLedger, parseRows, checkLedger, parseCheckTable } from './lib/ledger.mjs';
 import { provenance, provenanceLine } from './lib/provenance.mjs';
-import { SETTINGS, DURABLE, parseSetting, settingSql, pgSettingCheck, sqliteSets } from './lib/durability.mjs';
+import { SETTINGS, crashCells, parseSetting, settingSql, pgSettingCheck, sqliteSets } from './lib/durability.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -163,38 +163,14 @@ function line(r) {
          `${r.integrity ? `, ${r.integrity.ok ? 'integrity ok' : `INTEGRITY: ${r.integrity.messages.join('; ')}`}` : ''}`;
 }
 
-const range = xs => {
-  if (!xs.length) return '';
-  const s = [...xs].sort((a, b) => a - b), med = s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-  const f = x => (Number.isInteger(x) ? String(x) : x.toFixed(1));
-  return s[0] === s[s.length - 1] ? f(med) : `${f(med)} [${f(s[0])}-${f(s.at(-1))}]`;
-};
-
-// One row per (backend, setting, kind): the runs, how many lost any
-// acknowledged write, the lost writes per run and their share of the
-// acknowledged (median [min-max]), the integrity checks.
+// One row per (backend, setting, kind) of the runs' results (lib/durability.mjs crashCells).
 export function summaryTable(results) {
-  const groups = new Map();
-  for (const r of results) {
-    const k = `${r.backend}\t${r.setting}\t${r.kind}`;
-    if (!groups.has(k)) groups.set(k, []);
-    groups.get(k).push(r);
-  }
   const rows = [['backend', 'setting', 'crash', 'runs', 'runs that lost writes', 'acknowledged per run', 'lost per run',
                  'lost % per run', 'integrity'], ['---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---']];
-  for (const [k, rs] of groups) {
-    const [b, setting, kind] = k.split('\t');
-    const ok = rs.filter(r => !r.error), errors = rs.length - ok.length;
-    const losing = ok.filter(r => r.lost > 0).length;
-    const checked = ok.filter(r => r.integrity), bad = checked.filter(r => !r.integrity.ok);
-    const integrity = !checked.length ? '' :
-      bad.length ? `${bad.length} of ${checked.length} failed: ${bad[0].integrity.messages.join('; ').slice(0, 120)}` : `${checked.length} ok`;
-    const durable = DURABLE.has(`${b} ${setting}`);
-    rows.push([b, setting + (durable ? ' (durable)' : ''), kind, `${ok.length}${errors ? ` (+${errors} errors)` : ''}`,
-               `${losing} of ${ok.length}${durable && losing ? ' **LOST ACKNOWLEDGED WRITES**' : ''}`,
-               range(ok.map(r => r.acknowledged)), range(ok.map(r => r.lost)),
-               range(ok.filter(r => r.acknowledged > 0).map(r => 100 * r.lost / r.acknowledged)), integrity]);
-  }
+  for (const g of crashCells(results).values())
+    rows.push([g.backend, g.setting + (g.durable ? ' (durable)' : ''), g.kind, `${g.runs}${g.errors ? ` (+${g.errors} errors)` : ''}`,
+               `${g.losing} of ${g.runs}${g.durable && g.losing ? ' **LOST ACKNOWLEDGED WRITES**' : ''}`,
+               g.acknowledged, g.lost, g.lostPct, g.integrity]);
   return rows.map(r => `| ${r.join(' | ')} |`).join('\n');
 }
 

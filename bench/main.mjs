@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -45,6 +45,14 @@ Experiments (PART):
   requests   the rest of a web app's requests: the listing page against the
              lookup, cached against uncached at uniform and Zipfian keys,
              updates (read, then a committed write) per backend at c 1-100
+  mix        reads and writes together: YCSB workloads A (50/50) and B
+             (95/5) over HTTP, Zipfian keys, per backend at c 1, 10, 100;
+             InnoDB against MyISAM in the same rounds
+  durability acknowledged updates/s under every durability setting of every
+             backend (SQLite journal_mode x synchronous, PostgreSQL
+             synchronous_commit x fsync, InnoDB flush at commit 1/2/0) at c 1
+             and 10, beside what each lost in the crash experiment's runs
+             (scripts/crash, docs/data/crash)
   php        PHP next to the server, same lookups, same run: Apache +
              mod_php and nginx + PHP-FPM (scripts/php-fpm), persistent and
              per request, and PHP per request through pgbouncer and

@@ -63,3 +63,41 @@ export function pgSettingCheck(setting) {
   return { sql: `SELECT ${Object.keys(st).map(n => `current_setting('${n}')`).join(" || ',' || ")}`,
            want: Object.values(st).join(',') };
 }
+
+// "median [min-max]" of whole numbers or shares ('' for none).
+export function spread(xs) {
+  if (!xs.length) return '';
+  const s = [...xs].sort((a, b) => a - b);
+  const med = s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  const f = x => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+  return s[0] === s.at(-1) ? f(med) : `${f(med)} [${f(s[0])}-${f(s.at(-1))}]`;
+}
+
+// The crash experiment's runs (its results.jsonl objects) grouped by
+// backend, setting and kind: Map "B SETTING KIND" -> {backend, setting,
+// kind, durable, runs (completed), errors, losing (runs that lost an
+// acknowledged write), acknowledged, lost, lostPct (per run, spread()),
+// integrity (text)}.
+export function crashCells(results) {
+  const groups = new Map();
+  for (const r of results) {
+    const k = `${r.backend} ${r.setting} ${r.kind}`;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+  }
+  const out = new Map();
+  for (const [k, rs] of groups) {
+    const { backend, setting, kind } = rs[0];
+    const ok = rs.filter(r => !r.error);
+    const checked = ok.filter(r => r.integrity), bad = checked.filter(r => !r.integrity.ok);
+    out.set(k, {
+      backend, setting, kind, durable: DURABLE.has(`${backend} ${setting}`), runs: ok.length, errors: rs.length - ok.length,
+      losing: ok.filter(r => r.lost > 0).length,
+      acknowledged: spread(ok.map(r => r.acknowledged)), lost: spread(ok.map(r => r.lost)),
+      lostPct: spread(ok.filter(r => r.acknowledged > 0).map(r => 100 * r.lost / r.acknowledged)),
+      integrity: !checked.length ? '' : bad.length ? `${bad.length} of ${checked.length} failed: ${bad[0].integrity.messages.join('; ').slice(0, 120)}`
+                                                   : `${checked.length} ok`,
+    });
+  }
+  return out;
+}
