@@ -524,6 +524,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "loader: dataset %s: types inferred from the first %ld rows of %s: %s\n",
                 dc.name, data.sampled, dc.file, columns);
 
+    /* One connect for a whole load, like the server's per-request one and
+     * psql's: it waits as they do, not as a pool's refill (connect_timeout_s,
+     * 2 s), which gave up on a machine busy serving (tests/test_reload.c). */
+    for (int i = 0; i < conf.nbackends; i++) {
+        struct backend_conf *b = &conf.backend[i];
+        if (b->connect_timeout_s < b->per_request_connect_timeout_s)
+            b->connect_timeout_s = b->per_request_connect_timeout_s;
+    }
     /* Resolve the names first, so a typo fails before any load starts. */
     const struct backend_conf *chosen[ZB_MAX_BACKENDS];
     int nchosen = conf_select(&conf, backends, chosen, &err);

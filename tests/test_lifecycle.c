@@ -25,7 +25,7 @@
 #include "helpers.h"
 #include "util.h"
 
-#define SUBSET "conf server php"
+#define SUBSET "conf updates php" /* servers of every kind, briefly */
 
 static char dir[PATH_MAX];
 

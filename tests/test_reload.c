@@ -110,9 +110,9 @@ START_TEST(reload_with_changed_types_under_load)
     /* Two swaps under the load: v becomes text, then integer again. */
     snprintf(cmd + n, sizeof cmd - n,
              "sleep 1.5; %s -q --conf %s %s --backend pg,innodb --dataset reload "
-             "--set 'dataset.reload.columns=" AS_TEXT "' || echo LOADER FAILED; sleep 1.5; "
+             "--set 'dataset.reload.columns=" AS_TEXT "' 2>&1 || echo LOADER FAILED; sleep 1.5; "
              "%s -q --conf %s %s --backend pg,innodb --dataset reload "
-             "--set 'dataset.reload.columns=" AS_INTEGER "' || echo LOADER FAILED; wait",
+             "--set 'dataset.reload.columns=" AS_INTEGER "' 2>&1 || echo LOADER FAILED; wait",
              prog("loader"), conf, sets, prog("loader"), conf, sets);
     int rc = run_cmd(out, sizeof out, "%s", cmd);
     ck_assert_msg(rc == 0 && !strstr(out, "LOADER FAILED"), "exit %d: %s", rc, out);

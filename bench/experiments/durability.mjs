@@ -80,7 +80,7 @@ export default {
   },
   async run(ctx) {
     const base = Number(process.env.ZB_BENCH_DURABILITY_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 7);
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : LEVELS;
     const keys = keysFile(ctx);
     const servers = [];

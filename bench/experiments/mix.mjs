@@ -33,7 +33,7 @@ export default {
   },
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_MIX_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 6);
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : LEVELS;
     const keys = keysFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);

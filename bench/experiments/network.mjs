@@ -114,7 +114,7 @@ export default {
     network: "Answered lookups per second against the round-trip time between the lab's hosts (0, 0.2, 1 ms), per connection strategy: where a connection per request stops paying. Bars: the 95% interval of the median.",
   },
   async run(ctx) {
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : [1, 10, 100];
     // --quick: what every code path needs, loopback and the relay at 0.
     const settings = ctx.quick ? SETTINGS.filter(s => !s.lab || s.rtt === 0) : SETTINGS;

@@ -32,7 +32,7 @@ export default {
   },
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_QUERIES_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 4);
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const ns = ctx.quick ? [1, 20] : NS;
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (!avail.length) throw new Error('no backend to measure');

@@ -51,7 +51,7 @@ export default {
   },
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_REQUESTS_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 5);
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [C] : WRITE_LEVELS;
     const keys = keysFile(ctx), jis = jisFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);

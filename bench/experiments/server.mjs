@@ -60,7 +60,7 @@ export default {
   async run(ctx) {
     const port = Number(process.env.ZB_BENCH_PORT || 18280);
     const work = path.join(ctx.build, 'bench-server');
-    const seconds = ctx.quick ? 1 : 2;
+    const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : [1, 10, 100];
     const keys = keysFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
