@@ -46,9 +46,10 @@ static void add(struct sums *s, const struct lane_stats *st)
 #undef ADD_FIELD
 }
 
-/* A _hits pair of a backend with writes on (update.h): its connections
- * and waits, as "read":{..} or "write":{..}. */
-static void hits_json(struct server *srv, const struct served *sb, const char *name,
+/* A pair of lanes a backend has beside its own (the _hits pairs of
+ * writes = yes, update.h; the listing's, listing.c): its connections and
+ * waits, as "NAME":{..}. */
+static void pair_json(struct server *srv, const struct served *sb, const char *name,
                       struct jbuf *b)
 {
     struct sums s = { 0 };
@@ -109,10 +110,14 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     put_latency(b, &h);
     if (sb->hits_write) {   /* writes = yes: its read and write pairs */
         JB_LIT(b, ",\"writes\":{");
-        hits_json(srv, sb->hits_read, "read", b);
+        pair_json(srv, sb->hits_read, "read", b);
         JB_LIT(b, ",");
-        hits_json(srv, sb->hits_write, "write", b);
+        pair_json(srv, sb->hits_write, "write", b);
         JB_LIT(b, "}");
+    }
+    if (sb->list) {   /* a postal backend: its listing pair (GET /list/) */
+        JB_LIT(b, ",");
+        pair_json(srv, sb->list, "list", b);
     }
     JB_LIT(b, "}");
 }

@@ -1334,6 +1334,16 @@ START_TEST(list_pages_as_the_file_says)
     ck_assert_int_eq(get("/list/pg/12x45")->status, 400);
     ck_assert_int_eq(get("/list/pg/00000")->status, 404);
     ck_assert_int_eq(get("/list/nosuch/%s", jis[0])->status, 404);
+    /* Each postal backend's listing pair in /stats. */
+    struct resp *r = get("/stats");
+    for (int b = 0; b < NB; b++) {
+        char want[64];
+        snprintf(want, sizeof want, "{\"name\":\"%s\"", backends[b]);
+        const char *at = strstr(r->body, want), *list = at ? strstr(at, "\"list\":{\"up\":true,\"open\":") : NULL;
+        const char *next = at ? strstr(at + 1, "{\"name\":") : NULL;
+        ck_assert_msg(list && (!next || list < next), "%s: no listing pair in /stats: %.600s", backends[b],
+                      at ? at : r->body);
+    }
 }
 END_TEST
 

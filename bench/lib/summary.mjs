@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { commitText, machineKey } from './provenance.mjs';
+import { SETTINGS, DURABLE, crashCells } from './durability.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
@@ -72,9 +73,15 @@ export function answer(dataDir) {
     typeLines.push(`- ${LABEL[b]}: the listing page ${fmtFigure(requests[`list ${b}`])} pages/s; cached lookups at Zipfian keys ` +
       `${fmtFigure(requests[`cached ${b} zipf:0.99`])} against ${fmtFigure(requests[`zip ${b} zipf:0.99`])} uncached req/s ` +
       `(${ratio(requests[`cached ${b} zipf:0.99`], requests[`zip ${b} zipf:0.99`])}); updates ${fmtFigure(requests[`update ${b} 10`])}/s.`);
+  const mix = readJSON(path.join(dataDir, 'mix.json')) || {};
+  for (const m of ['ycsb-a', 'ycsb-b'].filter(x => mix[`innodb ${x} 10`] || mix[`sqlite ${x} 10`]))
+    typeLines.push(`- YCSB ${m.slice(-1).toUpperCase()} (${m === 'ycsb-a' ? '50% updates' : '5% updates'}, Zipfian keys), req/s: ` +
+      backends.filter(b => mix[`${b} ${m} 10`]).map(b => `${LABEL[b]} ${fmtFigure(mix[`${b} ${m} 10`])}`).join(', ') +
+      (mix[`innodb ${m} 10`] && mix[`myisam ${m} 10`] ? `; InnoDB / MyISAM ${ratio(mix[`innodb ${m} 10`], mix[`myisam ${m} 10`])}` : '') + '.');
   if (typeLines.length)
-    lines.push('The other request types at c=10 (docs/REQUEST-TYPES.md; the queries and requests experiments, their own runs, ' +
+    lines.push('The other request types at c=10 (docs/REQUEST-TYPES.md; the queries, requests and mix experiments, their own runs, ' +
                'ratios of medians here, same-round ratios in their sections):', '', ...typeLines, '');
+  lines.push(...durability(dataDir, backends));
   // Bulk: zipbench against the backend's own loader, the postal list.
   const bl = backends.map(b => {
     const ours = bulk[`postal ${b} zipbench`];
@@ -86,8 +93,43 @@ export function answer(dataDir) {
   });
   lines.push('Bulk load of the postal list against the native loader (rows/s; the bulk experiment):', '', ...bl, '');
   lines.push(...sources({ 'answer.json': ans || {}, 'php.json': php, 'queries.json': queries, 'requests.json': requests,
+                         'mix.json': mix, 'durability.json': readJSON(path.join(dataDir, 'durability.json')) || {},
                          'bulk.json': bulk }), '');
   return lines;
+}
+
+// What a durability setting buys (the durability experiment's updates/s
+// at c 10, over the backend's durable setting) and what it loses (the
+// crash experiment's recorded runs, DIR/data/crash/results.jsonl).
+function durability(dataDir, backends) {
+  const dur = readJSON(path.join(dataDir, 'durability.json')) || {};
+  let crash = null;
+  try {
+    crash = crashCells(fs.readFileSync(path.join(dataDir, 'crash', 'results.jsonl'), 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l)));
+  } catch { /* not recorded */ }
+  const lost = (b, s) => {
+    if (!crash) return '';
+    const kinds = ['process', 'power'].map(k => crash.get(`${b} ${s} ${k}`)).filter(Boolean);
+    if (!kinds.length) return '';
+    const losing = kinds.filter(g => g.losing);
+    return losing.length ? `, lost writes in ${losing.map(g => `${g.losing} of ${g.runs} ${g.kind === 'power' ? 'power cuts' : 'process crashes'} (median ${g.lostPct}%)`).join(' and ')}`
+                         : `, lost nothing in ${kinds.map(g => `${g.runs} ${g.kind === 'power' ? 'power cuts' : 'process crashes'}`).join(' and ')}`;
+  };
+  const out = [];
+  for (const b of backends) {
+    const durable = SETTINGS[b].find(s => DURABLE.has(`${b} ${s}`)) || SETTINGS[b][0];
+    const base = dur[`${b} ${durable} 10`];
+    if (!base && !crash) continue;
+    const rows = SETTINGS[b].map(s => {
+      const f = dur[`${b} ${s} 10`];
+      const rate = f ? `${fmtFigure(f)}${s === durable || !base ? '' : ` (${ratio(f, base)})`}` : 'updates/s not measured';
+      return `${s === 'as-is' ? 'as it is' : s}: ${rate}${lost(b, s)}`;
+    });
+    out.push(`- ${LABEL[b]}: ${rows.join('; ')}.`);
+  }
+  if (!out.length) return [];
+  return ['Durability: acknowledged updates per second at c=10 under each setting (over the durable one, ratio of medians) and ' +
+          'what each lost in the crash experiment\'s runs (docs/RESULTS-durability.md, docs/RESULTS-crash.md):', '', ...out, ''];
 }
 
 // The lookups over HTTP (the server experiment's answer.json): the ranking
