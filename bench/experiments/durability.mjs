@@ -169,15 +169,25 @@ async function measure(ctx, { seconds, levels, keys, backends, ports, state }) {
   lines.push(errorNote(cells.keys().map(cell)), '', cells.machineNote(), '');
 
   const bars = x => (x && x.values.length ? errorBar(x.summary).map(v => v.toFixed(1)) : ['NaN', 'NaN', 'NaN']);
-  const labels = rows.map(([b, s]) => `${b} ${s.replace(/journal_mode=|synchronous=|synchronous_commit=|innodb_flush_log_at_trx_commit=/g, '')}`);
+  const labels = rows.map(([b, s]) => shortLabel(b, s));
   const file = writeData(ctx.out, 'durability.dat', [
     ['#i', 'setting', ...levels.flatMap(c => [`c${c}`, 'lo', 'hi'])],
     ...rows.map(([b, s], i) => [i, JSON.stringify(labels[i]), ...levels.flatMap(c => bars(cell(key(b, s, c))))])]);
-  draw(ctx.out, 'durability', 1000, 560, [
+  plot(ctx.out, file, labels, levels);
+  return lines.join('\n');
+}
+
+// "pg commit off, fsync on": a setting short enough for a tic.
+const shortLabel = (b, s) => `${b} ${s.replace('journal_mode=', '').replace('synchronous=', '').replace('synchronous_commit=', 'commit ')
+  .replace('innodb_flush_log_at_trx_commit=', 'flush ').replace('fsync=', 'fsync ').replace(',', ', ')}`;
+
+// The plot of the rates in FILE (durability.dat): a point per setting and level, the settings' names as tics.
+export function plot(out, file, labels, levels) {
+  draw(out, 'durability', 1000, 560, [
     "set ylabel 'acknowledged updates/s'", 'set logscale y', "set format y '%g'", 'set grid ytics',
-    'set xtics rotate by -40 font ",9"', `set xrange [-0.6:${rows.length - 0.4}]`, 'set bmargin 12',
-    'plot ' + levels.map((c, i) => `'${file}' using ($1+${(i - (levels.length - 1) / 2) * 0.2}):${3 + 3 * i}:${4 + 3 * i}:${5 + 3 * i}:xtic(2) ` +
+    `set xtics rotate by -40 font ",9" (${labels.map((l, i) => `${gpString(l)} ${i}`).join(', ')})`,
+    `set xrange [-0.6:${labels.length - 0.4}]`, 'set bmargin 12',
+    'plot ' + levels.map((c, i) => `'${file}' using ($1+${(i - (levels.length - 1) / 2) * 0.2}):${3 + 3 * i}:${4 + 3 * i}:${5 + 3 * i} ` +
                                    `with yerrorbars pt 7 lc ${i + 1} title ${gpString(`c=${c}`)}`).join(', '),
   ].join('\n'), { title: 'POST /update/B/{key}: acknowledged updates/s per durability setting', legend: levels.map(c => `c=${c}`) });
-  return lines.join('\n');
 }
