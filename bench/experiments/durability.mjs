@@ -14,13 +14,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
-import { table, fmtSameRound } from '../lib/table.mjs';
+import { table } from '../lib/table.mjs';
 import { draw, writeData, errorBar, gpString } from '../lib/plot.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
-import { verdict } from '../lib/rank.mjs';
+import { ratioText } from '../lib/rank.mjs';
 import { run, atCleanup, sleep } from '../lib/run.mjs';
 import { sectionProvenance } from '../lib/provenance.mjs';
 import { SETTINGS, DURABLE, settingSql, RESET_SQL, pgSettingCheck, sqliteSets, crashCells } from '../lib/durability.mjs';
@@ -66,12 +66,6 @@ function crashRecord(ctx) {
   const prov = fs.existsSync(summary) ? sectionProvenance(fs.readFileSync(summary, 'utf8')) : null;
   return { cells: crashCells(results), prov };
 }
-
-const ratioText = r => {
-  const s = r.summary;
-  const v = s && Number.isFinite(s.lo) ? verdict({ lo: s.lo, hi: s.hi }) : '~';
-  return `${fmtSameRound(r)}${v === '~' ? ' (no clear difference)' : ''}`;
-};
 
 export default {
   title: 'durability: acknowledged updates/s per setting, beside what each loses in a crash',

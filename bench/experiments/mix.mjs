@@ -8,23 +8,17 @@
 // writes and InnoDB's row locks do not.
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
-import { table, fmtSameRound } from '../lib/table.mjs';
+import { table } from '../lib/table.mjs';
 import { draw, writeData, errorBar, gpString } from '../lib/plot.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
-import { verdict } from '../lib/rank.mjs';
+import { ratioText } from '../lib/rank.mjs';
 
 const LEVELS = [1, 10, 100];
 const MIXES = ['ycsb-b', 'ycsb-a'];
 const ZIPF = 'zipf:0.99';
-
-const ratioText = r => {
-  const s = r.summary;
-  const v = s && Number.isFinite(s.lo) ? verdict({ lo: s.lo, hi: s.hi }) : '~';
-  return `${fmtSameRound(r)}${v === '~' ? ' (no clear difference)' : ''}`;
-};
 
 export default {
   title: 'reads and writes together: YCSB mixes per backend across concurrencies',

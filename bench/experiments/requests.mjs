@@ -13,14 +13,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
-import { table, fmtSameRound, fmtPct } from '../lib/table.mjs';
+import { table, fmtPct } from '../lib/table.mjs';
 import { draw, writeData, errorBar, gpString } from '../lib/plot.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { getJSON } from '../lib/http.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
-import { verdict } from '../lib/rank.mjs';
+import { ratioText } from '../lib/rank.mjs';
 
 const C = 10;
 const WRITE_LEVELS = [1, 10, 100];
@@ -37,12 +37,6 @@ function jisFile(ctx) {
   fs.writeFileSync(file, [...codes].sort().join('\n') + '\n');
   return file;
 }
-
-const ratioText = r => {
-  const s = r.summary;
-  const v = s && Number.isFinite(s.lo) ? verdict({ lo: s.lo, hi: s.hi }) : '~';
-  return `${fmtSameRound(r)}${v === '~' ? ' (no clear difference)' : ''}`;
-};
 
 export default {
   title: 'the rest of a web app\'s requests: a listing page, cached lookups, updates',

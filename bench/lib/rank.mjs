@@ -3,6 +3,7 @@
 // one round share the machine's state, so their ratio cancels what drifts
 // between rounds). Elsewhere: "no clear difference".
 import { summarize } from './stats.mjs';
+import { fmtSameRound } from './table.mjs';
 
 // {value, lo, hi, n} of a/b from the rounds in which both ran (Cells'
 // sameRoundRatio), lo/hi NaN where the rounds are too few for an interval.
@@ -44,4 +45,12 @@ export function extraSummary(cell, field) {
   if (!xs.length) return { median: NaN, lo: NaN, hi: NaN, n: 0 };
   const s = summarize(xs);
   return { median: s.median, lo: s.lo, hi: s.hi, n: s.n, halfWidth: s.halfWidth };
+}
+
+// A same-round ratio as a table prints it, "(no clear difference)" where
+// its 95% interval holds 1 (or there is none).
+export function ratioText(r) {
+  const s = r.summary;
+  const v = s && Number.isFinite(s.lo) ? verdict({ lo: s.lo, hi: s.hi }) : '~';
+  return `${fmtSameRound(r)}${v === '~' ? ' (no clear difference)' : ''}`;
 }
