@@ -301,8 +301,10 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
             pg_close($db);
         break;
     case 'sqlite':
+        // A persistent handle is found by its DSN, not its open flags: a key
+        // of its own keeps the writer apart from the lookups' read-only one.
         $pdo = new PDO('sqlite:' . zb_env('ZB_SQLITE_PATH', 'zipbench.sqlite'), null, null, [
-            PDO::ATTR_PERSISTENT => $persistent,
+            PDO::ATTR_PERSISTENT => $persistent ? 'writer' : false,
             PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
             PDO::ATTR_TIMEOUT => 2,
         ]);
