@@ -17,7 +17,7 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   += $(PKG_LIBS) -lpthread -lm
 
 BIN      := $(BUILD)/bin
-PROGRAMS := server loader loadgen gen sqlbench relay zbconf powerfs
+PROGRAMS := server loader loadgen gen sqlbench relay zbconf powerfs hostprobe
 # program name -> source folder
 DIR_server   := server
 DIR_loader   := loader
@@ -27,6 +27,7 @@ DIR_sqlbench := sqlbench
 DIR_relay    := relay
 DIR_zbconf   := zbconf
 DIR_powerfs  := crash
+DIR_hostprobe := bench/probe
 
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

@@ -4,13 +4,16 @@
 // interleaved: every round runs each unfinished cell once, in an order
 // that rotates, so drift of the machine hits all cells alike. Around each
 // run the machine is sampled (proc.mjs), and a cell that ran while the
-// machine was busy with other work is flagged.
+// machine was busy with other work is flagged; the host's speed is probed
+// before and after (hostprobe.mjs), and a run made while the host ran slow
+// is set aside, not counted.
 import fs from 'node:fs';
 import path from 'node:path';
 import { summarize } from './stats.mjs';
 import { machineSample, machineDelta } from './proc.mjs';
 import { cellErrors, ERROR_KINDS } from './goodput.mjs';
 import { provenance } from './provenance.mjs';
+import { probeHost, quickest, slowHost, SLOW_HOST } from './hostprobe.mjs';
 
 export class Cells {
   // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds),
@@ -56,8 +59,8 @@ export class Cells {
 
   #cell(key, meta = {}) {
     if (!this.cells.has(key))
-      this.cells.set(key, { key, meta, values: [], extras: [], machine: [], rounds: [], failed: 0,
-                            warmups: [], done: false, capped: false });
+      this.cells.set(key, { key, meta, values: [], extras: [], machine: [], rounds: [], probes: [], failed: 0,
+                            slowHost: [], warmups: [], done: false, capped: false });
     return this.cells.get(key);
   }
 
@@ -98,11 +101,15 @@ export class Cells {
         u.ran = true;
         if (u.warm && i === 0) await this.#warm(u, pending, round);
         const roots = this.ctx.ownRoots ? this.ctx.ownRoots() : [process.pid];
+        const before = this.#probe();
         const a = machineSample(roots);
         let got = {};
         try { got = (await u.run(pending)) || {}; }
         catch (e) { this.ctx.log(`${this.name}: run failed: ${e.message}`); }
         const m = machineDelta(a, machineSample(roots));
+        const probe = (before + this.#probe()) / 2;
+        // --quick's one run per cell is always counted (a smoke run)
+        const aside = !this.ctx.quick && slowHost(probe, quickest(this.ctx.hostProbes));
         for (const k of pending) if (!(k in got)) got[k] = NaN;
         for (const [k, v] of Object.entries(got)) {
           u.keys.add(k);
@@ -112,16 +119,21 @@ export class Cells {
           const values = Array.isArray(v) ? v : 'values' in extra ? extra.values : 'value' in extra ? [extra.value] : [v];
           for (const value of values) {
             if (typeof value !== 'number' || Number.isNaN(value)) { c.failed++; continue; }
+            if (aside) { c.slowHost.push({ value, probe, round: round + i / 1000, extra }); continue; }
             c.values.push(value);
             c.extras.push(extra);
             c.machine.push(m);
             c.rounds.push(round + i / 1000);   // the i-th run of the round's visit
+            c.probes.push(probe);
           }
+          if (aside) this.ctx.log(`${this.name}: ${k}: run set aside, the host ran slow ` +
+                                  `(probe ${probe.toFixed(1)} ms, quickest ${quickest(this.ctx.hostProbes).toFixed(1)})`);
           this.#settle(c);
         }
       }
       order = [...order.slice(1), order[0]];
     }
+    this.#setAsideLate();
     for (const c of this.cells.values()) {
       c.summary = summarize(c.values, this.target);
       c.busy = busyFlag(this.ctx, c.machine, this.ownIo);
@@ -137,6 +149,31 @@ export class Cells {
           ` (cap: ${c.timeCap ? this.budgetS + ' s' : Math.max(c.meta.minRuns ?? 0, c.meta.maxRuns ?? this.maxRuns) + ' runs'})`);
     }
     return this;
+  }
+
+  // The host's speed now (ms of the probe's loop), kept for the whole bench
+  // run in ctx.hostProbes: the quickest of them is the reference
+  // (ctx.probeHost: a stand-in for the tests).
+  #probe() {
+    const ms = this.ctx.probeHost ? this.ctx.probeHost() : probeHost(this.ctx);
+    (this.ctx.hostProbes ||= []).push(ms);
+    return ms;
+  }
+
+  // A run counted while the reference was still high (early in the bench
+  // run, or before the host's quick spell) is set aside now against the
+  // final reference; the cell's figures are those of the runs left.
+  #setAsideLate() {
+    if (this.ctx.quick) return;
+    const ref = quickest(this.ctx.hostProbes || []);
+    for (const c of this.cells.values()) {
+      const keep = c.probes.map(p => !slowHost(p, ref));
+      if (keep.every(Boolean)) continue;
+      keep.forEach((k, i) => { if (!k) c.slowHost.push({ value: c.values[i], probe: c.probes[i], round: c.rounds[i], extra: c.extras[i] }); });
+      for (const f of ['values', 'extras', 'machine', 'rounds', 'probes']) c[f] = c[f].filter((_, i) => keep[i]);
+      const s = summarize(c.values, this.target);
+      c.capped = !s.within && c.values.length > 0;
+    }
   }
 
   // The unit's warm-up before a measured run: its goodput and errors go to
@@ -184,13 +221,19 @@ export function machineNote(cells, target = 0.05, ownIo = false) {
   const loads = all.map(m => m.load1);
   const busy = cells.filter(c => c.busy).length;
   const capped = cells.filter(c => c.capped).length;
+  const aside = cells.reduce((n, c) => n + (c.slowHost?.length || 0), 0);
+  const counted = cells.reduce((n, c) => n + c.values.length, 0);
+  const probes = cells.flatMap(c => [...(c.probes || []), ...(c.slowHost || []).map(r => r.probe)]);
+  const ref = quickest(probes);
   const pct = x => (100 * x).toFixed(1) + '%';
   const avg = k => all.reduce((s, m) => s + m[k], 0) / all.length;
   return `Machine during the runs: load average (1 min) ${Math.min(...loads).toFixed(2)}-${Math.max(...loads).toFixed(2)}, ` +
     `CPU taken by other work than the benchmark's ${pct(avg('other'))}, steal ${pct(avg('steal'))}, iowait ${pct(avg('iowait'))}` +
     `${ownIo ? ' (the runs\' own flushes: not judged)' : ''}; ` +
     `${busy} of ${cells.length} cells flagged busy (*), ${capped} stopped by the cap (!) before ` +
-    `their 95% interval was within +-${(100 * target).toFixed(0)}%.\n`;
+    `their 95% interval was within +-${(100 * target).toFixed(0)}%` +
+    (Number.isFinite(ref) ? `; ${aside} of ${aside + counted} runs set aside because the host ran slow ` +
+      `(its CPU probe over +${(100 * SLOW_HOST).toFixed(0)}% of the quickest, ${ref.toFixed(1)} ms)` : '') + '.\n';
 }
 
 // A cell ran on a busy machine when, over its runs, other work than the
@@ -249,6 +292,8 @@ export function writeCells(dir, name, cellList) {
     if (!c) continue;
     const s = c.summary || summarize(c.values);
     out[c.key] = { n: s.n, median: num(s.median), lo: num(s.lo), hi: num(s.hi), values: c.values,
+                   probes: (c.probes || []).map(num),
+                   slowHost: (c.slowHost || []).map(({ value, probe, round }) => ({ value, probe: num(probe), round })),
                    busy: !!c.busy, capped: !!c.capped, errors: cellErrors(c), warmups: c.warmups || [] };
   }
   const file = path.join(d, `${name}.json`);

@@ -101,12 +101,13 @@ export function splitDelta(before, after) {
   return { overload: d('overload'), down: d('down') };
 }
 
-// The errors of a cell summed over its runs: {kind: count, or null when no
-// run could split it}, and total.
+// The errors of a cell summed over its runs, the runs set aside for a slow
+// host among them (lib/hostprobe.mjs): {kind: count, or null when no run
+// could split it}, and total.
 export function cellErrors(cell) {
   const sum = Object.fromEntries(ERROR_KINDS.map(([k]) => [k, null]));
   let total = 0, runs = 0;
-  for (const e of cell?.extras || []) {
+  for (const e of [...(cell?.extras || []), ...(cell?.slowHost || []).map(r => r.extra)]) {
     if (!e || !e.errors) continue;
     let any = 0;
     for (const [k] of ERROR_KINDS) {

@@ -1,0 +1,53 @@
+// The host's speed beside every run (docs/DECISIONS.md, "Precision: runs
+// made while the host ran slow are set aside"). This machine is a guest:
+// over minutes its CPUs slow down by 5-40% while /proc shows no steal and
+// no other process, and the database-backed cells slow 2-3 times as much
+// as a plain CPU loop does. build/bin/hostprobe times a fixed loop on each
+// CPU; a run whose probe (the mean of the one before it and the one after)
+// is more than SLOW_HOST over the host's quickest is kept in the data but
+// not counted in its cell, and the cell runs again in a later round.
+import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+export const SLOW_HOST = 0.04;
+
+// Milliseconds of the CPUs' loop (their mean), or NaN where the probe is
+// not built. It first waits (up to 1 s) for the machine to go idle, so that
+// what a run leaves behind (PostgreSQL ending a hundred backends) is not
+// taken for a slow host.
+export function probeHost(ctx) {
+  if (typeof ctx.bin !== 'function') return NaN;
+  const bin = ctx.bin('hostprobe');
+  if (!fs.existsSync(bin)) return NaN;
+  waitIdle();
+  try {
+    const out = execFileSync(bin, [], { encoding: 'utf8', timeout: 10000 });
+    const ms = out.trim().split('\n').map(l => Number(l.split(' ')[1])).filter(Number.isFinite);
+    return ms.length ? ms.reduce((a, b) => a + b, 0) / ms.length : NaN;
+  } catch { return NaN; }
+}
+
+// Until a 100-ms window of /proc/stat is at least 90% idle, ten at most.
+function waitIdle() {
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  const cpu = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  for (let i = 0; i < 10; i++) {
+    const a = cpu();
+    Atomics.wait(sleeper, 0, 0, 100);
+    const b = cpu(), d = b.map((x, j) => x - a[j]);
+    const total = d.reduce((s, x) => s + x, 0), idle = d[3] + (d[4] || 0);
+    if (total > 0 && idle / total >= 0.9) return;
+  }
+}
+
+// The host at its quickest: the 10th percentile of the probes so far (not
+// the minimum, which one lucky probe would set); NaN under 5 probes.
+export function quickest(probes) {
+  const s = probes.filter(Number.isFinite).sort((a, b) => a - b);
+  return s.length < 5 ? NaN : s[Math.floor((s.length - 1) * 0.1)];
+}
+
+// Whether a run's probe says the host ran slow: never where either is unknown.
+export function slowHost(probe, ref, tolerance = SLOW_HOST) {
+  return Number.isFinite(probe) && Number.isFinite(ref) && probe > ref * (1 + tolerance);
+}

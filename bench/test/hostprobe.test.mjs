@@ -1,0 +1,59 @@
+// Runs made while the host ran slow are set aside (lib/hostprobe.mjs,
+// docs/DECISIONS.md "Precision: runs made while the host ran slow are set
+// aside"): the reference, the rule, and what a cell keeps.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { quickest, slowHost, SLOW_HOST } from '../lib/hostprobe.mjs';
+import { Cells, machineNote } from '../lib/cells.mjs';
+import { cellErrors } from '../lib/goodput.mjs';
+
+test('quickest: the 10th percentile, none under 5 probes, unknown probes ignored', () => {
+  assert.ok(Number.isNaN(quickest([100, 101, 102, 103])));
+  assert.equal(quickest([105, 100, 101, 102, NaN, 103]), 100);
+  const xs = Array.from({ length: 21 }, (_, i) => 100 + i);   // 100..120
+  assert.equal(quickest(xs), 102);
+});
+
+test('slowHost: over the tolerance only, never with an unknown probe', () => {
+  assert.equal(SLOW_HOST, 0.04);
+  assert.equal(slowHost(104, 100), false);
+  assert.equal(slowHost(104.1, 100), true);
+  assert.equal(slowHost(NaN, 100), false);
+  assert.equal(slowHost(120, NaN), false);
+});
+
+test('cells: a run on a slow host is kept apart and run again; its errors still count', async () => {
+  // the host is quick (100 ms) except for the probes around the 3rd and 4th runs (130 ms)
+  let probe = 0;
+  const ctx = { repeat: { minRuns: 6, maxRuns: 6, target: 0.05, budgetS: 60 }, warnings: [],
+                log() {}, warn(m) { this.warnings.push(m); },
+                probeHost: () => { const p = probe++; return p >= 4 && p <= 7 ? 130 : 100; } };
+  let run = 0;
+  const cells = new Cells(ctx, 'host');
+  cells.add('cell', () => {
+    run++;
+    return { value: run >= 3 && run <= 4 ? 50 : 100, errors: { non2xx: run === 3 ? 3 : 0 } };
+  });
+  await cells.measure();
+  const c = cells.get('cell');
+  assert.equal(c.values.length, 6);
+  assert.ok(c.values.every(v => v === 100));
+  assert.deepEqual(c.slowHost.map(r => r.value), [50, 50]);
+  assert.equal(cellErrors(c).non2xx, 3);
+  assert.match(machineNote([c]), /2 of 8 runs set aside because the host ran slow/);
+});
+
+test('cells: runs counted before the host showed its quickest are set aside at the end', async () => {
+  // slow (120) for the first three runs' probes, then quick (100)
+  let probe = 0;
+  const ctx = { repeat: { minRuns: 6, maxRuns: 9, target: 0.05, budgetS: 60 }, warnings: [],
+                log() {}, warn(m) { this.warnings.push(m); },
+                probeHost: () => (probe++ < 6 ? 120 : 100) };
+  let run = 0;
+  const cells = new Cells(ctx, 'late');
+  cells.add('cell', () => (++run <= 3 ? 60 : 100));
+  await cells.measure();
+  const c = cells.get('cell');
+  assert.ok(c.values.every(v => v === 100));
+  assert.equal(c.slowHost.length, 3);
+});
