@@ -101,7 +101,10 @@ Options:
 
 Each figure is the median of repeated runs with the 95% confidence interval
 of the median; load average, CPU steal and iowait are sampled around every
-run and a cell that ran on a busy machine is flagged.
+run and a cell that ran on a busy machine is flagged. A fixed CPU loop
+(BUILD/bin/hostprobe) is timed before and after every run: a run made while
+the host ran more than 4% slower than its quickest is set aside and run
+again (not with --quick).
 
 One bench at a time per tree: it holds BUILD/bench.lock while it runs, and a
 second one exits 1 naming the first's pid. A lookup server that cannot take
@@ -161,6 +164,7 @@ const ctx = {
     budgetS: num('budget', 1, 86400, quick ? 60 : 900),
   },
   busyOther: 0.25,
+  hostProbe: !quick,   // lib/hostprobe.mjs: runs on a slow host set aside
   warnings: [],
   logFile: null,
   log(msg) {

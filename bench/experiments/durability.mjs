@@ -24,6 +24,7 @@ import { ratioText } from '../lib/rank.mjs';
 import { run, atCleanup, sleep } from '../lib/run.mjs';
 import { sectionProvenance } from '../lib/provenance.mjs';
 import { SETTINGS, DURABLE, settingSql, RESET_SQL, pgSettingCheck, sqliteSets, crashCells } from '../lib/durability.mjs';
+import { benchPort } from '../lib/services.mjs';
 
 const LEVELS = [1, 10];
 // The crash experiment's recorded runs and table (scripts/crash --out docs/data/crash).
@@ -73,7 +74,7 @@ export default {
     durability: 'Acknowledged updates per second (POST /update/B/{key}, uniform keys) under each durability setting of each backend, at c 1 and c 10 (log y). Bars: the 95% interval of the median.',
   },
   async run(ctx) {
-    const base = Number(process.env.ZB_BENCH_DURABILITY_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 7);
+    const base = benchPort('DURABILITY', 7);
     const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : LEVELS;
     const keys = keysFile(ctx);

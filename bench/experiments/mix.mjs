@@ -15,6 +15,7 @@ import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { ratioText } from '../lib/rank.mjs';
+import { benchPort } from '../lib/services.mjs';
 
 const LEVELS = [1, 10, 100];
 const MIXES = ['ycsb-b', 'ycsb-a'];
@@ -26,7 +27,7 @@ export default {
     mix: 'Requests per second of YCSB workload A (50% lookups, 50% updates) and B (95/5) over HTTP, Zipfian keys, per backend against the concurrency (log-log). Bars: the 95% interval of the median.',
   },
   async run(ctx) {
-    const port = Number(process.env.ZB_BENCH_MIX_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 6);
+    const port = benchPort('MIX', 6);
     const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [10] : LEVELS;
     const keys = keysFile(ctx);

@@ -23,6 +23,7 @@ import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
 import { median } from '../lib/stats.mjs';
 import { benchSets, benchTables, loadBenchTables } from '../lib/benchdb.mjs';
+import { benchPort } from '../lib/services.mjs';
 
 // label, backend, query: what picks each strategy.
 export const STRATEGIES = [
@@ -54,7 +55,7 @@ const SETTINGS = [
 // The loopback server's port: ZB_BENCH_NETWORK_PORT, else two above
 // ZB_BENCH_PORT (experiment 2 uses it and the next one for HTTPS), so that
 // moving ZB_BENCH_PORT moves every port the bench listens on.
-const PORT = Number(process.env.ZB_BENCH_NETWORK_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 2);
+const PORT = benchPort('NETWORK', 2);
 // What the strategies use, in the lab and on loopback alike.
 const BACKENDS = [...new Set(STRATEGIES.map(([, b]) => b))].join(',');
 // Every row of the tables and line of the plot: the server's, then PHP's.

@@ -19,6 +19,7 @@ import { loadgen, warmRun, warmSeconds } from '../lib/clients.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { median } from '../lib/stats.mjs';
+import { benchPort } from '../lib/services.mjs';
 
 const BACKENDS = ['pg', 'innodb', 'myisam'];
 const LABEL = { pg: 'PostgreSQL', innodb: 'InnoDB', myisam: 'MyISAM' };
@@ -67,7 +68,7 @@ export default {
     const keys = path.resolve(keysFile(ctx));
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (avail.length < BACKENDS.length) throw new Error(`the load failed for ${skipped.join(', ')}: see ${ctx.logFile}`);
-    const base = Number(process.env.ZB_BENCH_POOLSIZE_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 40);
+    const base = benchPort('POOLSIZE', 40);
     const variants = [...SIZES.map(n => ({ name: String(n), n })), { name: 'default', n: null }];
     const results = {}, defaults = {};
     const t0 = Date.now();

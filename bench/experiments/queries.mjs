@@ -13,7 +13,7 @@ import { draw, writeData, errorBar, gpString } from '../lib/plot.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
-import { dbPids } from '../lib/services.mjs';
+import { dbPids, benchPort } from '../lib/services.mjs';
 import { verdict } from '../lib/rank.mjs';
 import { clockTicks, processTicks, treeTicks } from '../lib/proc.mjs';
 
@@ -31,7 +31,7 @@ export default {
     queries: 'Lookups per second (requests/s times N) of GET /queries/B?queries=N at c 10, against N, per backend and strategy (log y). Bars: the 95% interval of the median.',
   },
   async run(ctx) {
-    const port = Number(process.env.ZB_BENCH_QUERIES_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 4);
+    const port = benchPort('QUERIES', 4);
     const seconds = ctx.quick ? 0.5 : 2;
     const ns = ctx.quick ? [1, 20] : NS;
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);

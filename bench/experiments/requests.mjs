@@ -21,6 +21,7 @@ import { getJSON } from '../lib/http.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { ratioText } from '../lib/rank.mjs';
+import { benchPort } from '../lib/services.mjs';
 
 const C = 10;
 const WRITE_LEVELS = [1, 10, 100];
@@ -44,7 +45,7 @@ export default {
     updates: 'Acknowledged updates per second (POST /update/B/{key}: a read, then a committed write) per backend at c 1, 10 and 100, Zipfian keys, each backend under its default durability (log y). Bars: the 95% interval of the median.',
   },
   async run(ctx) {
-    const port = Number(process.env.ZB_BENCH_REQUESTS_PORT || Number(process.env.ZB_BENCH_PORT || 18280) + 5);
+    const port = benchPort('REQUESTS', 5);
     const seconds = ctx.quick ? 0.5 : 2;
     const levels = ctx.quick ? [C] : WRITE_LEVELS;
     const keys = keysFile(ctx), jis = jisFile(ctx);

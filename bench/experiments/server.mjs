@@ -21,7 +21,7 @@ import { drawSpectrum } from '../lib/spectrum.mjs';
 import { run, runJSON, sleep } from '../lib/run.mjs';
 import { get, getJSON } from '../lib/http.mjs';
 import { BACKENDS, benchSets, benchSqlite, benchTables, loadBenchTables, startServer } from '../lib/benchdb.mjs';
-import { nginx, dbEnv, dbPids } from '../lib/services.mjs';
+import { nginx, dbEnv, dbPids, benchPort } from '../lib/services.mjs';
 import { ab, loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote, cellErrors } from '../lib/goodput.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
@@ -58,10 +58,13 @@ export default {
     spectrum: "Latency by percentile of the c=10 headline cells, from loadgen's HdrHistogram logs (x: 1/(1-p), log scale; closed loop): the tail each strategy gives.",
   },
   async run(ctx) {
-    const port = Number(process.env.ZB_BENCH_PORT || 18280);
+    const port = benchPort(null);
     const work = path.join(ctx.build, 'bench-server');
     const seconds = ctx.quick ? 0.5 : 2;
-    const levels = ctx.quick ? [10] : [1, 10, 100];
+    // ZB_BENCH_SERVER_LEVELS (say 10, the headline) narrows a long run.
+    const levels = ctx.quick ? [10] : (process.env.ZB_BENCH_SERVER_LEVELS || '1,10,100').split(',').map(Number);
+    if (!levels.every(c => Number.isInteger(c) && c > 0) || !levels.includes(HEADLINE_C))
+      throw new Error(`ZB_BENCH_SERVER_LEVELS: '${process.env.ZB_BENCH_SERVER_LEVELS}' is not a list of concurrencies with ${HEADLINE_C} in it`);
     const keys = keysFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (!avail.length) throw new Error('no backend to measure');
@@ -162,7 +165,7 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
   const cell = k => cells.get(k);
   const key = (b, s, c, t = tool) => `${t} ${b} ${s} ${c}`;
   const lines = ['## Experiment 2: the lookup server (build/bin/server), req/s', '',
-    `Command: \`${ctx.command('server')}\`. Server: \`${version}\`, ${threads} threads; ` +
+    `Command: \`${ctx.command('server', ['ZB_BENCH_SERVER_LEVELS'])}\`. Server: \`${version}\`, ${threads} threads; ` +
     'client, server and databases share the machine.',
     `Data: \`${ctx.dataset}\` loaded into the bench's own tables (\`bench_lookup*\`, \`${path.relative(ctx.root, benchSqlite(ctx, 'lookup'))}\`); ` +
     `keys \`${keys}\` (${countLines(keys)} codes). Backends: ${avail.join(', ')}.` +

@@ -109,7 +109,7 @@ export class Cells {
         const m = machineDelta(a, machineSample(roots));
         const probe = (before + this.#probe()) / 2;
         // --quick's one run per cell is always counted (a smoke run)
-        const aside = !this.ctx.quick && slowHost(probe, quickest(this.ctx.hostProbes));
+        const aside = !this.ctx.quick && slowHost(probe, quickest(this.ctx.hostProbes || []));
         for (const k of pending) if (!(k in got)) got[k] = NaN;
         for (const [k, v] of Object.entries(got)) {
           u.keys.add(k);
@@ -152,9 +152,12 @@ export class Cells {
   }
 
   // The host's speed now (ms of the probe's loop), kept for the whole bench
-  // run in ctx.hostProbes: the quickest of them is the reference
-  // (ctx.probeHost: a stand-in for the tests).
+  // run in ctx.hostProbes: the quickest of them is the reference. Only where
+  // ctx.hostProbe asks for it (scripts/bench without --quick: the probes
+  // and their waits for an idle machine cost about 0.4 s a run);
+  // ctx.probeHost: a stand-in for the tests.
   #probe() {
+    if (!this.ctx.hostProbe && !this.ctx.probeHost) return NaN;
     const ms = this.ctx.probeHost ? this.ctx.probeHost() : probeHost(this.ctx);
     (this.ctx.hostProbes ||= []).push(ms);
     return ms;
@@ -279,7 +282,9 @@ export const cellLegend =
   'misses were asked for); `E` some runs had errors, counted apart by kind. Every cell of requests ' +
   'was warmed up at its concurrency before each measured run (not counted). `!` the cap stopped the cell first; ' +
   '`*` the machine was busy with other work during the cell (processes other than the ' +
-  'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%).';
+  'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%). ' +
+  'A run made while the host ran slow (a fixed CPU loop timed before and after it more than 4% over ' +
+  'its quickest) is set aside, not counted, and the cell runs again; the machine line gives how many.';
 
 // Every cell's runs, summary, errors and warm-ups into DIR/data/NAME.json:
 // the figures a later --only run and RESULTS.md's summary read.

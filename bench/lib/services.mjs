@@ -6,6 +6,14 @@ import path from 'node:path';
 import { run, atCleanup } from './run.mjs';
 import { pidInFile } from './proc.mjs';
 
+// The port of an experiment's own server: ZB_BENCH_<PART>_PORT, else
+// ZB_BENCH_PORT (18280) + offset, so that moving ZB_BENCH_PORT moves every
+// port the bench listens on (README.md's table); part null: ZB_BENCH_PORT.
+export function benchPort(part, offset = 0) {
+  const base = Number(process.env.ZB_BENCH_PORT || 18280) + offset;
+  return Number((part && process.env[`ZB_BENCH_${part}_PORT`]) || base);
+}
+
 async function script(ctx, name, args) {
   const r = await run(path.join(ctx.root, 'scripts', name), args, { log: ctx.logFile, timeoutS: 300 });
   return r;

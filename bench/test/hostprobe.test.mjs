@@ -3,9 +3,15 @@
 // aside"): the reference, the rule, and what a cell keeps.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { quickest, slowHost, SLOW_HOST } from '../lib/hostprobe.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { probeHost, quickest, slowHost, SLOW_HOST } from '../lib/hostprobe.mjs';
 import { Cells, machineNote } from '../lib/cells.mjs';
 import { cellErrors } from '../lib/goodput.mjs';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..', process.env.ZB_BUILD || 'build', 'bin/hostprobe');
 
 test('quickest: the 10th percentile, none under 5 probes, unknown probes ignored', () => {
   assert.ok(Number.isNaN(quickest([100, 101, 102, 103])));
@@ -56,4 +62,22 @@ test('cells: runs counted before the host showed its quickest are set aside at t
   const c = cells.get('cell');
   assert.ok(c.values.every(v => v === 100));
   assert.equal(c.slowHost.length, 3);
+});
+
+test('cells: no probe unless asked (make run, --quick), and nothing set aside', async () => {
+  const ctx = { repeat: { minRuns: 6, maxRuns: 6, target: 0.05, budgetS: 60 }, warnings: [],
+                log() {}, warn(m) { this.warnings.push(m); }, bin: () => { throw new Error('probed'); } };
+  const cells = new Cells(ctx, 'off');
+  cells.add('cell', () => 100);
+  await cells.measure();
+  assert.equal(cells.get('cell').values.length, 6);
+  assert.ok(cells.get('cell').probes.every(Number.isNaN));
+  assert.doesNotMatch(machineNote([cells.get('cell')]), /set aside/);
+});
+
+test('hostprobe: one line per CPU, a positive time each (where it is built)', { skip: !fs.existsSync(BIN) && 'not built' }, () => {
+  const out = execFileSync(BIN, ['100000', '2'], { encoding: 'utf8' }).trim().split('\n');
+  assert.ok(out.length >= 1);
+  for (const line of out) assert.match(line, /^\d+ \d+\.\d{3}$/);
+  assert.ok(probeHost({ bin: () => BIN }) > 0);
 });
