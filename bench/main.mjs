@@ -92,6 +92,11 @@ Options:
       --budget S       cap on seconds of runs per experiment, shared among its
                        parts (default 900; 60 with --quick); a cell the cap
                        stops before its interval is narrow enough is marked
+      --slow-host PCT  set aside (keep in the data, do not count, run again) a
+                       run made while the host ran more than PCT% slower than
+                       its quickest, by a CPU probe before and after it
+                       (default 0: probe and report, set nothing aside; not
+                       with --quick)
       --assemble       run nothing: assemble DIR/RESULTS.md again from the
                        sections, data and plots already in DIR
       --allow-errors   exit 0 even when some cells had errors (non-2xx
@@ -102,9 +107,8 @@ Options:
 Each figure is the median of repeated runs with the 95% confidence interval
 of the median; load average, CPU steal and iowait are sampled around every
 run and a cell that ran on a busy machine is flagged. A fixed CPU loop
-(BUILD/bin/hostprobe) is timed before and after every run: a run made while
-the host ran more than 4% slower than its quickest is set aside and run
-again (not with --quick).
+(BUILD/bin/hostprobe) is timed before and after every run (not with
+--quick), and each section says how far the host's speed moved.
 
 One bench at a time per tree: it holds BUILD/bench.lock while it runs, and a
 second one exits 1 naming the first's pid. A lookup server that cannot take
@@ -131,7 +135,7 @@ try {
       quick: { type: 'boolean' }, out: { type: 'string' }, only: { type: 'string' },
       'min-runs': { type: 'string' }, 'max-runs': { type: 'string' }, target: { type: 'string' },
       budget: { type: 'string' }, list: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      'allow-errors': { type: 'boolean' }, assemble: { type: 'boolean' },
+      'allow-errors': { type: 'boolean' }, assemble: { type: 'boolean' }, 'slow-host': { type: 'string' },
     },
   }).values;
 } catch (e) { fail(e.message); }
@@ -164,7 +168,8 @@ const ctx = {
     budgetS: num('budget', 1, 86400, quick ? 60 : 900),
   },
   busyOther: 0.25,
-  hostProbe: !quick,   // lib/hostprobe.mjs: runs on a slow host set aside
+  hostProbe: !quick,   // lib/hostprobe.mjs: the host's speed beside every run
+  slowHostTolerance: num('slow-host', 0, 100, 0) / 100,
   warnings: [],
   logFile: null,
   log(msg) {
@@ -180,7 +185,7 @@ const ctx = {
   // shaped it, so that the line remakes it.
   command(part, envNames = []) {
     const envs = envNames.filter(n => process.env[n]).map(n => `${n}=${process.env[n]} `).join('');
-    const opts = ['min-runs', 'max-runs', 'target', 'budget'].filter(o => args[o] !== undefined)
+    const opts = ['min-runs', 'max-runs', 'target', 'budget', 'slow-host'].filter(o => args[o] !== undefined)
       .map(o => ` --${o} ${args[o]}`).join('');
     return `${envs}scripts/bench${quick ? ' --quick' : ''} --only ${part}${opts}`;
   },

@@ -109,7 +109,8 @@ export class Cells {
         const m = machineDelta(a, machineSample(roots));
         const probe = (before + this.#probe()) / 2;
         // --quick's one run per cell is always counted (a smoke run)
-        const aside = !this.ctx.quick && slowHost(probe, quickest(this.ctx.hostProbes || []));
+        const aside = !this.ctx.quick && this.#tolerance() > 0 &&
+                      slowHost(probe, quickest(this.ctx.hostProbes || []), this.#tolerance());
         for (const k of pending) if (!(k in got)) got[k] = NaN;
         for (const [k, v] of Object.entries(got)) {
           u.keys.add(k);
@@ -167,10 +168,11 @@ export class Cells {
   // run, or before the host's quick spell) is set aside now against the
   // final reference; the cell's figures are those of the runs left.
   #setAsideLate() {
-    if (this.ctx.quick) return;
+    for (const c of this.cells.values()) c.slowHostTolerance = this.#tolerance();
+    if (this.ctx.quick || !(this.#tolerance() > 0)) return;
     const ref = quickest(this.ctx.hostProbes || []);
     for (const c of this.cells.values()) {
-      const keep = c.probes.map(p => !slowHost(p, ref));
+      const keep = c.probes.map(p => !slowHost(p, ref, this.#tolerance()));
       if (keep.every(Boolean)) continue;
       keep.forEach((k, i) => { if (!k) c.slowHost.push({ value: c.values[i], probe: c.probes[i], round: c.rounds[i], extra: c.extras[i] }); });
       for (const f of ['values', 'extras', 'machine', 'rounds', 'probes']) c[f] = c[f].filter((_, i) => keep[i]);
@@ -178,6 +180,9 @@ export class Cells {
       c.capped = !s.within && c.values.length > 0;
     }
   }
+
+  // --slow-host PCT as a share (0: set nothing aside, only report)
+  #tolerance() { return this.ctx.slowHostTolerance ?? 0; }
 
   // The unit's warm-up before a measured run: its goodput and errors go to
   // the cells' warmups and the log ("warm-up ..."), nowhere else.
@@ -235,8 +240,20 @@ export function machineNote(cells, target = 0.05, ownIo = false) {
     `${ownIo ? ' (the runs\' own flushes: not judged)' : ''}; ` +
     `${busy} of ${cells.length} cells flagged busy (*), ${capped} stopped by the cap (!) before ` +
     `their 95% interval was within +-${(100 * target).toFixed(0)}%` +
-    (Number.isFinite(ref) ? `; ${aside} of ${aside + counted} runs set aside because the host ran slow ` +
-      `(its CPU probe over +${(100 * SLOW_HOST).toFixed(0)}% of the quickest, ${ref.toFixed(1)} ms)` : '') + '.\n';
+    hostNote(cells, probes, ref, aside, counted) + '.\n';
+}
+
+// What the host probe saw (lib/hostprobe.mjs): its range against the
+// quickest, and the runs set aside where --slow-host asked for it.
+function hostNote(cells, probes, ref, aside, counted) {
+  if (!Number.isFinite(ref)) return '';
+  const tol = Math.max(0, ...cells.map(c => c.slowHostTolerance || 0));
+  const worst = Math.max(...probes.filter(Number.isFinite));
+  const over = probes.filter(p => slowHost(p, ref, SLOW_HOST)).length;
+  return `; the host's CPU probe ${ref.toFixed(1)}-${worst.toFixed(1)} ms (quickest to slowest), ` +
+    `${over} of ${probes.length} runs over +${(100 * SLOW_HOST).toFixed(0)}% of the quickest` +
+    (tol > 0 ? `; ${aside} of ${aside + counted} runs set aside because the host ran more than ` +
+               `${(100 * tol).toFixed(0)}% slow` : ' (none set aside: --slow-host)');
 }
 
 // A cell ran on a busy machine when, over its runs, other work than the
@@ -283,8 +300,8 @@ export const cellLegend =
   'was warmed up at its concurrency before each measured run (not counted). `!` the cap stopped the cell first; ' +
   '`*` the machine was busy with other work during the cell (processes other than the ' +
   'benchmark\'s own took more than a quarter of the CPU, or steal was above 5%, or iowait above 10%). ' +
-  'A run made while the host ran slow (a fixed CPU loop timed before and after it more than 4% over ' +
-  'its quickest) is set aside, not counted, and the cell runs again; the machine line gives how many.';
+  'A fixed CPU loop is timed before and after every run; the machine line says how far the host\'s ' +
+  'speed moved, and how many runs `--slow-host` set aside (not counted, run again).';
 
 // Every cell's runs, summary, errors and warm-ups into DIR/data/NAME.json:
 // the figures a later --only run and RESULTS.md's summary read.

@@ -1,11 +1,13 @@
-// The host's speed beside every run (docs/DECISIONS.md, "Precision: runs
-// made while the host ran slow are set aside"). This machine is a guest:
+// The host's speed beside every run (docs/DECISIONS.md, "Precision: the
+// host's speed probed beside every run"). This machine is a guest:
 // over minutes its CPUs slow down by 5-40% while /proc shows no steal and
 // no other process, and the database-backed cells slow 2-3 times as much
 // as a plain CPU loop does. build/bin/hostprobe times a fixed loop on each
-// CPU; a run whose probe (the mean of the one before it and the one after)
-// is more than SLOW_HOST over the host's quickest is kept in the data but
-// not counted in its cell, and the cell runs again in a later round.
+// CPU before and after every run (their mean is the run's probe). With
+// `scripts/bench --slow-host PCT`, a run whose probe is more than PCT% over
+// the host's quickest is kept in the data but not counted in its cell, and
+// the cell runs again in a later round. SLOW_HOST is the share the
+// sections report runs over.
 import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 

@@ -1,5 +1,5 @@
 // What the host probe explains in a recorded experiment (docs/DECISIONS.md,
-// "Precision: runs made while the host ran slow are set aside"): per cell,
+// "Precision: the host's speed probed beside every run"): per cell,
 // the 95% interval of the median over all its runs and over the runs kept
 // (probe within +4% of the quickest), and how the rate follows the probe
 // (the correlation of their logs and the slope, the rate's elasticity).

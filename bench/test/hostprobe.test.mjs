@@ -1,6 +1,6 @@
-// Runs made while the host ran slow are set aside (lib/hostprobe.mjs,
-// docs/DECISIONS.md "Precision: runs made while the host ran slow are set
-// aside"): the reference, the rule, and what a cell keeps.
+// The host probe beside every run, and --slow-host's runs set aside
+// (lib/hostprobe.mjs, docs/DECISIONS.md "Precision: the host's speed probed
+// beside every run"): the reference, the rule, and what a cell keeps.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -33,7 +33,7 @@ test('cells: a run on a slow host is kept apart and run again; its errors still 
   let probe = 0;
   const ctx = { repeat: { minRuns: 6, maxRuns: 6, target: 0.05, budgetS: 60 }, warnings: [],
                 log() {}, warn(m) { this.warnings.push(m); },
-                probeHost: () => { const p = probe++; return p >= 4 && p <= 7 ? 130 : 100; } };
+                slowHostTolerance: 0.04, probeHost: () => { const p = probe++; return p >= 4 && p <= 7 ? 130 : 100; } };
   let run = 0;
   const cells = new Cells(ctx, 'host');
   cells.add('cell', () => {
@@ -46,7 +46,22 @@ test('cells: a run on a slow host is kept apart and run again; its errors still 
   assert.ok(c.values.every(v => v === 100));
   assert.deepEqual(c.slowHost.map(r => r.value), [50, 50]);
   assert.equal(cellErrors(c).non2xx, 3);
-  assert.match(machineNote([c]), /2 of 8 runs set aside because the host ran slow/);
+  assert.match(machineNote([c]), /2 of 8 runs set aside because the host ran more than 4% slow/);
+});
+
+test('cells: without --slow-host the probes are kept and reported, nothing set aside', async () => {
+  let probe = 0;
+  const ctx = { repeat: { minRuns: 6, maxRuns: 6, target: 0.05, budgetS: 60 }, warnings: [],
+                log() {}, warn(m) { this.warnings.push(m); },
+                probeHost: () => { const p = probe++; return p >= 4 && p <= 7 ? 130 : 100; } };
+  const cells = new Cells(ctx, 'report');
+  cells.add('cell', () => 100);
+  await cells.measure();
+  const c = cells.get('cell');
+  assert.equal(c.values.length, 6);
+  assert.equal(c.slowHost.length, 0);
+  assert.deepEqual(c.probes, [100, 100, 130, 130, 100, 100]);
+  assert.match(machineNote([c]), /probe 100\.0-130\.0 ms \(quickest to slowest\), 2 of 6 runs over \+4% of the quickest \(none set aside: --slow-host\)/);
 });
 
 test('cells: runs counted before the host showed its quickest are set aside at the end', async () => {
@@ -54,7 +69,7 @@ test('cells: runs counted before the host showed its quickest are set aside at t
   let probe = 0;
   const ctx = { repeat: { minRuns: 6, maxRuns: 9, target: 0.05, budgetS: 60 }, warnings: [],
                 log() {}, warn(m) { this.warnings.push(m); },
-                probeHost: () => (probe++ < 6 ? 120 : 100) };
+                slowHostTolerance: 0.04, probeHost: () => (probe++ < 6 ? 120 : 100) };
   let run = 0;
   const cells = new Cells(ctx, 'late');
   cells.add('cell', () => (++run <= 3 ? 60 : 100));
@@ -72,7 +87,7 @@ test('cells: no probe unless asked (make run, --quick), and nothing set aside', 
   await cells.measure();
   assert.equal(cells.get('cell').values.length, 6);
   assert.ok(cells.get('cell').probes.every(Number.isNaN));
-  assert.doesNotMatch(machineNote([cells.get('cell')]), /set aside/);
+  assert.doesNotMatch(machineNote([cells.get('cell')]), /probe|set aside/);
 });
 
 test('hostprobe: one line per CPU, a positive time each (where it is built)', { skip: !fs.existsSync(BIN) && 'not built' }, () => {
