@@ -5,8 +5,8 @@
 // that rotates, so drift of the machine hits all cells alike. Around each
 // run the machine is sampled (proc.mjs), and a cell that ran while the
 // machine was busy with other work is flagged; the host's speed is probed
-// before and after (hostprobe.mjs), and a run made while the host ran slow
-// is set aside, not counted.
+// before and after (hostprobe.mjs), and with --slow-host a run made while
+// the host ran slow is set aside, not counted.
 import fs from 'node:fs';
 import path from 'node:path';
 import { summarize } from './stats.mjs';
@@ -108,7 +108,7 @@ export class Cells {
         catch (e) { this.ctx.log(`${this.name}: run failed: ${e.message}`); }
         const m = machineDelta(a, machineSample(roots));
         const probe = (before + this.#probe()) / 2;
-        // --quick's one run per cell is always counted (a smoke run)
+        // --slow-host (ctx.slowHostTolerance); never with --quick's one run a cell
         const aside = !this.ctx.quick && this.#tolerance() > 0 &&
                       slowHost(probe, quickest(this.ctx.hostProbes || []), this.#tolerance());
         for (const k of pending) if (!(k in got)) got[k] = NaN;

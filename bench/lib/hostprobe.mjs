@@ -1,8 +1,8 @@
 // The host's speed beside every run (docs/DECISIONS.md, "Precision: the
 // host's speed probed beside every run"). This machine is a guest:
 // over minutes its CPUs slow down by 5-40% while /proc shows no steal and
-// no other process, and the database-backed cells slow 2-3 times as much
-// as a plain CPU loop does. build/bin/hostprobe times a fixed loop on each
+// no other process, and the lookups slow 1.3-4 times as much as a plain
+// CPU loop does. build/bin/hostprobe times a fixed loop on each
 // CPU before and after every run (their mean is the run's probe). With
 // `scripts/bench --slow-host PCT`, a run whose probe is more than PCT% over
 // the host's quickest is kept in the data but not counted in its cell, and
