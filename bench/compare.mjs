@@ -18,6 +18,8 @@ A and B are each one of:
               build/bench/quick/data/PART.json of a --quick run): its cells
               and each cell's runs
   DIR         a directory of them (docs/data): files are paired by name
+  FILE.json   what \`zipbench run --json FILE.json\` wrote (make run): one
+              cell per backend, strategy and concurrency
   FILE        loadgen --json reports, one JSON object a line, one per run
               (e.g. for i in 1 2 3 4 5 6; do loadgen --json ... ; done >
               a.json): one cell per target (method, URL, -c, -k) and

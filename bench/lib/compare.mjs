@@ -1,7 +1,7 @@
 // zipbench compare: two runs of the bench (or of loadgen) cell by cell.
 // Each side is what the bench wrote (a DIR/data/PART.json file, or the
-// directory of them) or loadgen's --json reports (one JSON object a line,
-// one per run). Per cell: B/A, the Hodges-Lehmann ratio of B's runs to
+// directory of them), what `zipbench run --json` wrote, or loadgen's --json
+// reports (one JSON object a line, one per run). Per cell: B/A, the Hodges-Lehmann ratio of B's runs to
 // A's with its 95% interval (stats.mjs ratioCI), and a verdict that names
 // a difference only where the interval excludes 1. Each cell carries the
 // provenance of its files, and is flagged when the machines or commits of
@@ -30,6 +30,18 @@ function benchFile(name, data) {
     const better = c.better === 'lower' || c.better === 'higher' ? c.better
       : fileBetter ?? (TIME_PARTS.has(name) ? 'lower' : 'higher');
     cells.set(key, { values: c.values.filter(Number.isFinite), better, errors: c.errors?.total ?? 0, source: 'runs' });
+  }
+  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells } : null;
+}
+
+// `zipbench run --json FILE` (bench/run.mjs): {provenance, cells: [{backend,
+// strategy, concurrency, runs: [req/s...], errors}]}, one cell each.
+function runFile(name, data) {
+  const cells = new Map();
+  for (const c of data.cells) {
+    if (!c || !Array.isArray(c.runs)) continue;
+    cells.set(`${c.backend} ${c.strategy} c=${c.concurrency}`,
+              { values: c.runs.filter(Number.isFinite), better: 'higher', errors: c.errors?.total ?? 0, source: 'runs' });
   }
   return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells } : null;
 }
@@ -88,11 +100,11 @@ export function readSide(p) {
     if (objs.every(o => o && typeof o === 'object' && 'goodput_rps' in o)) {
       files.push(loadgenFile(name, objs));
     } else if (one && typeof one === 'object' && !Array.isArray(one)) {
-      const b = benchFile(name, one);
+      const b = Array.isArray(one.cells) ? runFile(name, one) : benchFile(name, one);
       if (b) files.push(b);
-      else if (!st.isDirectory()) throw new InputError(`${f}: neither a bench data file (cells with "values") nor loadgen --json reports`);
+      else if (!st.isDirectory()) throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports`);
     } else {
-      throw new InputError(`${f}: neither a bench data file (cells with "values") nor loadgen --json reports`);
+      throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports`);
     }
   }
   if (!files.length) throw new InputError(`${p}: no bench data files (*.json with cells) in it`);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { verdict, provenanceFlags } from '../lib/compare.mjs';
+import { verdict, provenanceFlags, readSide } from '../lib/compare.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'zb-compare-'));
@@ -186,4 +186,18 @@ test('compare --filter: the exit status and counts are the filtered cells\'; non
   const none = compare('--filter', 'no such cell', path.join(dir, 'a'), path.join(dir, 'b'));
   assert.equal(none.code, 2);
   assert.match(none.err, /no cell in common holds 'no such cell'/);
+});
+
+test('compare reads zipbench run --json: one cell per backend, strategy and concurrency', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-run-json-'));
+  const file = path.join(dir, 'run.json');
+  fs.writeFileSync(file, JSON.stringify({ provenance: { commit: 'abc' }, seconds: 1, runs: 6, cells: [
+    { backend: 'sqlite', strategy: 'pooled', concurrency: 10, runs: [1, 2, 3, 4, 5, 6], errors: { total: 2 } },
+    { backend: 'sqlite', strategy: 'per-request', concurrency: 10, runs: [7, 8, 9, 10, 11, 12] }] }));
+  const side = readSide(file);
+  const cells = side.files[0].cells;
+  assert.deepEqual([...cells.keys()], ['sqlite pooled c=10', 'sqlite per-request c=10']);
+  assert.deepEqual(cells.get('sqlite pooled c=10'), { values: [1, 2, 3, 4, 5, 6], better: 'higher', errors: 2, source: 'runs' });
+  assert.equal(side.files[0].provenance.commit, 'abc');
+  fs.rmSync(dir, { recursive: true });
 });
