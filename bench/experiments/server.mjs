@@ -43,9 +43,10 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 // the database-backed cells drift with the machine over minutes, the same
 // way for every such cell (docs/DECISIONS.md, Precision), so runs of one
 // visit share its level: the headline's runs are spread over many visits,
-// two at a time, for its interval to sample the drift.
+// one at a time, for its interval to sample the drift (effective samples
+// are visits, not runs).
 const HEADLINE_C = 10;
-const HEADLINE_RUNS = { minRuns: 10, maxRuns: 30, runsPerVisit: 2 };
+const HEADLINE_RUNS = { minRuns: 10, maxRuns: 60, runsPerVisit: 1 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);

@@ -314,7 +314,7 @@ export function writeCells(dir, name, cellList) {
     if (!c) continue;
     const s = c.summary || summarize(c.values);
     out[c.key] = { n: s.n, median: num(s.median), lo: num(s.lo), hi: num(s.hi), values: c.values,
-                   probes: (c.probes || []).map(num),
+                   rounds: c.rounds || [], probes: (c.probes || []).map(num),
                    slowHost: (c.slowHost || []).map(({ value, probe, round }) => ({ value, probe: num(probe), round })),
                    busy: !!c.busy, capped: !!c.capped, errors: cellErrors(c), warmups: c.warmups || [] };
   }
