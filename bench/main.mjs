@@ -327,7 +327,9 @@ async function assemble() {
   const when = utcNow();
   // The answer first, on one screen, from the data the parts wrote.
   const lines = ['# zipbench results', '', ...answer(path.join(out, 'data')), '## How these figures were made', ''];
-  if (only)
+  if (args.assemble)
+    lines.push(`Assembled by \`scripts/bench --assemble\` on ${when}: no part was rerun; each section dates its own run.`);
+  else if (only)
     lines.push(`Assembled by \`scripts/bench${quick ? ' --quick' : ''} --only ${only.join(',')}\` on ${when}:`,
                'those parts were rerun, the others are from the run each section dates.');
   else
