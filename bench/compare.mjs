@@ -46,6 +46,12 @@ Each cell is flagged when A's and B's provenance (docs/BENCH.md) differ:
 "machine" (host name, CPU model or kernel), "commit", "dirty" (either tree
 had changed tracked files), or "no provenance" (a file records none).
 Differences across machines measure the machines as much as the code.
+"host": both sides timed the host's CPU probe around their runs (the
+bench's recorded runs and zipbench run do; build/bin/hostprobe) and the
+medians differ by more than 4%: the host itself ran at another speed
+(a guest's host can, with no steal shown), and the lookups' rates move
+1.3-4 times as much as the probe, so such a ratio measures the host too;
+ratios taken within one run (make run's pooled / per-request) hold better.
 
 Options:
       --threshold PCT  call a difference only when the interval lies more
@@ -144,7 +150,8 @@ if (opt.json) {
     cells: rows.map(r => ({ cell: r.cell, ...(r.cellB ? { cell_b: r.cellB } : {}), better: r.better,
                             a: { median: json(r.a.median), runs: r.a.n, errors: r.a.errors, samples: r.a.source },
                             b: { median: json(r.b.median), runs: r.b.n, errors: r.b.errors, samples: r.b.source },
-                            ratio: json(r.ratio), lo: json(r.lo), hi: json(r.hi), verdict: r.verdict, flags: r.flags })),
+                            ratio: json(r.ratio), lo: json(r.lo), hi: json(r.hi), verdict: r.verdict, flags: r.flags,
+                            host_probe_ratio: json(r.host) })),
     only_a: result.onlyA, only_b: result.onlyB,
   }) + '\n');
 } else {
@@ -164,6 +171,11 @@ if (opt.json) {
   const flagged = f => compared.filter(r => r.flags.includes(f)).length;
   if (flagged('machine'))
     out.push(`${flagged('machine')} cells were measured on different machines: their ratios measure the machines too.`);
+  const hosts = [...new Set(compared.filter(r => r.flags.includes('host')).map(r => r.host))];
+  if (hosts.length)
+    out.push(`${flagged('host')} cells were measured while the host ran at another speed: its CPU probe took ` +
+             `${hosts.map(h => h.toFixed(2)).join(', ')}x as long during B as during A (above 1: B's host slower); ` +
+             'the lookups move 1.3-4 times as much, so these ratios measure the host too.');
   if (compared.some(r => r.a.source !== 'runs' || r.b.source !== 'runs'))
     out.push('Some cells compare the intervals of a single run: they are not independent runs, so their interval is too narrow; repeat the runs.');
   if (rows.some(r => r.a.errors || r.b.errors))

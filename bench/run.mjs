@@ -113,6 +113,9 @@ const ctx = {
   bin: name => path.join(build, 'bin', name),
   repeat: { minRuns: runs, maxRuns: runs, target: 0.05, budgetS: Infinity },
   warmS: 0.5,
+  // the host's speed timed around every run (lib/hostprobe.mjs): kept in
+  // --json, where zipbench compare reads it
+  hostProbe: true,
   // The width column says what a capped cell's warning would.
   log: () => {},
   warn: () => {},
@@ -157,6 +160,9 @@ async function main() {
     if (!offers(b, s)) continue;
     const url = `http://127.0.0.1:${port}/${route}/${b}/{key}?strategy=${s}`;
     cellsOf.push({ b, s, c, k: key(b, s, c) });
+    // One run per visit: the runs of one visit share the host's speed of
+    // the moment, so each cell's runs are spread over the whole measurement
+    // (docs/DECISIONS.md, Precision: the visits are the samples).
     cells.add(key(b, s, c), async () => {
       progress();
       const s0 = processTicks(srv.pid), d0 = dbTicks(b);
@@ -167,7 +173,7 @@ async function main() {
       const answered = g.value * r.seconds;
       return { ...g, serverUs: ticksToUs(s1 - s0, answered), dbUs: dbPid(b) ? ticksToUs(d1 - d0, answered) : NaN,
                clientUs: r.cpuUsPerReq * r.completed / (answered || NaN) };
-    }, { warm: () => warmRun(ctx, { url, c, keys }), runsPerVisit: Math.min(5, runs) });
+    }, { warm: () => warmRun(ctx, { url, c, keys }), runsPerVisit: 1 });
   }
   const n = cellsOf.length;
   console.log(`== lookups: ${n} cells (backend x strategy x concurrency), ${runs} runs of ${seconds} s each, ` +
@@ -224,6 +230,10 @@ async function main() {
     }
     console.log(`  c=${String(c).padEnd(4)} ${text}`);
   }
+  const probes = cellsOf.flatMap(({ k }) => cells.get(k).probes).filter(Number.isFinite);
+  if (probes.length)
+    console.log(`\nThe host's CPU probe (build/bin/hostprobe, timed around every run): ${Math.min(...probes).toFixed(1)}-` +
+                `${Math.max(...probes).toFixed(1)} ms; a slower host slows the lookups 1.3-4 times as much.`);
   console.log(`\n${provenanceLine()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
   if (jsonOut) writeJson(jsonOut, cells, cellsOf);
   if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
@@ -284,7 +294,8 @@ function writeJson(file, cells, cellsOf) {
   const out = cellsOf.map(({ b, s, c, k }) => {
     const cl = cells.get(k);
     return { backend: b, strategy: s, concurrency: c, runs: cl.values, ...cl.summary,
-             errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })) };
+             errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })),
+             host_probe_ms: cl.probes.map(p => (Number.isFinite(p) ? p : null)) };
   });
   fs.writeFileSync(file, JSON.stringify({ provenance: provenance(), seconds, runs, cells: out }, null, 1) + '\n');
 }

@@ -154,8 +154,8 @@ export class Cells {
 
   // The host's speed now (ms of the probe's loop), kept for the whole bench
   // run in ctx.hostProbes: the quickest of them is the reference. Only where
-  // ctx.hostProbe asks for it (scripts/bench without --quick: the probes
-  // and their waits for an idle machine cost about 0.4 s a run);
+  // ctx.hostProbe asks for it (scripts/bench without --quick, and make run:
+  // the probes and their waits for an idle machine cost about 0.4 s a run);
   // ctx.probeHost: a stand-in for the tests.
   #probe() {
     if (!this.ctx.hostProbe && !this.ctx.probeHost) return NaN;

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ratioCI, median } from './stats.mjs';
 import { machineKey } from './provenance.mjs';
+import { SLOW_HOST } from './hostprobe.mjs';
 
 // The data files whose figures are times (seconds, µs): lower is faster.
 // Every other part's figures are rates (requests/s, rows/s). A cell (or a
@@ -31,7 +32,10 @@ function benchFile(name, data) {
       : fileBetter ?? (TIME_PARTS.has(name) ? 'lower' : 'higher');
     cells.set(key, { values: c.values.filter(Number.isFinite), better, errors: c.errors?.total ?? 0, source: 'runs' });
   }
-  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells } : null;
+  // the host probe of every run (lib/hostprobe.mjs), counted or set aside
+  const probes = Object.values(data).filter(isCell)
+    .flatMap(c => [...(c.probes || []), ...(c.slowHost || []).map(r => r.probe)]).filter(Number.isFinite);
+  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells, probes } : null;
 }
 
 // `zipbench run --json FILE` (bench/run.mjs): {provenance, cells: [{backend,
@@ -43,7 +47,8 @@ function runFile(name, data) {
     cells.set(`${c.backend} ${c.strategy} c=${c.concurrency}`,
               { values: c.runs.filter(Number.isFinite), better: 'higher', errors: c.errors?.total ?? 0, source: 'runs' });
   }
-  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells } : null;
+  const probes = data.cells.flatMap(c => (Array.isArray(c?.host_probe_ms) ? c.host_probe_ms : [])).filter(Number.isFinite);
+  return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells, probes } : null;
 }
 
 // loadgen --json reports: one cell group per target (method, URL,
@@ -135,6 +140,13 @@ export function provenanceFlags(pa, pb) {
   return flags;
 }
 
+// The host's speed during B against A: the median of B's host probes over
+// A's (above 1: B's host ran slower), or NaN where either has too few.
+export function hostRatio(fa, fb) {
+  const pa = fa.probes || [], pb = fb.probes || [];
+  return pa.length >= 3 && pb.length >= 3 ? median(pb) / median(pa) : NaN;
+}
+
 // The cells of two sides, paired: by file name and key; a single file on
 // each side is paired whatever its name (the same part from two places),
 // and so is a single loadgen target on each side (one server against
@@ -147,6 +159,9 @@ export function compareSides(A, B, { threshold = 0 } = {}) {
   const prefix = (f, k) => (A.files.length > 1 || B.files.length > 1 ? `${f.name}: ${k}` : k);
   for (const [fa, fb] of pairs) {
     const flags = provenanceFlags(fa.provenance, fb.provenance);
+    // the host ran at another speed: rates here move 1.3-4 times as much
+    const host = hostRatio(fa, fb);
+    if (Math.abs(Math.log(host)) > Math.log(1 + SLOW_HOST)) flags.push('host');
     let keyPairs = [...fa.cells.keys()].filter(k => fb.cells.has(k)).map(k => [k, k]);
     const targets = f => [...new Set([...f.cells.keys()].map(k => k.replace(/: [^:]+$/, '')))];
     if (!keyPairs.length && fa.kind === 'loadgen' && fb.kind === 'loadgen' && targets(fa).length === 1 && targets(fb).length === 1) {
@@ -160,7 +175,7 @@ export function compareSides(A, B, { threshold = 0 } = {}) {
       rows.push({ file: fa.name, cell: prefix(fa, ka), cellB: ka === kb ? undefined : kb, better: a.better,
                   a: { median: median(a.values), n: a.values.length, errors: a.errors, source: a.source },
                   b: { median: median(b.values), n: b.values.length, errors: b.errors, source: b.source },
-                  ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, a.better, threshold), flags });
+                  ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, a.better, threshold), flags, host });
     }
     for (const k of fa.cells.keys()) if (!keyPairs.some(([x]) => x === k)) onlyA.push(prefix(fa, k));
     for (const k of fb.cells.keys()) if (!paired.has(k)) onlyB.push(prefix(fb, k));

@@ -201,3 +201,24 @@ test('compare reads zipbench run --json: one cell per backend, strategy and conc
   assert.equal(side.files[0].provenance.commit, 'abc');
   fs.rmSync(dir, { recursive: true });
 });
+
+test('compare flags "host" where the two sides\' host probes differ by more than 4%, and says how much', () => {
+  const dir = tmp();
+  const probed = (base, ms) => ({ ...cell(base), probes: noise.map(x => x * ms) });
+  write(dir, 'a/server.json', { provenance: prov(), 'x 10': probed(1000, 10), 'y 10': probed(500, 10) });
+  write(dir, 'b/server.json', { provenance: prov(), 'x 10': probed(800, 11), 'y 10': probed(500, 11) });
+  write(dir, 'c/server.json', { provenance: prov(), 'x 10': probed(1000, 10.2), 'y 10': probed(500, 10.2) });
+  const slow = json(path.join(dir, 'a/server.json'), path.join(dir, 'b/server.json'));
+  assert.deepEqual(slow.data.cells.map(c => c.flags), [['host'], ['host']]);
+  assert.ok(Math.abs(slow.data.cells[0].host_probe_ratio - 1.1) < 1e-9);
+  assert.equal(slow.data.cells[0].verdict, 'slower');   // the verdict stands; the flag says why
+  const text = compare(path.join(dir, 'a/server.json'), path.join(dir, 'b/server.json'));
+  assert.match(text.out, /2 cells were measured while the host ran at another speed: its CPU probe took 1\.10x as long during B/);
+  const near = json(path.join(dir, 'a/server.json'), path.join(dir, 'c/server.json'));
+  assert.deepEqual(near.data.cells.map(c => c.flags), [[], []]);
+  // zipbench run --json keeps each cell's probes in host_probe_ms
+  const run = write(dir, 'run.json', { provenance: prov(), cells: [
+    { backend: 'sqlite', strategy: 'pooled', concurrency: 10, runs: [1, 2, 3, 4], host_probe_ms: [10, 11, null, 12] }] });
+  assert.deepEqual(readSide(run).files[0].probes, [10, 11, 12]);
+  fs.rmSync(dir, { recursive: true });
+});
