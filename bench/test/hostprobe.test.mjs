@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { probeHost, quickest, slowHost, SLOW_HOST } from '../lib/hostprobe.mjs';
 import { Cells, machineNote } from '../lib/cells.mjs';
@@ -79,7 +79,7 @@ test('cells: runs counted before the host showed its quickest are set aside at t
   assert.equal(c.slowHost.length, 3);
 });
 
-test('cells: no probe unless asked (make run, --quick), and nothing set aside', async () => {
+test('cells: no probe unless asked (--quick), and nothing set aside', async () => {
   const ctx = { repeat: { minRuns: 6, maxRuns: 6, target: 0.05, budgetS: 60 }, warnings: [],
                 log() {}, warn(m) { this.warnings.push(m); }, bin: () => { throw new Error('probed'); } };
   const cells = new Cells(ctx, 'off');
@@ -95,4 +95,12 @@ test('hostprobe: one line per CPU, a positive time each (where it is built)', { 
   assert.ok(out.length >= 1);
   for (const line of out) assert.match(line, /^\d+ \d+\.\d{3}$/);
   assert.ok(probeHost({ bin: () => BIN }) > 0);
+});
+
+test('hostprobe: a bad argument is exit 2 with a message naming it (where it is built)', { skip: !fs.existsSync(BIN) && 'not built' }, () => {
+  for (const [args, msg] of [[['x'], /ITERATIONS: 'x' is not a whole number/], [['1000', '0'], /REPEATS/], [['1', '2', '3'], /usage: hostprobe/]]) {
+    const r = spawnSync(BIN, args, { encoding: 'utf8' });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, msg);
+  }
 });
