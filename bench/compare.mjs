@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { readSide, compareSides, InputError } from './lib/compare.mjs';
 import { table } from './lib/table.mjs';
 import { commitText, machineKey } from './lib/provenance.mjs';
+import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
 
 const usage = `Usage: zipbench compare [OPTIONS] A B
 
@@ -50,7 +51,7 @@ Differences across machines measure the machines as much as the code.
 bench's recorded runs and zipbench run do; build/bin/hostprobe) and the
 medians differ by more than 4%: the host itself ran at another speed
 (a guest's host can, with no steal shown), and the lookups' rates move
-1.3-4 times as much as the probe, so such a ratio measures the host too;
+${RATE_FOLLOWS} as the probe, so such a ratio measures the host too;
 ratios taken within one run (make run's pooled / per-request) hold better.
 
 Options:
@@ -175,7 +176,7 @@ if (opt.json) {
   if (hosts.length)
     out.push(`${flagged('host')} cells were measured while the host ran at another speed: its CPU probe took ` +
              `${hosts.map(h => h.toFixed(2)).join(', ')}x as long during B as during A (above 1: B's host slower); ` +
-             'the lookups move 1.3-4 times as much, so these ratios measure the host too.');
+             `the lookups move ${RATE_FOLLOWS}, so these ratios measure the host too.`);
   if (compared.some(r => r.a.source !== 'runs' || r.b.source !== 'runs'))
     out.push('Some cells compare the intervals of a single run: they are not independent runs, so their interval is too narrow; repeat the runs.');
   if (rows.some(r => r.a.errors || r.b.errors))

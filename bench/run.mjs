@@ -25,6 +25,7 @@ import { summarize } from './lib/stats.mjs';
 import { clockTicks, processTicks, treeTicks, nproc, listensOn } from './lib/proc.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { provenance, provenanceLine } from './lib/provenance.mjs';
+import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // A path on the command line is the caller's: scripts/run, which runs
@@ -233,7 +234,7 @@ async function main() {
   const probes = cellsOf.flatMap(({ k }) => cells.get(k).probes).filter(Number.isFinite);
   if (probes.length)
     console.log(`\nThe host's CPU probe (build/bin/hostprobe, timed around every run): ${Math.min(...probes).toFixed(1)}-` +
-                `${Math.max(...probes).toFixed(1)} ms; a slower host slows the lookups 1.3-4 times as much.`);
+                `${Math.max(...probes).toFixed(1)} ms; a slower host slows the lookups ${RATE_FOLLOWS}.`);
   console.log(`\n${provenanceLine()}\nMeasured in ${Math.round((Date.now() - t0) / 1000)} s; the server's log: ${log}.`);
   if (jsonOut) writeJson(jsonOut, cells, cellsOf);
   if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);

@@ -159,7 +159,7 @@ export function compareSides(A, B, { threshold = 0 } = {}) {
   const prefix = (f, k) => (A.files.length > 1 || B.files.length > 1 ? `${f.name}: ${k}` : k);
   for (const [fa, fb] of pairs) {
     const flags = provenanceFlags(fa.provenance, fb.provenance);
-    // the host ran at another speed: rates here move 1.3-4 times as much
+    // the host ran at another speed: the rates move more than the probe
     const host = hostRatio(fa, fb);
     if (Math.abs(Math.log(host)) > Math.log(1 + SLOW_HOST)) flags.push('host');
     let keyPairs = [...fa.cells.keys()].filter(k => fb.cells.has(k)).map(k => [k, k]);

@@ -13,6 +13,11 @@ import { execFileSync } from 'node:child_process';
 
 export const SLOW_HOST = 0.04;
 
+// How much more than the probe the lookups' rates move, as measured on
+// this machine kind (docs/DECISIONS.md, the probe's entries): the words
+// every report that puts the probe beside a rate uses.
+export const RATE_FOLLOWS = '1.3-4 times as much';
+
 // Milliseconds of the CPUs' loop (their mean), or NaN where the probe is
 // not built. It first waits (up to 1 s) for the machine to go idle, so that
 // what a run leaves behind (PostgreSQL ending a hundred backends) is not

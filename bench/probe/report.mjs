@@ -1,12 +1,12 @@
 // What the host probe explains in a recorded experiment (docs/DECISIONS.md,
 // "Precision: the host's speed probed beside every run"): per cell,
 // the 95% interval of the median over all its runs and over the runs kept
-// (probe within +4% of the quickest), and how the rate follows the probe
+// (probe within SLOW_HOST, +4%, of the quickest), and how the rate follows the probe
 // (the correlation of their logs and the slope, the rate's elasticity).
 //   node bench/probe/report.mjs docs/data/hostprobe/server.json [REGEX]
 import fs from 'node:fs';
 import { summarize } from '../lib/stats.mjs';
-import { quickest, slowHost } from '../lib/hostprobe.mjs';
+import { quickest, slowHost, SLOW_HOST } from '../lib/hostprobe.mjs';
 
 const [file, pattern = ' 10$'] = process.argv.slice(2);
 if (!file) {
@@ -32,7 +32,7 @@ function fit(runs) {
 
 const kept = every.filter(r => !slowHost(r.p, ref)).length;
 console.log(`${file}: commit ${data.provenance?.commit?.slice(0, 12) ?? '?'}, ${data.provenance?.machine?.cpu ?? '?'}; ` +
-            `probe quickest ${ref.toFixed(2)} ms, ${every.length - kept} of ${every.length} runs over +4%`);
+            `probe quickest ${ref.toFixed(2)} ms, ${every.length - kept} of ${every.length} runs over +${(100 * SLOW_HOST).toFixed(0)}%`);
 console.log('| cell | all runs | runs kept | r (log rate, log probe) | slope |');
 console.log('|---|---|---|---:|---:|');
 for (const [k, c] of cells) {
