@@ -3,16 +3,25 @@
 // two sets of loadgen --json reports, and prints per cell B/A with its 95%
 // interval and a verdict (lib/compare.mjs). ./zipbench compare runs it.
 import { parseArgs } from 'node:util';
-import { readSide, compareSides, InputError } from './lib/compare.mjs';
+import { readSide, compareSides, againstSides, InputError } from './lib/compare.mjs';
 import { table } from './lib/table.mjs';
 import { commitText, machineKey } from './lib/provenance.mjs';
 import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
 
 const usage = `Usage: zipbench compare [OPTIONS] A B
+       zipbench compare [OPTIONS] FILE.json
 
 Compares two runs cell by cell and says, for each, whether B is faster
 than A, slower, or not measurably different: B/A, the ratio of B's runs to
 A's, with its 95% confidence interval.
+
+With one FILE, what \`zipbench run --against DIR --json FILE\` wrote: both
+builds measured in the same rounds, A the other build (DIR), B this one.
+B/A is then the median of the ratios of the runs of one round, with its
+95% interval (order statistics), and the host's drift between rounds
+cancels: on a host whose speed moves over minutes (see "host" below) it is
+the comparison to trust. Two separate runs of one commit, minutes apart,
+can differ by more than their intervals on such a host.
 
 A and B are each one of:
   FILE.json   a data file of the bench (docs/data/PART.json, or
@@ -52,7 +61,8 @@ bench's recorded runs and zipbench run do; build/bin/hostprobe) and the
 medians differ by more than 4%: the host itself ran at another speed
 (a guest's host can, with no steal shown), and the lookups' rates move
 ${RATE_FOLLOWS} as the probe, so such a ratio measures the host too;
-ratios taken within one run (make run's pooled / per-request) hold better.
+ratios taken within one run (make run's pooled / per-request, or run
+--against) hold better.
 
 Options:
       --threshold PCT  call a difference only when the interval lies more
@@ -76,7 +86,9 @@ Examples:
   zipbench compare docs/data build/bench/quick/data
   zipbench compare --threshold 3 old/server.json docs/data/server.json
   zipbench compare --changed --filter 'pooled 10' before/ after/
-  zipbench compare a.json b.json          # loadgen --json runs, one a line`;
+  zipbench compare a.json b.json          # loadgen --json runs, one a line
+  git worktree add /tmp/base HEAD~1 && make -C /tmp/base
+  zipbench run --against /tmp/base --json ab.json && zipbench compare ab.json`;
 
 function usageError(msg) {
   process.stderr.write(`zipbench compare: ${msg}\nTry 'zipbench compare --help' for more information.\n`);
@@ -93,21 +105,28 @@ try {
 } catch (e) { usageError(e.message); }
 const { values: opt, positionals } = parsed;
 if (opt.help) { process.stdout.write(usage + '\n'); process.exit(0); }
-if (positionals.length !== 2) usageError(`two runs to compare, A and B, are needed (${positionals.length} given)`);
+if (positionals.length !== 1 && positionals.length !== 2)
+  usageError(`two runs to compare, A and B, or one run with --against, are needed (${positionals.length} given)`);
 const threshold = opt.threshold === undefined ? 0 : Number(opt.threshold);
 if (!Number.isFinite(threshold) || threshold < 0 || threshold > 100)
   usageError(`--threshold: '${opt.threshold}' is not a percentage in 0..100`);
 
-let A, B;
+let A, B, result;
 try {
-  A = readSide(positionals[0]);
-  B = readSide(positionals[1]);
+  if (positionals.length === 1) {
+    result = againstSides(positionals[0], { threshold: threshold / 100 });
+    if (!result) usageError(`${positionals[0]}: not a run with --against (zipbench run --against DIR --json FILE); two runs to compare need A and B (1 given)`);
+    ({ A, B } = result);
+  } else {
+    A = readSide(positionals[0]);
+    B = readSide(positionals[1]);
+    result = compareSides(A, B, { threshold: threshold / 100 });
+  }
 } catch (e) {
   if (!(e instanceof InputError)) throw e;
   process.stderr.write(`zipbench compare: ${e.message}\n`);
   process.exit(2);
 }
-const result = compareSides(A, B, { threshold: threshold / 100 });
 if (!result.rows.length) {
   process.stderr.write(`zipbench compare: ${A.label} and ${B.label} have no cell in common\n`);
   process.exit(2);

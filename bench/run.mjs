@@ -6,6 +6,10 @@
 // median with its 95% interval, the CPU each tier spent per answered
 // lookup, the pooled / per-request ratio of the same rounds, and a
 // ranking that names a winner only where the intervals separate. With
+// --against DIR another build's server is measured beside this one, both
+// in every round (a run of each, one after the other), and each cell says
+// this / against from the runs of the same rounds: on a host whose speed
+// drifts over minutes, the only comparison of two builds that holds. With
 // --csv FILE --key COLUMN the dataset is a CSV of one's own instead: the
 // loader's --csv writes its config overlay and keys, the server serves it
 // (--datasets NAME) and the lookups are GET /NAME/BACKEND/{key}. What it
@@ -24,7 +28,7 @@ import { Cells } from './lib/cells.mjs';
 import { summarize } from './lib/stats.mjs';
 import { clockTicks, processTicks, treeTicks, nproc, listensOn } from './lib/proc.mjs';
 import { databases, dbPids } from './lib/services.mjs';
-import { provenance, provenanceLine } from './lib/provenance.mjs';
+import { provenance, provenanceLine, gitState, commitText } from './lib/provenance.mjs';
 import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,6 +63,16 @@ Options:
       --runs N            measured runs per cell (default 10; 6 is the
                           fewest a 95% interval of a median needs)
       --json FILE         also write every cell, with its runs, as JSON
+      --against DIR       also measure another build's server (DIR/bin/server
+                          or DIR/build/bin/server: e.g. a git worktree of
+                          the commit before, built with make) on the same
+                          data, config and client, in the same rounds: a
+                          run of each in every round, their order
+                          alternating; prints this / against per cell with
+                          its 95% interval and says faster, slower or no
+                          change only where the interval excludes 1
+                          (zipbench compare FILE reads the --json of such a
+                          run). The other server listens on ZB_RUN_PORT + 1
       --csv FILE          benchmark a CSV of one's own, its first line naming
                           the columns: loader --csv loads it (types inferred,
                           its section written to build/conf.d/NAME.conf, its
@@ -87,7 +101,7 @@ try {
     concurrency: { type: 'string', default: '1 10 100' }, duration: { type: 'string', default: '1' },
     runs: { type: 'string', default: '10' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' },
     csv: { type: 'string' }, key: { type: 'string' }, name: { type: 'string' },
-    conf: { type: 'string' } } }).values;
+    conf: { type: 'string' }, against: { type: 'string' } } }).values;
 } catch (e) { usageError(e.message); }
 if (args.help) { console.log(usage); process.exit(0); }
 const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
@@ -104,6 +118,7 @@ if (!levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 1
 if (!args.csv && (args.key || args.name)) usageError('--key and --name go with --csv FILE');
 if (args.csv && !args.key) usageError(`--csv ${args.csv} needs --key COLUMN, the column lookups go by`);
 const csv = callersPath(args.csv), jsonOut = callersPath(args.json);
+const against = args.against === undefined ? null : againstBuild(callersPath(args.against));
 const confFile = args.conf ? callersPath(args.conf) : 'conf/zipbench.conf';
 
 const build = process.env.ZB_BUILD || 'build';
@@ -141,48 +156,63 @@ async function main() {
   if (!loaded) return 1;
   const { route, keys, serverArgs } = loaded;
 
-  const pc = await run('scripts/port-check', ['the lookup server', String(port), 'ZB_RUN_PORT']);
-  if (pc.code !== 0) { process.stderr.write(pc.stderr); return 1; }
   const log = path.join(build, 'run-server.log');
-  const srv = background(ctx.bin('server'), ['--conf', confFile, '--backends', backends.join(','), '--port', String(port), ...serverArgs], { log });
-  // The server that answers must be the one started here, not another
-  // that held the port.
-  if (!(await waitFor(port, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, port)) {
-    console.error(`scripts/run: the server did not start on 127.0.0.1:${port}: see ${log} (ZB_RUN_PORT picks another port)`);
-    return 1;
-  }
+  const srv = await startServer(ctx.bin('server'), port, 'the lookup server', log, serverArgs);
+  if (!srv) return 1;
+  const srvB = against && await startServer(against.server, port + 1, 'the --against lookup server (ZB_RUN_PORT + 1)', path.join(build, 'run-server-against.log'), serverArgs);
+  if (against && !srvB) return 1;
 
   const cells = new Cells(ctx, 'run');
+  const sides = against ? 2 : 1;
   let started = 0;
-  const progress = () => { if (process.stderr.isTTY) process.stderr.write(`\r   run ${++started} of ${cellsOf.length * runs}`); };
+  const progress = () => { if (process.stderr.isTTY) process.stderr.write(`\r   run ${++started} of ${cellsOf.length * runs * sides}`); };
   const key = (b, s, c) => `${b} ${s} ${c}`;
   const cellsOf = [];
   for (const c of levels) for (const b of backends) for (const s of strategies) {
     if (!offers(b, s)) continue;
-    const url = `http://127.0.0.1:${port}/${route}/${b}/{key}?strategy=${s}`;
-    cellsOf.push({ b, s, c, k: key(b, s, c) });
-    // One run per visit: the runs of one visit share the host's speed of
-    // the moment, so each cell's runs are spread over the whole measurement
-    // (docs/DECISIONS.md, Precision: the visits are the samples).
-    cells.add(key(b, s, c), async () => {
+    const k = key(b, s, c), kb = `${k} against`;
+    cellsOf.push({ b, s, c, k, kb });
+    // One lookup run against one server, and what each tier spent on it.
+    const measureOn = (server, p) => async () => {
       progress();
-      const s0 = processTicks(srv.pid), d0 = dbTicks(b);
+      const url = `http://127.0.0.1:${p}/${route}/${b}/{key}?strategy=${s}`;
+      const s0 = processTicks(server.pid), d0 = dbTicks(b);
       const r = await loadgen(ctx, { url, c, seconds, keys });
-      const s1 = processTicks(srv.pid), d1 = dbTicks(b);
+      const s1 = processTicks(server.pid), d1 = dbTicks(b);
       const g = rateRun(r);
       if (!r) return g;
       const answered = g.value * r.seconds;
       return { ...g, serverUs: ticksToUs(s1 - s0, answered), dbUs: dbPid(b) ? ticksToUs(d1 - d0, answered) : NaN,
                clientUs: r.cpuUsPerReq * r.completed / (answered || NaN) };
-    }, { warm: () => warmRun(ctx, { url, c, keys }), runsPerVisit: 1 });
+    };
+    const warmOn = p => () => warmRun(ctx, { url: `http://127.0.0.1:${p}/${route}/${b}/{key}?strategy=${s}`, c, keys });
+    // One run per visit: the runs of one visit share the host's speed of
+    // the moment, so each cell's runs are spread over the whole measurement
+    // (docs/DECISIONS.md, Precision: the visits are the samples).
+    if (!against) {
+      cells.add(k, measureOn(srv, port), { warm: warmOn(port), runsPerVisit: 1 });
+      continue;
+    }
+    // With --against both builds run in every visit, one after the other,
+    // the order alternating, so that a same-round ratio sees one host speed.
+    const mine = measureOn(srv, port), theirs = measureOn(srvB, port + 1);
+    let visit = 0;
+    cells.addBatch([k, kb], async pending => {
+      const order = visit++ % 2 ? [[kb, theirs], [k, mine]] : [[k, mine], [kb, theirs]];
+      const got = {};
+      for (const [x, measure] of order) if (pending.includes(x)) got[x] = await measure();
+      return got;
+    }, { warm: async () => { await warmOn(port)(); return warmOn(port + 1)(); }, runsPerVisit: 1 });
   }
   const n = cellsOf.length;
   console.log(`== lookups: ${n} cells (backend x strategy x concurrency), ${runs} runs of ${seconds} s each, ` +
-              `interleaved; random keys from ${keys}, keep-alive\n`);
+              `interleaved; random keys from ${keys}, keep-alive` +
+              (against ? `;\n   each beside the server of ${against.dir} (${againstText()}), in the same rounds` : '') + '\n');
   const t0 = Date.now();
   await cells.measure();
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
   await srv.stop();
+  if (srvB) await srvB.stop();
 
   // The table: one row per cell.
   const pct = x => (Number.isFinite(x) ? `+-${(100 * x).toFixed(1)}%` : '-');
@@ -190,22 +220,36 @@ async function main() {
   const cpu = (c, f) => { const v = c.extras.map(e => e[f]).filter(Number.isFinite); return v.length ? summarize(v).median : NaN; };
   const rows = [];
   let bad = 0;
-  for (const { b, s, c, k } of cellsOf) {
-    const cl = cells.get(k), sm = cl.summary;
+  const row = (b, s, c, cl, build) => {
+    const sm = cl.summary;
     const errs = fmtErrors(cl);
     if (cl.values.length < runs || cellErrors(cl).total) bad++;
     const total = cpu(cl, 'serverUs') + cpu(cl, 'clientUs') + (Number.isFinite(cpu(cl, 'dbUs')) ? cpu(cl, 'dbUs') : 0);
     // What the machine's cores could serve if every tier's CPU per lookup
     // stayed as measured: the cell's bound here, and its share of it.
     const bound = nproc() * 1e6 / total;
-    rows.push([b, s, c, fmtRate(sm), pct(sm.halfWidth), us(cpu(cl, 'clientUs')), us(cpu(cl, 'serverUs')),
+    rows.push([b, s, c, ...(against ? [build] : []), fmtRate(sm), pct(sm.halfWidth), us(cpu(cl, 'clientUs')), us(cpu(cl, 'serverUs')),
                b === 'sqlite' ? 'in server' : us(cpu(cl, 'dbUs')), fmtK(bound), Number.isFinite(bound) ? `${Math.round(100 * sm.median / bound)}%` : '-',
                errs || '0']);
+  };
+  for (const { b, s, c, k, kb } of cellsOf) {
+    row(b, s, c, cells.get(k), 'this');
+    if (against) row(b, s, c, cells.get(kb), 'against');
   }
-  console.log(table(['backend', 'strategy', 'c', 'answered req/s [95% CI]', 'width', 'client µs', 'server µs', 'db µs',
-                     `bound (${nproc()} cores)`, 'of bound', 'errors'], rows, 'lllrrrrrrrl'));
+  console.log(table(['backend', 'strategy', 'c', ...(against ? ['build'] : []), 'answered req/s [95% CI]', 'width', 'client µs', 'server µs', 'db µs',
+                     `bound (${nproc()} cores)`, 'of bound', 'errors'], rows, against ? 'llllrrrrrrrl' : 'lllrrrrrrrl'));
   console.log('µs: CPU per answered lookup (median over the runs) of loadgen, the server and the database;\n' +
               'bound: the rate at which those costs fill every core of this machine.\n');
+
+  // This build against the other, same rounds.
+  if (against) {
+    const vs = cellsOf.map(({ b, s, c, k, kb }) => {
+      const r = cells.sameRoundRatio(k, kb);
+      return [b, s, c, fmtRatioCI(r), againstVerdict(r)];
+    });
+    console.log(`this / against (${againstText()}), from the runs of the same rounds:\n\n` +
+                table(['backend', 'strategy', 'c', 'ratio [95% CI]', 'this build is'], vs, 'lllrl'));
+  }
 
   // Pooled / per-request, same rounds.
   const ratioRows = [];
@@ -231,7 +275,7 @@ async function main() {
     }
     console.log(`  c=${String(c).padEnd(4)} ${text}`);
   }
-  const probes = cellsOf.flatMap(({ k }) => cells.get(k).probes).filter(Number.isFinite);
+  const probes = cellsOf.flatMap(({ k }) => cells.get(k).probes).filter(Number.isFinite);   // the against cells share them
   if (probes.length)
     console.log(`\nThe host's CPU probe (build/bin/hostprobe, timed around every run): ${Math.min(...probes).toFixed(1)}-` +
                 `${Math.max(...probes).toFixed(1)} ms; a slower host slows the lookups ${RATE_FOLLOWS}.`);
@@ -292,13 +336,48 @@ function verdict(r, a, b) {
 }
 
 function writeJson(file, cells, cellsOf) {
-  const out = cellsOf.map(({ b, s, c, k }) => {
-    const cl = cells.get(k);
-    return { backend: b, strategy: s, concurrency: c, runs: cl.values, ...cl.summary,
-             errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })),
-             host_probe_ms: cl.probes.map(p => (Number.isFinite(p) ? p : null)) };
-  });
-  fs.writeFileSync(file, JSON.stringify({ provenance: provenance(), seconds, runs, cells: out }, null, 1) + '\n');
+  const cell = (b, s, c, cl, build) => ({
+    backend: b, strategy: s, concurrency: c, ...(against ? { build } : {}), runs: cl.values, ...cl.summary,
+    errors: cellErrors(cl), cpu_us: cl.extras.map(e => ({ client: e.clientUs, server: e.serverUs, db: e.dbUs })),
+    host_probe_ms: cl.probes.map(p => (Number.isFinite(p) ? p : null)), rounds: cl.rounds });
+  const out = cellsOf.flatMap(({ b, s, c, k, kb }) =>
+    [cell(b, s, c, cells.get(k), 'this'), ...(against ? [cell(b, s, c, cells.get(kb), 'against')] : [])]);
+  fs.writeFileSync(file, JSON.stringify({ provenance: provenance(), seconds, runs,
+    ...(against ? { against: { dir: against.dir, server: against.server, commit: against.commit, dirty: against.dirty } } : {}),
+    cells: out }, null, 1) + '\n');
+}
+
+// The server to measure beside this build's (--against DIR): DIR/bin/server
+// or DIR/build/bin/server, and the commit of the tree it was built in.
+function againstBuild(dir) {
+  const server = [path.join(dir, 'bin', 'server'), path.join(dir, 'build', 'bin', 'server')].find(f => fs.existsSync(f));
+  if (!server) usageError(`--against ${dir}: no bin/server or build/bin/server in it (build that tree with make first)`);
+  const top = spawnSync('git', ['-C', path.dirname(server), 'rev-parse', '--show-toplevel'], { encoding: 'utf8' });
+  const git = top.status === 0 ? gitState(top.stdout.trim()) : { commit: null, dirty: null };
+  return { dir, server: path.resolve(server), ...git };
+}
+function againstText() {
+  return against.commit ? `commit ${commitText(against)}` : 'commit unknown';
+}
+// "faster", "slower" (this build against the other) or "no change": the
+// interval of this / against must exclude 1 for a verdict.
+function againstVerdict(r) {
+  const s = r.summary;
+  if (!s || Number.isNaN(s.lo)) return 'too few rounds';
+  return s.lo > 1 ? 'faster' : s.hi < 1 ? 'slower' : 'no change';
+}
+
+// A lookup server started on port, answering /health, and the one started
+// here (not another that held the port); null, said why, when not.
+async function startServer(bin, p, what, log, serverArgs) {
+  const pc = await run('scripts/port-check', [what, String(p), 'ZB_RUN_PORT']);
+  if (pc.code !== 0) { process.stderr.write(pc.stderr); return null; }
+  const srv = background(bin, ['--conf', confFile, '--backends', backends.join(','), '--port', String(p), ...serverArgs], { log });
+  if (!(await waitFor(p, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, p)) {
+    console.error(`scripts/run: the server ${bin} did not start on 127.0.0.1:${p}: see ${log} (ZB_RUN_PORT picks another port)`);
+    return null;
+  }
+  return srv;
 }
 
 await runMain('scripts/run', main);

@@ -1646,14 +1646,19 @@ START_TEST(a_csv_of_ones_own_in_two_commands)
     ck_assert_msg(strstr(out, "table    products_sqlite on sqlite"), "%s", out);
 
     int port = free_port(18483);
+    /* --against: a second build's server (here the same build) measured
+     * beside this one in the same rounds, on the next port. */
     ck_assert_msg(run_cmd(out, sizeof out, "ZB_RUN_PORT=%d timeout 300 scripts/run --conf %s "
                           "--csv %s --key sku --backends sqlite --concurrency 2 --duration 0.3 "
-                          "--runs 1", port, own_conf, own_csv) == 0, "scripts/run --csv: %s", out);
+                          "--runs 1 --against \"${ZB_BUILD:-build}\"", port, own_conf, own_csv) == 0,
+                  "scripts/run --csv: %s", out);
     ck_assert_msg(strstr(out, "sqlite: 5,000 rows") && strstr(out, "keys in ") &&
-                  strstr(out, "| sqlite  | pooled ") && strstr(out, "| sqlite  | per-request "),
+                  strstr(out, "| sqlite  | pooled      | 2   | this ") &&
+                  strstr(out, "| sqlite  | per-request | 2   | against ") &&
+                  strstr(out, "this / against (commit ") && strstr(out, "too few rounds"),
                   "%s", out);
-    /* Every lookup answered: the errors column says 0 on both rows. */
-    ck_assert_msg(occurrences(out, "| 0      |") == 2, "%s", out);
+    /* Every lookup answered: the errors column says 0 on all four rows. */
+    ck_assert_msg(occurrences(out, "| 0      |") == 4, "%s", out);
     ck_assert_int_eq(run_cmd(tracked_after, sizeof tracked_after,
                              "git hash-object conf/zipbench.conf"), 0);
     ck_assert_str_eq(tracked_before, tracked_after);

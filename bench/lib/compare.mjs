@@ -8,7 +8,7 @@
 // A and B differ.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ratioCI, median } from './stats.mjs';
+import { ratioCI, median, summarize } from './stats.mjs';
 import { machineKey } from './provenance.mjs';
 import { SLOW_HOST } from './hostprobe.mjs';
 
@@ -39,11 +39,12 @@ function benchFile(name, data) {
 }
 
 // `zipbench run --json FILE` (bench/run.mjs): {provenance, cells: [{backend,
-// strategy, concurrency, runs: [req/s...], errors}]}, one cell each.
+// strategy, concurrency, runs: [req/s...], errors}]}, one cell each; of a
+// run with --against, this build's cells (the other's: againstSides).
 function runFile(name, data) {
   const cells = new Map();
   for (const c of data.cells) {
-    if (!c || !Array.isArray(c.runs)) continue;
+    if (!c || !Array.isArray(c.runs) || c.build === 'against') continue;
     cells.set(`${c.backend} ${c.strategy} c=${c.concurrency}`,
               { values: c.runs.filter(Number.isFinite), better: 'higher', errors: c.errors?.total ?? 0, source: 'runs' });
   }
@@ -114,6 +115,40 @@ export function readSide(p) {
   }
   if (!files.length) throw new InputError(`${p}: no bench data files (*.json with cells) in it`);
   return { label: p, dir: st.isDirectory(), files };
+}
+
+// One `zipbench run --against DIR --json FILE`: both builds measured in the
+// same rounds. A is the other build (the baseline), B this one; per cell
+// B/A is the median of the ratios of the runs of one round, with the order
+// statistics' 95% interval of that median (what the run printed): the
+// host's drift between rounds cancels. Returns {A, B, rows, onlyA, onlyB}
+// as compareSides does; null when the file is not such a run.
+export function againstSides(file, { threshold = 0 } = {}) {
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) return null;
+  const [data] = jsonObjects(file);
+  if (!data || typeof data !== 'object' || !data.against || !Array.isArray(data.cells)) return null;
+  const pb = data.provenance ?? null;
+  const pa = pb ? { ...pb, commit: data.against.commit ?? null, dirty: data.against.dirty ?? null } : null;
+  const side = (label, build, provenance) => ({ label, dir: false, files: [{ name: path.basename(file), provenance }],
+    cells: new Map(data.cells.filter(c => c && (c.build ?? 'this') === build && Array.isArray(c.runs))
+      .map(c => [`${c.backend} ${c.strategy} c=${c.concurrency}`, c])) });
+  const A = side(`${file}, the other build: ${data.against.dir}`, 'against', pa), B = side(`${file}, this build`, 'this', pb);
+  const flags = provenanceFlags(pa, pb);
+  const rows = [];
+  for (const [key, b] of B.cells) {
+    const a = A.cells.get(key);
+    if (!a) continue;
+    const aByRound = new Map((a.rounds || []).map((r, i) => [r, a.runs[i]]));
+    const paired = (b.rounds || []).flatMap((r, i) => (aByRound.get(r) > 0 && Number.isFinite(b.runs[i]) ? [b.runs[i] / aByRound.get(r)] : []));
+    const s = summarize(paired);
+    const ci = { ratio: s.median, lo: s.lo, hi: s.hi };
+    rows.push({ file: A.files[0].name, cell: key, better: 'higher',
+                a: { median: median(a.runs), n: a.runs.length, errors: a.errors?.total ?? 0, source: 'runs' },
+                b: { median: median(b.runs), n: b.runs.length, errors: b.errors?.total ?? 0, source: 'runs' },
+                ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, 'higher', threshold), flags, host: NaN, rounds: paired.length });
+  }
+  const onlyA = [...A.cells.keys()].filter(k => !B.cells.has(k)), onlyB = [...B.cells.keys()].filter(k => !A.cells.has(k));
+  return { A, B, rows, onlyA, onlyB };
 }
 
 // The verdict on B against A from the interval of B/A: 'faster' or

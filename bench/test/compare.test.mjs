@@ -222,3 +222,36 @@ test('compare flags "host" where the two sides\' host probes differ by more than
   assert.deepEqual(readSide(run).files[0].probes, [10, 11, 12]);
   fs.rmSync(dir, { recursive: true });
 });
+
+test('compare FILE: a run with --against, judged by the ratios of the same rounds, where the host\'s drift cancels', () => {
+  const dir = tmp();
+  // the host's speed moves by up to 1.6x from round to round, the same for both builds
+  const host = [1.0, 1.4, 0.8, 1.2, 0.9, 1.6, 1.1, 0.85];
+  const side = (build, base, jitter) => ({ backend: 'sqlite', strategy: 'pooled', concurrency: 10, build,
+    runs: host.map((h, i) => base * h * jitter[i]), rounds: host.map((_, i) => i + 1), errors: { total: 0 } });
+  const same = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01], other = [...same].reverse();
+  const file = (name, k) => write(dir, name, { provenance: prov(), seconds: 1, runs: 8,
+    against: { dir: '/tmp/base', server: '/tmp/base/build/bin/server', commit: 'b'.repeat(40), dirty: false },
+    cells: [side('this', 1000 * k, same), side('against', 1000, other)] });
+  const nochange = json(file('same.json', 1));
+  assert.equal(nochange.code, 0);
+  assert.equal(nochange.data.cells.length, 1);
+  assert.equal(nochange.data.cells[0].verdict, 'no change');
+  assert.deepEqual(nochange.data.cells[0].flags, ['commit']);
+  const faster = json(file('faster.json', 1.1));
+  assert.equal(faster.data.cells[0].verdict, 'faster');
+  assert.ok(faster.data.cells[0].lo > 1.05 && faster.data.cells[0].hi < 1.15, JSON.stringify(faster.data.cells[0]));
+  // the same runs as two separate sides: the drift swamps a 10% change
+  const apart = readSide(file('apart.json', 1.1)).files[0].cells;
+  assert.deepEqual([...apart.keys()], ['sqlite pooled c=10']);   // only this build's cells
+  const slower = compare(file('slower.json', 0.9));
+  assert.equal(slower.code, 1);
+  assert.match(slower.out, /the other build: \/tmp\/base/);
+  assert.match(slower.out, /sqlite pooled c=10 .* slower/);
+  // one file that is not such a run: bad usage
+  const plain = write(dir, 'plain.json', { provenance: prov(), cells: [side('this', 1000, same)] });
+  const bad = compare(plain);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /not a run with --against/);
+  fs.rmSync(dir, { recursive: true });
+});
