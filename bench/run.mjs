@@ -66,7 +66,10 @@ Options:
       --against DIR       also measure another build's server (DIR/bin/server
                           or DIR/build/bin/server: e.g. a git worktree of
                           the commit before, built with make) on the same
-                          data, config and client, in the same rounds: a
+                          data and client, with its tree's own
+                          conf/zipbench.conf (the same config as this
+                          build's with --conf or --csv, or where it has
+                          none), in the same rounds: a
                           run of each in every round, their order
                           alternating; prints this / against per cell with
                           its 95% interval and says faster, slower or no
@@ -118,8 +121,8 @@ if (!levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 1
 if (!args.csv && (args.key || args.name)) usageError('--key and --name go with --csv FILE');
 if (args.csv && !args.key) usageError(`--csv ${args.csv} needs --key COLUMN, the column lookups go by`);
 const csv = callersPath(args.csv), jsonOut = callersPath(args.json);
-const against = args.against === undefined ? null : againstBuild(callersPath(args.against));
 const confFile = args.conf ? callersPath(args.conf) : 'conf/zipbench.conf';
+const against = args.against === undefined ? null : againstBuild(callersPath(args.against));
 
 const build = process.env.ZB_BUILD || 'build';
 const data = process.env.ZB_DATA || 'build';
@@ -157,9 +160,9 @@ async function main() {
   const { route, keys, serverArgs } = loaded;
 
   const log = path.join(build, 'run-server.log');
-  const srv = await startServer(ctx.bin('server'), port, 'the lookup server', log, serverArgs);
+  const srv = await startServer(ctx.bin('server'), confFile, port, 'the lookup server', log, serverArgs);
   if (!srv) return 1;
-  const srvB = against && await startServer(against.server, port + 1, 'the --against lookup server (ZB_RUN_PORT + 1)', path.join(build, 'run-server-against.log'), serverArgs);
+  const srvB = against && await startServer(against.server, against.conf, port + 1, 'the --against lookup server (ZB_RUN_PORT + 1)', path.join(build, 'run-server-against.log'), serverArgs);
   if (against && !srvB) return 1;
 
   const cells = new Cells(ctx, 'run');
@@ -207,7 +210,7 @@ async function main() {
   const n = cellsOf.length;
   console.log(`== lookups: ${n} cells (backend x strategy x concurrency), ${runs} runs of ${seconds} s each, ` +
               `interleaved; random keys from ${keys}, keep-alive` +
-              (against ? `;\n   each beside the server of ${against.dir} (${againstText()}), in the same rounds` : '') + '\n');
+              (against ? `;\n   each beside the server of ${against.dir} (${againstText()}, config ${against.conf}), in the same rounds` : '') + '\n');
   const t0 = Date.now();
   await cells.measure();
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
@@ -343,7 +346,7 @@ function writeJson(file, cells, cellsOf) {
   const out = cellsOf.flatMap(({ b, s, c, k, kb }) =>
     [cell(b, s, c, cells.get(k), 'this'), ...(against ? [cell(b, s, c, cells.get(kb), 'against')] : [])]);
   fs.writeFileSync(file, JSON.stringify({ provenance: provenance(), seconds, runs,
-    ...(against ? { against: { dir: against.dir, server: against.server, commit: against.commit, dirty: against.dirty } } : {}),
+    ...(against ? { against: { dir: against.dir, server: against.server, conf: against.conf, commit: against.commit, dirty: against.dirty } } : {}),
     cells: out }, null, 1) + '\n');
 }
 
@@ -354,7 +357,11 @@ function againstBuild(dir) {
   if (!server) usageError(`--against ${dir}: no bin/server or build/bin/server in it (build that tree with make first)`);
   const top = spawnSync('git', ['-C', path.dirname(server), 'rev-parse', '--show-toplevel'], { encoding: 'utf8' });
   const git = top.status === 0 ? gitState(top.stdout.trim()) : { commit: null, dirty: null };
-  return { dir, server: path.resolve(server), ...git };
+  // A commit's config is part of it (a key the other server does not know
+  // would stop it); a config or dataset of one's own is the same for both.
+  const own = top.status === 0 && path.join(top.stdout.trim(), 'conf', 'zipbench.conf');
+  const conf = args.conf || args.csv || !own || !fs.existsSync(own) ? confFile : own;
+  return { dir, server: path.resolve(server), conf, ...git };
 }
 function againstText() {
   return against.commit ? `commit ${commitText(against)}` : 'commit unknown';
@@ -369,10 +376,10 @@ function againstVerdict(r) {
 
 // A lookup server started on port, answering /health, and the one started
 // here (not another that held the port); null, said why, when not.
-async function startServer(bin, p, what, log, serverArgs) {
+async function startServer(bin, conf, p, what, log, serverArgs) {
   const pc = await run('scripts/port-check', [what, String(p), 'ZB_RUN_PORT']);
   if (pc.code !== 0) { process.stderr.write(pc.stderr); return null; }
-  const srv = background(bin, ['--conf', confFile, '--backends', backends.join(','), '--port', String(p), ...serverArgs], { log });
+  const srv = background(bin, ['--conf', conf, '--backends', backends.join(','), '--port', String(p), ...serverArgs], { log });
   if (!(await waitFor(p, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, p)) {
     console.error(`scripts/run: the server ${bin} did not start on 127.0.0.1:${p}: see ${log} (ZB_RUN_PORT picks another port)`);
     return null;
