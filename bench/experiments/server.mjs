@@ -46,7 +46,7 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 // one at a time, for its interval to sample the drift (effective samples
 // are visits, not runs).
 const HEADLINE_C = 10;
-const HEADLINE_RUNS = { minRuns: 10, maxRuns: 60, runsPerVisit: 1 };
+const HEADLINE_RUNS = { minRuns: 10, maxRuns: 90, runsPerVisit: 1 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
