@@ -8,8 +8,8 @@
 // ranking that names a winner only where the intervals separate. With
 // --against DIR another build's server is measured beside this one, both
 // in every round (a run of each, one after the other), and each cell says
-// this / against from the runs of the same rounds: on a host whose speed
-// drifts over minutes, the only comparison of two builds that holds. With
+// this / against from the runs of the same rounds, which a host whose
+// speed drifts over minutes leaves alone (two separate runs it does not). With
 // --csv FILE --key COLUMN the dataset is a CSV of one's own instead: the
 // loader's --csv writes its config overlay and keys, the server serves it
 // (--datasets NAME) and the lookups are GET /NAME/BACKEND/{key}. What it

@@ -59,5 +59,6 @@ export function machineKey(p) {
 // machine} as written, short), or null when it has none.
 export function sectionProvenance(markdown) {
   const m = /^Commit (\S+)(?: \(dirty[^)]*\))?; machine: ([^;]*)[;.]/m.exec(markdown);
-  return m ? { commit: m[1], machine: m[2] } : null;
+  // a section wraps its lines: the machine may run over a line break
+  return m ? { commit: m[1], machine: m[2].replace(/\s+/g, ' ') } : null;
 }

@@ -144,7 +144,7 @@ function lookups(ans) {
     `random loaded keys; median [95% confidence interval of the median], and the interval's width where it is wider ` +
     `than +-5%. c=${H} is the 2008 study's setting and the headline: its cells are repeated toward ` +
     '+-5%, one run per visit (the server section says how many runs at most); the rates of the database-backed ' +
-    'cells drift with the machine over minutes, so some ' +
+    'cells drift with the machine over minutes, so on a drifting host some ' +
     'stay wider (docs/DECISIONS.md, Precision), and the ranking below rests on same-round ratios, which the drift ' +
     'leaves alone. Client, server and database share this machine\'s cores, so read the ratios (taken from runs of ' +
     'the same rounds) and the CPU per lookup before the rates: they are what carries to another machine.', '',

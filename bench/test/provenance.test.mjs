@@ -71,6 +71,10 @@ test('sections: the last line names commit, machine and versions, and reads back
   assert.equal(back.commit, provenance().commit.slice(0, 12));
   assert.match(back.machine, /^\d+ cores \(.*\), \d+ GiB, /);
   assert.equal(sectionProvenance('## A section without one\n'), null);
+  // a section's text is wrapped: the same machine over a line break is the same machine
+  const wrapped = line.replace(/, (\d+ GiB)/, ',\n$1');
+  assert.notEqual(wrapped, line);
+  assert.deepEqual(sectionProvenance(`## Wrapped\n\n${wrapped}\n`), back);
   const unknown = provenanceLine({ ...provenance(), commit: null, dirty: null });
   assert.equal(sectionProvenance(unknown).commit, 'unknown');
 });
