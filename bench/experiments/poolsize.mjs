@@ -142,7 +142,7 @@ export default {
       const busy = [...cells.keys()].some(k => cells.get(k).busy);
       lines.push(`- ${LABEL[b]}: req/s peaks at pool size ${peak} (${fmtNum(med[i])} req/s); sizes within 10% of it: ` +
                  `${near.join(', ')}. Default / peak: ${Number.isFinite(r.value) ? r.value.toFixed(2) : '-'}${ci}, target >= 0.90: ` +
-                 `${Number.isFinite(r.value) ? (r.value >= 0.9 ? 'met' : 'not met') : 'not measured'}` +
+                 `${Number.isFinite(r.value) ? (r.value >= 0.9 ? 'reached' : 'missed') : 'not measured'}` +
                  `${busy ? ' (machine busy during these cells: *)' : ''}.`);
     }
     lines.push('');
