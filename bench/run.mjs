@@ -175,10 +175,11 @@ async function main() {
     if (!offers(b, s)) continue;
     const k = key(b, s, c), kb = `${k} against`;
     cellsOf.push({ b, s, c, k, kb });
+    const urlOn = p => `http://127.0.0.1:${p}/${route}/${b}/{key}?strategy=${s}`;
     // One lookup run against one server, and what each tier spent on it.
     const measureOn = (server, p) => async () => {
       progress();
-      const url = `http://127.0.0.1:${p}/${route}/${b}/{key}?strategy=${s}`;
+      const url = urlOn(p);
       const s0 = processTicks(server.pid), d0 = dbTicks(b);
       const r = await loadgen(ctx, { url, c, seconds, keys });
       const s1 = processTicks(server.pid), d1 = dbTicks(b);
@@ -188,7 +189,7 @@ async function main() {
       return { ...g, serverUs: ticksToUs(s1 - s0, answered), dbUs: dbPid(b) ? ticksToUs(d1 - d0, answered) : NaN,
                clientUs: r.cpuUsPerReq * r.completed / (answered || NaN) };
     };
-    const warmOn = p => () => warmRun(ctx, { url: `http://127.0.0.1:${p}/${route}/${b}/{key}?strategy=${s}`, c, keys });
+    const warmOn = p => () => warmRun(ctx, { url: urlOn(p), c, keys });
     // One run per visit: the runs of one visit share the host's speed of
     // the moment, so each cell's runs are spread over the whole measurement
     // (docs/DECISIONS.md, Precision: the visits are the samples).
@@ -248,7 +249,7 @@ async function main() {
   if (against) {
     const vs = cellsOf.map(({ b, s, c, k, kb }) => {
       const r = cells.sameRoundRatio(k, kb);
-      return [b, s, c, fmtRatioCI(r), againstVerdict(r)];
+      return [b, s, c, fmtRatioCI(r), verdict(r, 'faster', 'slower', 'no change')];
     });
     console.log(`this / against (${againstText()}), from the runs of the same rounds:\n\n` +
                 table(['backend', 'strategy', 'c', 'ratio [95% CI]', 'this build is'], vs, 'lllrl'));
@@ -331,11 +332,11 @@ function fmtRatioCI(r) {
   if (!s || Number.isNaN(s.lo)) return `${fmtRatio(r.value)} (n=${s ? s.n : 0})`;
   return `${fmtRatio(r.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]`;
 }
-// "a" or "b" where the interval of a/b excludes 1, else no clear difference.
-function verdict(r, a, b) {
+// "a" or "b" where the interval of a/b excludes 1, else `neither`.
+function verdict(r, a, b, neither = 'no clear difference') {
   const s = r.summary;
   if (!s || Number.isNaN(s.lo)) return 'too few rounds';
-  return s.lo > 1 ? a : s.hi < 1 ? b : 'no clear difference';
+  return s.lo > 1 ? a : s.hi < 1 ? b : neither;
 }
 
 function writeJson(file, cells, cellsOf) {
@@ -365,13 +366,6 @@ function againstBuild(dir) {
 }
 function againstText() {
   return against.commit ? `commit ${commitText(against)}` : 'commit unknown';
-}
-// "faster", "slower" (this build against the other) or "no change": the
-// interval of this / against must exclude 1 for a verdict.
-function againstVerdict(r) {
-  const s = r.summary;
-  if (!s || Number.isNaN(s.lo)) return 'too few rounds';
-  return s.lo > 1 ? 'faster' : s.hi < 1 ? 'slower' : 'no change';
 }
 
 // A lookup server started on port, answering /health, and the one started

@@ -203,9 +203,7 @@ export class Cells {
   // two cells' medians keeps.
   pairedRatios(keyA, keyB) {
     const a = this.cells.get(keyA), b = this.cells.get(keyB);
-    if (!a || !b) return [];
-    const byRound = new Map(b.rounds.map((r, i) => [r, b.values[i]]));
-    return a.rounds.flatMap((r, i) => byRound.has(r) && byRound.get(r) > 0 ? [a.values[i] / byRound.get(r)] : []);
+    return a && b ? roundRatios(a, b) : [];
   }
 
   // The median of pairedRatios(a, b) with its summary, or the ratio of the
@@ -221,6 +219,13 @@ export class Cells {
 
   // What the cells saw of the machine, for the report's notes.
   machineNote() { return machineNote([...this.cells.values()], this.target, this.ownIo); }
+}
+
+// a/b of two cells' runs ({values, rounds}) per round in which both ran:
+// the same-round ratios, also of cells read back from a file (compare).
+export function roundRatios(a, b) {
+  const byRound = new Map(b.rounds.map((r, i) => [r, b.values[i]]));
+  return a.rounds.flatMap((r, i) => byRound.has(r) && byRound.get(r) > 0 ? [a.values[i] / byRound.get(r)] : []);
 }
 
 export function machineNote(cells, target = 0.05, ownIo = false) {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { ratioCI, median, summarize } from './stats.mjs';
 import { machineKey } from './provenance.mjs';
 import { SLOW_HOST } from './hostprobe.mjs';
+import { roundRatios } from './cells.mjs';
 
 // The data files whose figures are times (seconds, µs): lower is faster.
 // Every other part's figures are rates (requests/s, rows/s). A cell (or a
@@ -138,8 +139,7 @@ export function againstSides(file, { threshold = 0 } = {}) {
   for (const [key, b] of B.cells) {
     const a = A.cells.get(key);
     if (!a) continue;
-    const aByRound = new Map((a.rounds || []).map((r, i) => [r, a.runs[i]]));
-    const paired = (b.rounds || []).flatMap((r, i) => (aByRound.get(r) > 0 && Number.isFinite(b.runs[i]) ? [b.runs[i] / aByRound.get(r)] : []));
+    const paired = roundRatios({ values: b.runs, rounds: b.rounds || [] }, { values: a.runs, rounds: a.rounds || [] });
     const s = summarize(paired);
     const ci = { ratio: s.median, lo: s.lo, hi: s.hi };
     rows.push({ file: A.files[0].name, cell: key, better: 'higher',
