@@ -160,9 +160,9 @@ async function main() {
   const { route, keys, serverArgs } = loaded;
 
   const log = path.join(build, 'run-server.log');
-  const srv = await startServer(ctx.bin('server'), confFile, port, 'the lookup server', log, serverArgs);
+  const srv = await startServer(ctx.bin('server'), confFile, 0, 'the lookup server', log, serverArgs);
   if (!srv) return 1;
-  const srvB = against && await startServer(against.server, against.conf, port + 1, 'the --against lookup server (ZB_RUN_PORT + 1)', path.join(build, 'run-server-against.log'), serverArgs);
+  const srvB = against && await startServer(against.server, against.conf, 1, 'the --against lookup server', path.join(build, 'run-server-against.log'), serverArgs);
   if (against && !srvB) return 1;
 
   const cells = new Cells(ctx, 'run');
@@ -368,10 +368,11 @@ function againstText() {
   return against.commit ? `commit ${commitText(against)}` : 'commit unknown';
 }
 
-// A lookup server started on port, answering /health, and the one started
-// here (not another that held the port); null, said why, when not.
-async function startServer(bin, conf, p, what, log, serverArgs) {
-  const pc = await run('scripts/port-check', [what, String(p), 'ZB_RUN_PORT']);
+// A lookup server started on port + offset, answering /health, and the one
+// started here (not another that held the port); null, said why, when not.
+async function startServer(bin, conf, offset, what, log, serverArgs) {
+  const p = port + offset;
+  const pc = await run('scripts/port-check', ['--offset', String(offset), what, String(p), 'ZB_RUN_PORT']);
   if (pc.code !== 0) { process.stderr.write(pc.stderr); return null; }
   const srv = background(bin, ['--conf', conf, '--backends', backends.join(','), '--port', String(p), ...serverArgs], { log });
   if (!(await waitFor(p, '/health', { alive: srv.alive })) || !srv.alive() || !listensOn(srv.pid, p)) {

@@ -265,7 +265,7 @@ export default {
         const x = results[s.name].median(`pg per-request via pgbouncer ${c}`) /
                   results[s.name].median(`pg per-request direct ${c}`);
         lines.push(`- ${s.name}: per-request via pgbouncer / direct: ${fmtRatio(x)}` +
-                   (c === 10 && Number.isFinite(x) ? `, target >= 5x: ${x >= 5 ? 'met' : 'not met'}` : '') +
+                   (c === 10 && Number.isFinite(x) ? `, target >= 5x: ${x >= 5 ? 'reached' : 'missed'}` : '') +
                    (s.php ? `; PHP-FPM per-request via pgbouncer / direct: ${ratio(s, 'PHP-FPM pg per-request via pgbouncer', 'PHP-FPM pg per-request direct')}` +
                             `, via pgpool-II / direct: ${ratio(s, 'PHP-FPM pg per-request via pgpool-II', 'PHP-FPM pg per-request direct')}` +
                             `; zipbench pg pooled / PHP-FPM pg persistent: ${ratio(s, 'pg pooled', 'PHP-FPM pg persistent')}` : ''));

@@ -49,6 +49,15 @@ const HEADLINE_C = 10;
 const HEADLINE_RUNS = { minRuns: 10, maxRuns: 90, runsPerVisit: 1 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
+// The concurrencies of a run. ZB_BENCH_SERVER_LEVELS (say 10, the
+// headline) narrows a long one; a list without the headline's is refused.
+export function serverLevels(text = '1,10,100') {
+  const levels = text.split(',').map(Number);
+  if (!levels.every(c => Number.isInteger(c) && c > 0) || !levels.includes(HEADLINE_C))
+    throw new Error(`ZB_BENCH_SERVER_LEVELS: '${text}' is not a list of concurrencies with ${HEADLINE_C} in it`);
+  return levels;
+}
+
 const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
 
 export default {
@@ -62,10 +71,7 @@ export default {
     const port = benchPort(null);
     const work = path.join(ctx.build, 'bench-server');
     const seconds = ctx.quick ? 0.5 : 2;
-    // ZB_BENCH_SERVER_LEVELS (say 10, the headline) narrows a long run.
-    const levels = ctx.quick ? [10] : (process.env.ZB_BENCH_SERVER_LEVELS || '1,10,100').split(',').map(Number);
-    if (!levels.every(c => Number.isInteger(c) && c > 0) || !levels.includes(HEADLINE_C))
-      throw new Error(`ZB_BENCH_SERVER_LEVELS: '${process.env.ZB_BENCH_SERVER_LEVELS}' is not a list of concurrencies with ${HEADLINE_C} in it`);
+    const levels = ctx.quick ? [HEADLINE_C] : serverLevels(process.env.ZB_BENCH_SERVER_LEVELS || undefined);
     const keys = keysFile(ctx);
     const { avail, skipped } = await loadBenchTables(ctx, 'lookup', BACKENDS);
     if (!avail.length) throw new Error('no backend to measure');
