@@ -222,10 +222,11 @@ export class Cells {
 }
 
 // a/b of two cells' runs ({values, rounds}) per round in which both ran:
-// the same-round ratios, also of cells read back from a file (compare).
+// the same-round ratios, also of cells read back from a file (compare),
+// where a run with no figure is null.
 export function roundRatios(a, b) {
   const byRound = new Map(b.rounds.map((r, i) => [r, b.values[i]]));
-  return a.rounds.flatMap((r, i) => byRound.has(r) && byRound.get(r) > 0 ? [a.values[i] / byRound.get(r)] : []);
+  return a.rounds.flatMap((r, i) => byRound.get(r) > 0 && Number.isFinite(a.values[i]) ? [a.values[i] / byRound.get(r)] : []);
 }
 
 export function machineNote(cells, target = 0.05, ownIo = false) {
