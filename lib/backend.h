@@ -150,6 +150,18 @@ struct backend_driver {
      * polls it to know when to read a table's keys again. NULL: cannot
      * tell. */
     const char *table_version_sql;
+    /* The write table's stamp (the server's POST /update/ on TABLE, a
+     * {table}_hits): into write (len bytes), the statement that sets the
+     * stamp of the row whose zip_code is its one parameter to a value the
+     * database makes, unique and increasing, across every writer, in the
+     * order the writes to one row commit, and answers that value as its
+     * one row of one column (no row: no such row). -1 if it does not fit.
+     * NULL: the driver takes no writes. */
+    int  (*stamp_sql)(const char *table, char *write, size_t len);
+    /* What stamp_sql's statement needs, made if missing (idempotent, on a
+     * writable connection): a sequence that starts above every stamp
+     * table holds, or an index. */
+    int  (*stamp_setup)(struct db *db, const char *table, struct zb_err *err);
     /* Replace table `to` by table `from` atomically (old one dropped); it
      * may use the name `to` + ZB_SWAP_SUFFIX on the way. */
     int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);

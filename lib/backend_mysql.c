@@ -248,6 +248,33 @@ static int my_swap_table(struct db *db, const char *from, const char *to, struct
     return my_exec(db, sql, err);
 }
 
+/* The stamp: the next value of a sequence of the table's, taken after
+ * the row's lock (InnoDB updates what it locked), and handed back through
+ * LAST_INSERT_ID(expr), which the OK packet carries (statement_rows):
+ * MariaDB has no UPDATE ... RETURNING. */
+static int my_stamp_sql(const char *table, char *write, size_t len)
+{
+    int n = snprintf(write, len, "UPDATE %s SET stamp = LAST_INSERT_ID(NEXTVAL(%s_stamp)) "
+                     "WHERE zip_code = ?", table, table);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int my_stamp_setup(struct db *db, const char *table, struct zb_err *err)
+{
+    char sql[512];
+    struct text_out t = { 0 };
+    snprintf(sql, sizeof sql, "CREATE SEQUENCE IF NOT EXISTS %s_stamp", table);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(stamp), 0) FROM %s", table);
+    if (my_query(db, sql, 0, NULL, first_text, &t, NULL, err) < 0)
+        return -1;
+    /* SETVAL never moves a sequence back: a writer already past it stays so. */
+    snprintf(sql, sizeof sql, "SELECT SETVAL(%s_stamp, %lld)", table,
+             t.found ? atoll(t.v) : 0LL);
+    return my_query(db, sql, 0, NULL, first_text, &t, NULL, err);
+}
+
 /* GET_LOCK is server-wide (names up to 64 characters): one per target
  * table name, released when the session ends, however the loader ended. */
 static int my_try_load_lock(struct db *db, const char *table, struct zb_err *err)
@@ -287,6 +314,8 @@ const struct backend_driver backend_mysql = {
      * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
     .text_key_exact = " COLLATE utf8mb4_nopad_bin",
     .swap_table = my_swap_table,
+    .stamp_sql = my_stamp_sql,
+    .stamp_setup = my_stamp_setup,
     /* The table's create time (InnoDB's is its .frm's change time, which
      * RENAME sets), with its row count. */
     .table_version_sql = "SELECT CONCAT_WS(' ', CREATE_TIME, TABLE_ROWS) FROM "

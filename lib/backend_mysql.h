@@ -117,6 +117,10 @@ int bind_params(struct stmt *st, const char *const *params, struct zb_err *err);
 /* The rows of an executed statement to fn, read as they come or from the
  * stored result; then the result is freed, so the statement can run again. */
 int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err);
+/* A statement's rows once it ran: its result set's, or, for one with
+ * none that changed one row and set LAST_INSERT_ID(expr) (the write
+ * table's stamp: backend.h's stamp_sql), that value as one row. */
+int statement_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err);
 
 /* The first value of a one-column result, as text (a row_fn). */
 struct text_out { char v[256]; bool found; };

@@ -175,7 +175,7 @@ static int my_async_result(struct db *db, row_fn fn, void *arg, struct zb_err *e
     }
     db->answered = false;
     db->reported = true;
-    return db->executed && db->cur->ncols ? fetch_rows(db->cur, fn, arg, err) : 0;
+    return db->executed ? statement_rows(db->cur, fn, arg, err) : 0;
 }
 
 static void my_abort(struct db *db)

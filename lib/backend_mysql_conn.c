@@ -272,7 +272,22 @@ static int run_stmt(struct stmt *st, const char *const *params, row_fn fn, void 
         return stmt_fail(st, err, "execute");
     if (affected)
         *affected = (long long)mysql_stmt_affected_rows(st->s);
-    return st->ncols ? fetch_rows(st, fn, arg, err) : 0;
+    return statement_rows(st, fn, arg, err);
+}
+
+int statement_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)
+{
+    if (st->ncols)
+        return fetch_rows(st, fn, arg, err);
+    unsigned long long id = mysql_stmt_insert_id(st->s);
+    if (!fn || !id || mysql_stmt_affected_rows(st->s) != 1)
+        return 0;
+    char text[24];
+    snprintf(text, sizeof text, "%llu", id);
+    const char *vals[] = { text };
+    size_t lens[] = { strlen(text) };
+    fn(arg, 1, vals, lens);
+    return 0;
 }
 
 int fetch_rows(struct stmt *st, row_fn fn, void *arg, struct zb_err *err)

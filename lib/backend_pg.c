@@ -603,6 +603,30 @@ static const char *pg_create_suffix(struct db *db)
     return "";
 }
 
+/* The stamp: nextval of a sequence of the table's, in the UPDATE's own
+ * target list, which a concurrent writer of the row makes it evaluate
+ * again once that commits (READ COMMITTED's recheck), so the later commit
+ * holds the larger stamp. */
+static int pg_stamp_sql(const char *table, char *write, size_t len)
+{
+    int n = snprintf(write, len, "UPDATE %s SET stamp = nextval('%s_stamp') WHERE zip_code = ? "
+                     "RETURNING stamp", table, table);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int pg_stamp_setup(struct db *db, const char *table, struct zb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "CREATE SEQUENCE IF NOT EXISTS %s_stamp", table);
+    if (pg_exec(db, sql, err) < 0)
+        return -1;
+    /* Above every stamp the table holds (stamps of before the sequence);
+     * never back: only when the table is ahead of it. */
+    snprintf(sql, sizeof sql, "SELECT setval('%s_stamp', m) FROM (SELECT max(stamp) AS m FROM %s) x "
+             "WHERE m > (SELECT last_value FROM %s_stamp)", table, table, table);
+    return pg_query(db, sql, 0, NULL, NULL, NULL, NULL, err);
+}
+
 static int pg_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
 {
     char sql[512];
@@ -860,6 +884,8 @@ const struct backend_driver backend_pg = {
     .version = pg_version,
     .create_suffix = pg_create_suffix,
     .swap_table = pg_swap_table,
+    .stamp_sql = pg_stamp_sql,
+    .stamp_setup = pg_stamp_setup,
     /* A table made anew has a new oid. */
     .table_version_sql = "SELECT to_regclass(?)::oid::text",
     .ident_max = 63,   /* NAMEDATALEN - 1 */

@@ -402,6 +402,23 @@ static long long sqlite_table_bytes(struct db *db, const char *table)
 
 static const char *sqlite_version(struct db *db) { return db->version; }
 
+/* The stamp: one more than the largest the table holds (its index makes
+ * that one step), unique as SQLite has one writer at a time; RETURNING is
+ * SQLite 3.35's. */
+static int sqlite_stamp_sql(const char *table, char *write, size_t len)
+{
+    int n = snprintf(write, len, "UPDATE %s SET stamp = (SELECT COALESCE(MAX(stamp), 0) + 1 FROM "
+                     "%s) WHERE zip_code = ? RETURNING stamp", table, table);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int sqlite_stamp_setup(struct db *db, const char *table, struct zb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s_stamp ON %s (stamp)", table, table);
+    return sqlite_exec(db, sql, err);
+}
+
 static const char *sqlite_create_suffix(struct db *db)
 {
     (void)db;
@@ -492,6 +509,8 @@ const struct backend_driver backend_sqlite = {
     .table_bytes = sqlite_table_bytes,
     .version = sqlite_version,
     .create_suffix = sqlite_create_suffix,
+    .stamp_sql = sqlite_stamp_sql,
+    .stamp_setup = sqlite_stamp_setup,
     .swap_table = sqlite_swap_table,
     /* The table's first page, and the file's schema counter (bumped by
      * every CREATE, DROP and RENAME: a table made anew on a freed page is

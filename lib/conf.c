@@ -121,10 +121,11 @@ static bool is_identifier(const char *s)
 struct field {
     const char *key;
     /* F_TABLE: an F_IDENT that is no word SQL reserves (a table's name) */
-    enum { F_STR, F_INT, F_BOOL, F_IDENT, F_TABLE, F_CHOICE } type;
+    /* F_STR_AT: an F_STR followed in its struct by a const char * that
+     * keeps where it was set, for a check made later by its user. */
+    enum { F_STR, F_STR_AT, F_INT, F_BOOL, F_IDENT, F_TABLE } type;
     size_t offset;
     int lo, hi;
-    const char *const *choices;   /* F_CHOICE: the values allowed, NULL-terminated */
 };
 
 int conf_choice(const char *const *choices, const char *value)
@@ -143,44 +144,42 @@ void conf_choice_list(const char *const *choices, char *buf, size_t len)
                  c == choices ? "" : c[1] ? ", " : " or ", *c);
 }
 
-#define STRATEGY_NAME(id, name, instance) name,
-const char *const zb_strategy_names[ZB_NSTRATEGIES + 1] = { ZB_STRATEGIES(STRATEGY_NAME) NULL };
-#undef STRATEGY_NAME
-
-#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0, NULL }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi, NULL }
+#define S(k) { #k, F_STR, offsetof(struct server_conf, k), 0, 0 }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct server_conf, k), lo, hi }
 static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
     I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
     I(cache_entries, 0, 10000000),
-    { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0, NULL },
+    { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0 },
 };
 #undef S
 #undef I
-#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0, NULL }
-#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi, NULL }
-#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0, NULL }
+#define S(k) { #k, F_STR, offsetof(struct backend_conf, k), 0, 0 }
+#define I(k, lo, hi) { #k, F_INT, offsetof(struct backend_conf, k), lo, hi }
+#define B(k) { #k, F_BOOL, offsetof(struct backend_conf, k), 0, 0 }
 static const struct field backend_fields[] = {
     S(driver), S(path), S(host), I(port, 1, 65535), S(socket), S(user), S(password),
     S(password_file), S(database), S(started_by),
-    { "table", F_TABLE, offsetof(struct backend_conf, table), 0, 0, NULL },
+    { "table", F_TABLE, offsetof(struct backend_conf, table), 0, 0 },
     I(pool_min, 0, 10000), I(pool_soft_max, 0, 10000), I(pool_hard_max, 1, 10000),
     I(pool_ttl_s, 0, 86400), I(acquire_timeout_ms, 1, 600000), I(connect_timeout_s, 1, 600),
     I(per_request_connect_timeout_s, 1, 3600), I(query_timeout_ms, 0, 600000),
     B(read_only), B(writes), I(pipeline_connections, 1, 8), B(named_only),
-    { "strategy", F_CHOICE, offsetof(struct backend_conf, strategy), 0, 0, zb_strategy_names },
+    /* The server's to check (its list of strategies): kept with where it
+     * was said. */
+    { "strategy", F_STR_AT, offsetof(struct backend_conf, strategy), 0, 0 },
 };
 #undef S
 #undef I
 #undef B
-#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0, NULL }
-#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0, NULL }
-#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0, NULL }
+#define S(k) { #k, F_STR, offsetof(struct dataset_conf, k), 0, 0 }
+#define B(k) { #k, F_BOOL, offsetof(struct dataset_conf, k), 0, 0 }
+#define N(k) { #k, F_IDENT, offsetof(struct dataset_conf, k), 0, 0 }
 static const struct field dataset_fields[] = {
     S(file), S(format), S(encoding), B(raw), B(header), S(delimiter), S(quote), S(null), N(table),
     N(key), S(columns), { "sample_rows", F_INT, offsetof(struct dataset_conf, sample_rows), 1,
-                          100000000, NULL },
+                          100000000 },
 };
 #undef S
 #undef B
@@ -285,13 +284,11 @@ static int set_field(struct zb_conf *conf, void *base, const struct field *f, si
             if (f[i].type == F_TABLE && sql_reserved(value))
                 return reserved_table(where, key, value, err);
             break;
-        case F_CHOICE: {
-            bool ok = conf_choice(f[i].choices, value) >= 0;
-            char list[200];
-            conf_choice_list(f[i].choices, list, sizeof list);
-            if (!ok)
-                return zb_fail(err, ZB_ERR_INPUT, "%s: %s: '%s' is not %s", where, key, value,
-                               list);
+        case F_STR_AT: {
+            const char *at = keep(conf, where);
+            if (!at)
+                return zb_fail(err, ZB_ERR_SYS, "out of memory");
+            *(const char **)((char *)p + sizeof(const char *)) = at;
             break;
         }
         case F_STR:
@@ -515,9 +512,9 @@ static void format_field(const void *base, const struct field *f, char *buf, siz
         snprintf(buf, len, "%s", *(const bool *)p ? "yes" : "no");
         return;
     case F_STR:
+    case F_STR_AT:
     case F_IDENT:
-    case F_TABLE:
-    case F_CHOICE: {
+    case F_TABLE: {
         const char *v = *(const char *const *)p;
         snprintf(buf, len, "%s", v ? v : "");
         return;

@@ -26,20 +26,7 @@ struct conf_option {
     int line;              /* in the file; 0 when it came from --set */
 };
 
-/* The server's strategies, the one list of them: X(ID, "name", file's
- * instance). The config's `strategy` key is checked against the names;
- * the server's table (server/lookup.c) takes instance_strategy for each
- * ID (server/strategy.h). */
-#define ZB_STRATEGIES(X) \
-    X(ZB_POOLED, "pooled", pooled) \
-    X(ZB_PER_REQUEST, "per-request", per_request) \
-    X(ZB_PIPELINED, "pipelined", pipelined)
-#define ZB_STRATEGY_ID(id, name, instance) id,
-enum zb_strategy { ZB_STRATEGIES(ZB_STRATEGY_ID) ZB_NSTRATEGIES };
-#undef ZB_STRATEGY_ID
-/* Their names by enum zb_strategy, NULL-terminated. */
-extern const char *const zb_strategy_names[ZB_NSTRATEGIES + 1];
-/* value's index in choices (NULL-terminated, as zb_strategy_names), or -1. */
+/* value's index in choices (NULL-terminated), or -1. */
 int conf_choice(const char *const *choices, const char *value);
 /* choices for a message: "a, b or c". */
 void conf_choice_list(const char *const *choices, char *buf, size_t len);
@@ -76,7 +63,12 @@ struct backend_conf {
      * PHP does by default): the cell measures the connect, not a timeout. */
     int per_request_connect_timeout_s;
     int query_timeout_ms;  /* the server's lookups: no answer within this, 503 (0: none) */
-    const char *strategy;  /* the server's: pooled, per-request or pipelined (NULL: pooled) */
+    /* The server's default strategy, by name (NULL: pooled): the server
+     * checks it against its list of strategies (`server --list-strategies`)
+     * and names strategy_where, "FILE:LINE: [backend NAME]" or the --set
+     * argument, when it is none of them. */
+    const char *strategy;
+    const char *strategy_where;
     int pipeline_connections; /* the server's pipelined strategy: connections per loop */
     bool read_only;        /* the server opens connections read-only */
     /* `writes = yes`: the server takes POST /update/ and /updates/ on this

@@ -56,7 +56,7 @@ static uint64_t load_of(struct accept_loop *a)
 
 static struct accept_loop *least_loaded(struct accept_loop *self)
 {
-    unsigned start = atomic_fetch_add_explicit(&self->srv->accept_rr, 1, RELAXED);
+    unsigned start = atomic_fetch_add_explicit(&self->shared->rr, 1, RELAXED);
     struct accept_loop *best = self;
     uint64_t best_load = UINT64_MAX;
     for (int k = 0; k < self->npeers; k++) {
@@ -137,18 +137,17 @@ static void watch_again(struct accept_loop *a)
  * watching until the pause is over; logged once per ACCEPT_LOG_MS. */
 static void pause_accepting(struct accept_loop *a, int err)
 {
-    struct server *srv = a->srv;
     uint64_t now = zb_now_ns(), resume = now + ACCEPT_PAUSE_MS * 1000000ull;
-    uint64_t failures = atomic_fetch_add(&srv->accept_pause.failures, 1) + 1;
-    uint64_t logged = atomic_load(&srv->accept_pause.logged_ns);
+    uint64_t failures = atomic_fetch_add(&a->shared->pause.failures, 1) + 1;
+    uint64_t logged = atomic_load(&a->shared->pause.logged_ns);
     if ((!logged || now - logged >= ACCEPT_LOG_MS * 1000000ull) &&
-        atomic_compare_exchange_strong(&srv->accept_pause.logged_ns, &logged, now)) {
-        atomic_fetch_sub(&srv->accept_pause.failures, failures);
+        atomic_compare_exchange_strong(&a->shared->pause.logged_ns, &logged, now)) {
+        atomic_fetch_sub(&a->shared->pause.failures, failures);
         srv_log("server: accept: %s: not accepting for %d ms (%llu time%s since the "
                 "last such line; raise the fd limit or lower max_connections)", strerror(err),
                 ACCEPT_PAUSE_MS, (unsigned long long)failures, failures == 1 ? "" : "s");
     }
-    atomic_store(&srv->accept_pause.resume_ns, resume);
+    atomic_store(&a->shared->pause.resume_ns, resume);
     stop_watching(a);
     loop_deadline(a->loop, resume);
 }
@@ -157,7 +156,7 @@ static void pause_accepting(struct accept_loop *a, int err)
  * deadline. */
 static bool pausing(struct accept_loop *a)
 {
-    uint64_t resume = atomic_load(&a->srv->accept_pause.resume_ns);
+    uint64_t resume = atomic_load(&a->shared->pause.resume_ns);
     if (!resume || zb_now_ns() >= resume)
         return false;
     loop_deadline(a->loop, resume);
@@ -166,7 +165,7 @@ static bool pausing(struct accept_loop *a)
 
 uint64_t acceptor_deadlines(struct accept_loop *a, uint64_t now)
 {
-    uint64_t resume = atomic_load(&a->srv->accept_pause.resume_ns);
+    uint64_t resume = atomic_load(&a->shared->pause.resume_ns);
     if (!resume || a->listening)
         return 0;
     if (now < resume)
@@ -189,7 +188,7 @@ static void ready(struct watch *w, uint32_t events)
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         if (total_open(self) >= max) {
             /* Every loop stops watching; a slot freed wakes them all. */
-            atomic_store(&srv->accept_paused, true);
+            atomic_store(&self->shared->paused, true);
             loop_wake_all(self->loop);
             stop_watching(self);
             return;
@@ -267,11 +266,11 @@ void acceptor_wake(struct accept_loop *a)
         return;
     }
     if (total_open(a) >= (uint64_t)srv->conf->server.max_connections) {
-        atomic_store(&srv->accept_paused, true);
+        atomic_store(&a->shared->paused, true);
         stop_watching(a);
         return;
     }
-    if (atomic_exchange(&srv->accept_paused, false))
+    if (atomic_exchange(&a->shared->paused, false))
         for (int i = 0; i < a->npeers; i++)
             if (a->peers[i] != a)
                 loop_wake(a->peers[i]->loop);
@@ -279,8 +278,8 @@ void acceptor_wake(struct accept_loop *a)
         watch_again(a);
 }
 
-void acceptor_slot_freed(struct server *srv)
+void acceptor_slot_freed(struct accept_loop *a)
 {
-    if (atomic_load_explicit(&srv->accept_paused, RELAXED) && srv->nloops)
-        loop_wake_all(srv->cores[0]);
+    if (atomic_load_explicit(&a->shared->paused, RELAXED))
+        loop_wake_all(a->loop);
 }

@@ -16,6 +16,16 @@
 
 struct handed;
 
+/* What the loops' acceptors share: one per server (server.c's), every
+ * loop's accept_loop points to it. */
+struct accept_shared {
+    _Atomic bool paused;           /* at max_connections: no loop accepts until a slot frees */
+    _Atomic unsigned rr;           /* round-robin start among loops equally loaded */
+    /* accept() out of fds or memory (EMFILE...): no loop accepts before
+     * resume_ns; failures since the last log line, and when that was. */
+    struct { _Atomic uint64_t resume_ns, failures, logged_ns; } pause;
+};
+
 /* Accepting's part of a loop. */
 struct accept_loop {
     struct loop *loop;
@@ -23,6 +33,7 @@ struct accept_loop {
     struct loop_figures *fig;      /* its loop's (closed: its load) */
     struct MHD_Daemon *mhd;        /* its loop's daemon, which takes its connections */
     struct accept_loop *const *peers;   /* every loop's, by id */
+    struct accept_shared *shared;  /* the server's */
     int npeers;
     struct watch listen;           /* the listening socket's, shared by every loop */
     pthread_mutex_t lock;          /* guards handed, which other loops fill */
@@ -41,8 +52,8 @@ int  acceptor_start(struct accept_loop *a, struct zb_err *err);
 /* The loop was woken: connections handed over go into its daemon; stop
  * for good when stopping; else stop at the limit, or watch again below it. */
 void acceptor_wake(struct accept_loop *a);
-/* A loop closed one of its connections: lets paused loops accept again. */
-void acceptor_slot_freed(struct server *srv);
+/* A's loop closed one of its connections: lets paused loops accept again. */
+void acceptor_slot_freed(struct accept_loop *a);
 /* After a pause for want of fds: watches the socket again once it is
  * over; returns when that is due (0: no pause). */
 uint64_t acceptor_deadlines(struct accept_loop *a, uint64_t now);

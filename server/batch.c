@@ -53,7 +53,7 @@ static void item_done(struct lookup *lk, int rc, const struct zb_err *err)
         b->done(b);
 }
 
-void batch_start(struct batch *b, struct lane *lane, enum zb_strategy strategy, row_fn on_row)
+void batch_start(struct batch *b, struct lane *lane, enum strategy_id strategy, lookup_row_fn on_row)
 {
     b->rc = LOOKUP_OK;
     b->failed = NULL;

@@ -7,7 +7,7 @@
  * the next batch of the same owner: no allocation once it is big enough);
  * batch_start runs them and calls done() once, when the last has ended,
  * maybe before it returns. Each lookup writes its rows into its own body
- * through on_row (its item as arg), so they can end in any order and be
+ * through on_row (its item as the lookup's arg), so they can end in any order and be
  * put together in the order asked. Calls only down: lookup. */
 #ifndef ZB_BATCH_H
 #define ZB_BATCH_H
@@ -45,6 +45,6 @@ void batch_free(struct batch *b);
 void batch_set_key(struct batch *b, int i, const char *key, size_t len);
 /* Runs b->n lookups (keys set, each body begun by the caller) on lane by
  * strategy; done() once all have ended. */
-void batch_start(struct batch *b, struct lane *lane, enum zb_strategy strategy, row_fn on_row);
+void batch_start(struct batch *b, struct lane *lane, enum strategy_id strategy, lookup_row_fn on_row);
 
 #endif

@@ -1,29 +1,28 @@
-/* The HTTP side: libmicrohttpd's callbacks, routes, answers.
+/* The HTTP side: libmicrohttpd's callbacks, and the dispatch of each
+ * request to its route by the route table (route.h); it knows no route by
+ * name.
  *
- * A request is a struct req, taken from its loop's spares at the first
- * handler call and given back when libmicrohttpd says it is complete. Its
- * life:
+ * A request is a struct http_request, taken from its loop's spares at the
+ * first handler call and given back when libmicrohttpd says it is
+ * complete. Its life:
  *   RQ_NEW      the first handler call checks what libmicrohttpd 0.9.75
- *               does not (RFC 9112's rules: strict.c) and the
- *               method; a refusal is answered at once, with Connection:
- *               close, and no body is read;
- *   RQ_READ     the final call routes it (/DATASET/BACKEND/KEY, /zip/ the
- *               postal dataset's): /stats at once; a lookup starts,
- *               and unless it finished inline the connection is suspended
+ *               does not (RFC 9112's rules: strict.c), finds the route by
+ *               the path's first segment and checks the method; a refusal
+ *               is answered at once, with Connection: close, and no body
+ *               is read;
+ *   RQ_READ     the final call finds the served table the path names and
+ *               the parameters, and hands the request to its route; unless
+ *               the route answered at once the connection is suspended
  *               (MHD_suspend_connection);
- *   RQ_RUNNING  ...until the lookup's done() writes the answer and resumes
- *               it, on this loop;
+ *   RQ_RUNNING  ...until the route answers (request.h) and the request is
+ *               resumed, on this loop;
  *   RQ_ANSWERED the next handler call queues that answer;
  *   RQ_QUEUED   then nothing but dropping a body.
  * The body is the request's own buffer, handed to libmicrohttpd without a
  * copy (MHD_RESPMEM_PERSISTENT): it lives until the completion callback.
- * No logging per request, no allocation per request once the spares are
- * warm. */
-#include <ctype.h>
-#include <errno.h>
+ * Each route's per-request state is kept with the spare too. No logging
+ * per request, no allocation per request once the spares are warm. */
 #include <microhttpd.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,22 +31,12 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 
-#include "accept.h"
-#include "batch.h"
 #include "http.h"
-#include "health.h"
-#include "json.h"
-#include "keyset.h"
-#include "listing.h"
-#include "lookup.h"
-#include "reason.h"
-#include "stats.h"
+#include "route.h"
 #include "strict.h"
-#include "update.h"
 
-enum req_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
+enum http_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
 
 /* A client connection (libmicrohttpd's socket context). */
 struct client {
@@ -61,650 +50,92 @@ struct client {
     int outq, inq;                 /* its socket's queues at the last look (sending; -1: none) */
 };
 
-struct req {
-    struct http_loop *loop;        /* its loop's HTTP part */
+/* A request, as HTTP keeps it around the route's view (rq). */
+struct http_request {
+    struct request rq;
+    struct http_loop *http;
     struct MHD_Connection *c;
-    struct req *next_free;
+    struct http_request *next_free;
     size_t rawlen;                 /* the raw URI's length + 1 (strict.h) */
     bool bad_target;               /* the raw URI is not a target we take (strict.h) */
     bool close;                    /* refused on its first call: the connection closes */
-    enum req_state state;
     bool suspended;
-    bool orphaned;                 /* its connection went while it ran: free it when done */
-    unsigned status;
-    struct jbuf body;
-    struct lane *lane;             /* a lookup: its (dataset, backend), on this loop */
-    enum zb_strategy strategy;
-    uint64_t t0;
-    double miss;                   /* /random?miss= */
-    struct key_wait kw;            /* /random, /queries, /updates: waiting for a key set */
-    bool (*keyed)(struct req *rq); /* what starts it once the key set is in (start_keyed) */
-    struct lookup lk;
-    int nqueries;                  /* /queries?queries= */
-    uint64_t cache_gen;            /* /cached, a miss: keep the answer, from this key set */
-    struct batch *batch;           /* /queries' lookups: kept with the spare, grown as asked */
-    struct listing *listing;       /* /list's rows: kept with the spare */
-    bool html;                     /* the answer is /list's page */
-    bool post_route;               /* /update/, /updates/: POST only */
-    struct update_job up;          /* their reads and writes (update.h) */
+    enum http_state state;
+    const char *path;              /* the origin-form path of its target */
+    void *route_state[ROUTE_MAX];  /* each route's state, made when first used */
 };
 
-/* ---- answers ---- */
-
-static void count_answer(struct req *rq)
+static struct http_request *of(struct request *rq)
 {
-    struct http_loop *l = rq->loop;
-    unsigned status = rq->status;
-    BUMP(l->fig->requests);
-    counter *c = status < 400 ? &l->fig->ok : status < 500 ? &l->fig->e4xx : &l->fig->e5xx;
-    BUMP(*c);
-    struct lane_stats *st = rq->lane ? &rq->lane->st : NULL;
-    if (!st)
-        return;
-    BUMP(st->requests);
-    c = status < 400 ? &st->ok : status < 500 ? &st->e4xx : &st->e5xx;
-    BUMP(*c);
-    if (status == 404)
-        BUMP(st->not_found);
-    hist_record_own(&st->latency, zb_now_ns() - rq->t0);
-}
-
-/* The answer is in rq->body: counted now, queued on the next handler call
- * (or at once by the caller if it runs inside one). A suspended request
- * is resumed. */
-static void set_answer(struct req *rq, unsigned status)
-{
-    rq->status = status;
-    if (rq->body.oom) {
-        static const char oom[] = "{\"error\":\"out of memory\",\"status\":500}";
-        rq->body.oom = false;
-        rq->body.n = 0;
-        JB_LIT(&rq->body, oom);
-        rq->status = 500;
-    }
-    count_answer(rq);
-    rq->state = RQ_ANSWERED;
-    if (rq->suspended) {
-        rq->suspended = false;
-        MHD_resume_connection(rq->c);
-    }
-}
-
-/* {"error":"msg"} plus the dataset (but postal's), the backend and the
- * key ("code" for postal) when known. */
-static void set_error(struct req *rq, unsigned status, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void set_error(struct req *rq, unsigned status, const char *key, const char *fmt, ...)
-{
-    char msg[600];
-    FORMAT_INTO(msg, fmt);
-    struct jbuf *b = &rq->body;
-    b->n = 0;
-    JB_LIT(b, "{");
-    const struct served *sb = rq->lane ? rq->lane->sb : NULL;
-    if (sb && !sb->postal) {
-        JB_LIT(b, "\"dataset\":");
-        jb_cstr(b, sb->data->conf->name);
-        JB_LIT(b, ",");
-    }
-    if (sb) {
-        JB_LIT(b, "\"backend\":");
-        jb_cstr(b, sb->conf.name);
-        JB_LIT(b, ",");
-    }
-    if (key) {
-        if (sb && !sb->postal)
-            JB_LIT(b, "\"key\":");
-        else
-            JB_LIT(b, "\"code\":");
-        jb_cstr(b, key);
-        JB_LIT(b, ",");
-    }
-    JB_LIT(b, "\"error\":");
-    jb_cstr(b, msg);
-    jb_printf(b, ",\"status\":%u}", status);
-    set_answer(rq, status);
+    return container_of(rq, struct http_request, rq);
 }
 
 static void client_sending(struct http_loop *l, struct MHD_Connection *c);
+static void client_answered(struct http_loop *l, struct MHD_Connection *c);
+static void client_got_header(struct http_loop *l, struct MHD_Connection *c);
 
-static enum MHD_Result queue(struct req *rq)
+/* ---- answers ---- */
+
+/* The route answered (request.h): counted for the loop; a suspended
+ * request is resumed. */
+static void answered(struct request *rq)
 {
+    struct http_request *h = of(rq);
+    struct loop_figures *fig = h->http->fig;
+    BUMP(fig->requests);
+    BUMP(*(rq->status < 400 ? &fig->ok : rq->status < 500 ? &fig->e4xx : &fig->e5xx));
+    h->state = RQ_ANSWERED;
+    if (h->suspended) {
+        h->suspended = false;
+        MHD_resume_connection(h->c);
+    }
+}
+
+static void req_free(struct http_request *h);
+
+static void gone(struct request *rq)
+{
+    req_free(of(rq));
+}
+
+static enum MHD_Result queue(struct http_request *h)
+{
+    struct request *rq = &h->rq;
     struct MHD_Response *r =
         MHD_create_response_from_buffer(rq->body.n, rq->body.p, MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            rq->html ? "text/html; charset=utf-8" : "application/json; charset=utf-8");
+                            rq->content_type ? rq->content_type : "application/json; charset=utf-8");
     if (rq->status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->post_route ? "POST" : "GET, HEAD");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->route && rq->route->post
+                                                          ? "POST" : "GET, HEAD");
     if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (rq->close || atomic_load_explicit(&rq->loop->srv->stopping, RELAXED))
+    if (h->close || atomic_load_explicit(&h->http->srv->stopping, RELAXED))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result ret = MHD_queue_response(rq->c, rq->status, r);
+    enum MHD_Result ret = MHD_queue_response(h->c, rq->status, r);
     MHD_destroy_response(r);
-    rq->state = RQ_QUEUED;
+    h->state = RQ_QUEUED;
     if (ret == MHD_YES)
-        client_sending(rq->loop, rq->c);
+        client_sending(h->http, h->c);
     return ret;
 }
 
-/* ---- lookups ---- */
+/* ---- dispatch ---- */
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-/* An integer key: an optional '-' and 1-18 digits (within 64 bits). */
-static bool is_integer(const char *s, size_t len)
+/* An absolute-form target (RFC 9112 3.2.2, "GET http://host/path"): the
+ * path part. */
+static const char *origin_path(const char *url)
 {
-    size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
-    if (i == len || len - i > 18)
-        return false;
-    for (; i < len; i++)
-        if (!is_digit(s[i]))
-            return false;
-    return true;
-}
-
-/* A number as JSON writes it (RFC 8259 section 6). A database's text for
- * an integer or real column is one, but for NaN, Infinity and the like,
- * which go out as strings. */
-static bool is_json_number(const char *s, size_t len)
-{
-    size_t i = 0, d;
-    if (i < len && s[i] == '-')
-        i++;
-    if (i < len && s[i] == '0')
-        i++;
-    else if (i < len && s[i] >= '1' && s[i] <= '9')
-        while (i < len && is_digit(s[i]))
-            i++;
-    else
-        return false;
-    if (i < len && s[i] == '.') {
-        for (d = ++i; i < len && is_digit(s[i]); i++)
-            ;
-        if (i == d)
-            return false;
-    }
-    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-        if (++i < len && (s[i] == '+' || s[i] == '-'))
-            i++;
-        for (d = i; i < len && is_digit(s[i]); i++)
-            ;
-        if (i == d)
-            return false;
-    }
-    return i == len;
-}
-
-/* One row as a JSON object: the dataset's column names as keys, numbers
- * as numbers, NULL as null, the rest as strings. */
-static int put_row_in(struct jbuf *b, const struct served *sb, long nth, int ncols,
-                      const char *const *vals, const size_t *lens)
-{
-    const struct zb_column *col = sb->data->col;
-    if (nth > 1)
-        JB_LIT(b, ",{");
-    else
-        JB_LIT(b, "{");
-    int n = ncols < sb->data->ncols ? ncols : sb->data->ncols;
-    for (int i = 0; i < n; i++) {
-        jb_put(b, sb->colkey[i].s, sb->colkey[i].len);
-        if (!vals[i])
-            JB_LIT(b, "null");
-        else if (col[i].type != ZB_TEXT && is_json_number(vals[i], lens[i]))
-            jb_put(b, vals[i], lens[i]);
-        else
-            jb_str(b, vals[i], lens[i]);
-    }
-    JB_LIT(b, "}");
-    return 0;
-}
-
-static int put_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    struct req *rq = arg;
-    return put_row_in(&rq->body, rq->lane->sb, rq->lk.rows, ncols, vals, lens);
-}
-
-/* A row of one of /queries' lookups, into that lookup's own body. */
-static int put_item_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    struct batch_item *it = arg;
-    return put_row_in(&it->body, it->lk.lane->sb, it->lk.rows, ncols, vals, lens);
-}
-
-static struct req *req_get(struct http_loop *l);
-static void req_free(struct req *rq);
-
-/* ---- /cached: the answers of the loop's cache ---- */
-
-/* The loop's cache of rq's backend, made when first asked; NULL when
- * cache_entries is 0 or memory ran out (the lookups go on uncached). */
-static struct answer_cache *cache_of(struct req *rq)
-{
-    struct http_loop *l = rq->loop;
-    int i = rq->lane->sb->index, cap = l->srv->conf->server.cache_entries;
-    if (!l->cache[i] && cap > 0)
-        l->cache[i] = cache_new((uint32_t)cap);
-    return l->cache[i];
-}
-
-/* A miss answered 200: its bytes kept. */
-static void cache_keep(struct req *rq)
-{
-    struct answer_cache *c = cache_of(rq);
-    if (c && !rq->body.oom) {
-        cache_put(c, (uint32_t)atol(rq->lk.key), rq->cache_gen, rq->body.p, rq->body.n);
-        SET(rq->lane->st.cache_entries, cache_count(c));
-    }
-}
-
-static void lookup_done(struct lookup *lk, int rc, const struct zb_err *err)
-{
-    struct req *rq = lk->arg;
-    if (rq->orphaned) {
-        req_free(rq);
-        return;
-    }
-    char why[512];
-    if (rc != LOOKUP_OK) {
-        lookup_why(lk, err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED), "the lookup",
-                   "lookup failed", why, sizeof why);
-        set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, lk->key, "%s", why);
-    } else if (lk->rows == 0) {
-        set_error(rq, 404, lk->key, rq->lane->sb->postal ? "no such code" : "no such key");
-    } else {
-        JB_LIT(&rq->body, "]}");
-        if (rq->cache_gen)
-            cache_keep(rq);
-        set_answer(rq, 200);
-    }
-}
-
-static void begin_rows(struct jbuf *b, const struct served *sb, const char *key, size_t len);
-
-/* Starts the lookup of key (checked, len <= SRV_KEY_MAX); the request
- * waits, suspended, unless the answer is already in. */
-static void start_lookup(struct req *rq, const char *key, size_t len)
-{
-    struct lookup *lk = &rq->lk;
-    memcpy(lk->key, key, len);
-    lk->key[len] = 0;
-    lk->keylen = len;
-    begin_rows(&rq->body, rq->lane->sb, key, len);
-    lk->lane = rq->lane;
-    lk->strategy = rq->strategy;
-    lk->on_row = put_row;
-    lk->arg = rq;
-    lk->done = lookup_done;
-    rq->state = RQ_RUNNING;
-    lookup_start(lk, false);
-}
-
-/* An answer's beginning, up to its rows: {"backend":..,"code":..,"rows":[ */
-static void begin_rows(struct jbuf *b, const struct served *sb, const char *key, size_t len)
-{
-    b->n = 0;
-    if (sb->postal) {
-        JB_LIT(b, "{\"backend\":");
-        jb_cstr(b, sb->conf.name);
-        JB_LIT(b, ",\"code\":");
-    } else {
-        JB_LIT(b, "{\"dataset\":");
-        jb_cstr(b, sb->data->conf->name);
-        JB_LIT(b, ",\"backend\":");
-        jb_cstr(b, sb->conf.name);
-        JB_LIT(b, ",\"key\":");
-    }
-    jb_str(b, key, len);
-    JB_LIT(b, ",\"rows\":[");
-}
-
-/* rq's backend's key set; NULL while it is being read (*loading), or
- * when it cannot be (503 answered, what: the query that failed). */
-static const struct key_set *key_set_of(struct req *rq, const char *what, bool *loading)
-{
-    struct zb_err err = { 0 };
-    const struct key_set *set = keyset_get(rq->lane->sb, loading, &err);
-    if (!set && !*loading) {
-        char why[512];
-        set_error(rq, 503, NULL, "%s", reason_for_client(rq->lane->sb, &err, false, what, why,
-                                                         sizeof why));
-    }
-    return set;
-}
-
-/* The wait for rq's key set is over: rq starts again, or (err) the 503. */
-static bool keys_over(struct key_wait *w, const struct zb_err *err)
-{
-    struct req *rq = container_of(w, struct req, kw);
-    if (err) {
-        set_error(rq, 503, NULL, "%s", err->msg);
-        return false;
-    }
-    return !rq->keyed(rq);
-}
-
-/* rq started by start, which draws from the key set: false while that is
- * being read, and then rq waits for it (at most acquire_timeout_ms). */
-static void start_keyed(struct req *rq, bool (*start)(struct req *rq))
-{
-    rq->keyed = start;
-    if (!start(rq)) {
-        rq->state = RQ_RUNNING;
-        rq->kw.sb = rq->lane->sb;
-        rq->kw.over = keys_over;
-        keyset_wait(&rq->loop->keys, &rq->kw);
-    }
-}
-
-/* /random: a code of the key set (or, with probability miss, one that is
- * not in it); false while the key set is still loading. */
-static bool start_random(struct req *rq)
-{
-    bool loading;
-    const struct key_set *set = key_set_of(rq, "the query of /random's key set", &loading);
-    if (!set)
-        return !loading;
-    uint32_t k = keyset_pick(set, rq->miss, &rq->loop->rng);
-    char code[8];
-    snprintf(code, sizeof code, "%07u", k);
-    start_lookup(rq, code, 7);
-    return true;
-}
-
-void http_keys_changed(struct http_loop *l)
-{
-    keyset_woken(&l->keys);
-}
-
-/* What is wrong with key for sb's key column (*status 400 or 414), or
- * NULL: checked before any database work. */
-static const char *bad_key(const struct served *sb, const char *key, size_t len,
-                           unsigned *status, char *msg, size_t msglen)
-{
-    *status = 400;
-    switch (sb->key_kind) {
-    case KEY_POSTAL:
-        if (len == 7 && is_integer(key, 7) && key[0] != '-')
-            return NULL;
-        return "the code must be exactly 7 digits 0-9 (or 'random')";
-    case KEY_INTEGER:
-        if (is_integer(key, len))
-            return NULL;
-        snprintf(msg, msglen, "the key of dataset %s must be an integer (an optional '-' and 1 to "
-                 "18 digits)%s", sb->data->conf->name, strcmp(key, "random") ? "" :
-                 "; /random is the postal dataset's: for random keys give loadgen --keys a "
-                 "file from loader --write-keys");
-        return msg;
-    default:
-        if (len == 0)
-            return "the key must not be empty";
-        if (len > SRV_KEY_MAX) {
-            *status = 414;
-            snprintf(msg, msglen, "the key is %zu bytes long, more than the %d the server takes",
-                     len, SRV_KEY_MAX);
-            return msg;
-        }
-        /* Every table holds UTF-8 (the loader's), and PostgreSQL refuses
-         * a parameter that is not: a client's error, not the server's. */
-        if (utf8_valid_prefix(key, len) != len)
-            return "the key is not valid UTF-8 once percent-decoded";
-        return NULL;
-    }
-}
-
-/* ?strategy=; false after answering 400. */
-static bool pick_strategy(struct req *rq)
-{
-    struct served *sb = rq->lane->sb;
-    rq->strategy = sb->strategy;
-    const char *s = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "strategy");
-    if (s) {
-        int st = conf_choice(zb_strategy_names, s);
-        if (st < 0) {
-            char names[128];
-            conf_choice_list(zb_strategy_names, names, sizeof names);
-            set_error(rq, 400, NULL, "strategy must be %s", names);
-            return false;
-        }
-        rq->strategy = (enum zb_strategy)st;
-    }
-    const char *cannot = lookup_cannot(sb, rq->strategy);
-    if (cannot) {
-        set_error(rq, 400, NULL, "strategy %s: the %s driver %s",
-                  zb_strategy_names[rq->strategy], sb->conf.driver, cannot);
-        return false;
-    }
-    return true;
-}
-
-/* GET /DATASET/BACKEND/KEY (rq->lane set): a lookup of key, or for the
- * postal dataset /random. */
-static void serve(struct req *rq, const char *key)
-{
-    if (!pick_strategy(rq))
-        return;
-    const struct served *sb = rq->lane->sb;
-    size_t len = strlen(key);
-    if (!sb->postal || strcmp(key, "random")) {
-        unsigned status;
-        char msg[400];
-        const char *bad = bad_key(sb, key, len, &status, msg, sizeof msg);
-        if (bad)
-            set_error(rq, status, NULL, "%s", bad);
-        else
-            start_lookup(rq, key, len);
-        return;
-    }
-    rq->miss = 0;
-    const char *m = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "miss");
-    if (m) {
-        char *end;
-        errno = 0;
-        rq->miss = strtod(m, &end);
-        if (errno || end == m || *end || !(rq->miss >= 0 && rq->miss <= 1)) {
-            set_error(rq, 400, NULL, "miss must be a number in 0..1");
-            return;
-        }
-    }
-    start_keyed(rq, start_random);
-}
-
-/* ---- /queries: several lookups in one request ---- */
-
-/* All of /queries' lookups ended: one answer of them all, in the order
- * drawn, each as /zip would have answered its code; or the request fails
- * with the worst of its failures. */
-static void queries_done(struct batch *b)
-{
-    struct req *rq = b->arg;
-    if (rq->orphaned) {
-        req_free(rq);
-        return;
-    }
-    if (b->rc != LOOKUP_OK) {
-        char why[512];
-        lookup_why(&b->failed->lk, &b->err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED),
-                   "a lookup of /queries", "lookup failed", why, sizeof why);
-        set_error(rq, b->rc == LOOKUP_UNAVAILABLE ? 503 : 500, NULL, "%s", why);
-        return;
-    }
-    const struct served *sb = rq->lane->sb;
-    struct jbuf *out = &rq->body;
-    out->n = 0;
-    JB_LIT(out, "{\"backend\":");
-    jb_cstr(out, sb->conf.name);
-    jb_printf(out, ",\"queries\":%d,\"answers\":[", b->n);
-    for (int i = 0; i < b->n; i++) {
-        struct batch_item *it = &b->item[i];
-        if (i)
-            JB_LIT(out, ",");
-        if (it->lk.rows == 0) {    /* the table was replaced since the draw */
-            JB_LIT(out, "{\"backend\":");
-            jb_cstr(out, sb->conf.name);
-            JB_LIT(out, ",\"code\":");
-            jb_cstr(out, it->lk.key);
-            JB_LIT(out, ",\"error\":\"no such code\",\"status\":404}");
-        } else {
-            jb_put(out, it->body.p, it->body.n);
-            JB_LIT(out, "]}");
-        }
-        out->oom |= it->body.oom;
-        it->body.oom = false;
-    }
-    JB_LIT(out, "]}");
-    set_answer(rq, 200);
-}
-
-/* /queries' codes drawn and looked up; false while the key set is still
- * loading. */
-static bool start_queries(struct req *rq)
-{
-    bool loading;
-    const struct key_set *set = key_set_of(rq, "the query of /queries' key set", &loading);
-    if (!set)
-        return !loading;
-    struct batch *b = rq->batch;
-    b->n = rq->nqueries;
-    b->done = queries_done;
-    b->arg = rq;
-    for (int i = 0; i < b->n; i++) {
-        char code[8];
-        snprintf(code, sizeof code, "%07u", keyset_pick(set, 0, &rq->loop->rng));
-        batch_set_key(b, i, code, 7);
-        begin_rows(&b->item[i].body, rq->lane->sb, code, 7);
-    }
-    rq->state = RQ_RUNNING;
-    batch_start(b, rq->lane, rq->strategy, put_item_row);
-    return true;
-}
-
-/* GET /queries/BACKEND?queries=N (rq->lane set: the postal dataset's). */
-static void serve_queries(struct req *rq)
-{
-    if (!pick_strategy(rq))
-        return;
-    const char *q = MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, "queries");
-    int n = 0;
-    for (size_t i = 0; q && q[i] && n <= BATCH_MAX; i++)
-        n = is_digit(q[i]) ? n * 10 + (q[i] - '0') : BATCH_MAX + 1;
-    if (!q || !q[0] || n < 1 || n > BATCH_MAX) {
-        set_error(rq, 400, NULL, "queries must be a whole number from 1 to %d", BATCH_MAX);
-        return;
-    }
-    if (batch_reserve(&rq->batch, n) < 0) {
-        set_error(rq, 500, NULL, "out of memory");
-        return;
-    }
-    rq->nqueries = n;
-    start_keyed(rq, start_queries);
-}
-
-/* GET /cached/BACKEND/CODE (rq->lane set: the postal dataset's): the
- * loop's cached answer, else a lookup whose 200 is kept. The key set's
- * age tells whether a cached answer is still the table's. */
-static void serve_cached(struct req *rq, const char *code)
-{
-    if (!pick_strategy(rq))
-        return;
-    unsigned status;
-    char msg[400];
-    const char *bad = strcmp(code, "random") ? bad_key(rq->lane->sb, code, strlen(code), &status, msg, sizeof msg)
-                                             : "the code must be exactly 7 digits 0-9";
-    if (bad) {
-        set_error(rq, 400, NULL, "%s", bad);
-        return;
-    }
-    struct zb_err err = { 0 };
-    bool loading;
-    const struct key_set *set = keyset_get(rq->lane->sb, &loading, &err);
-    struct answer_cache *c = set ? cache_of(rq) : NULL;
-    size_t len;
-    const char *hit = c ? cache_get(c, (uint32_t)atol(code), set->loaded_ns, &len) : NULL;
-    if (hit) {
-        BUMP(rq->lane->st.cache_hits);
-        rq->body.n = 0;
-        jb_put(&rq->body, hit, len);
-        set_answer(rq, 200);
-        return;
-    }
-    BUMP(rq->lane->st.cache_misses);
-    rq->cache_gen = c ? set->loaded_ns : 0;
-    start_lookup(rq, code, strlen(code));
-}
-
-/* ---- /list: the listing page ---- */
-
-static int list_row(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    struct req *rq = arg;
-    return listing_add(rq->listing, ncols, vals, lens) < 0 ? -1 : 0;
-}
-
-static void list_done(struct lookup *lk, int rc, const struct zb_err *err)
-{
-    struct req *rq = lk->arg;
-    if (rq->orphaned) {
-        req_free(rq);
-        return;
-    }
-    char why[512];
-    if (rc != LOOKUP_OK) {
-        lookup_why(lk, err, atomic_load_explicit(&rq->loop->srv->stopping, RELAXED), "the listing",
-                   "listing failed", why, sizeof why);
-        set_error(rq, rc == LOOKUP_UNAVAILABLE ? 503 : 500, NULL, "%s", why);
-    } else if (lk->rows == 0) {
-        set_error(rq, 404, NULL, "no rows have jis_code %s", lk->key);
-    } else if (listing_rows(rq->listing) != (size_t)lk->rows) {
-        set_error(rq, 500, NULL, "out of memory");
-    } else {
-        listing_render(rq->listing, &rq->body);
-        rq->html = true;
-        set_answer(rq, 200);
-    }
-}
-
-/* GET /list/BACKEND/JIS (rq->lane: the backend's listing pair). */
-static void serve_list(struct req *rq, const char *jis)
-{
-    if (!pick_strategy(rq))
-        return;
-    bool five = strlen(jis) == 5;
-    for (int i = 0; five && i < 5; i++)
-        five = is_digit(jis[i]);
-    if (!five) {
-        set_error(rq, 400, NULL, "the local government code (jis_code) must be exactly 5 digits 0-9");
-        return;
-    }
-    if (listing_reset(&rq->listing) < 0) {
-        set_error(rq, 500, NULL, "out of memory");
-        return;
-    }
-    struct lookup *lk = &rq->lk;
-    memcpy(lk->key, jis, 6);
-    lk->keylen = 5;
-    lk->lane = rq->lane;
-    lk->strategy = rq->strategy;
-    lk->on_row = list_row;
-    lk->arg = rq;
-    lk->done = list_done;
-    rq->state = RQ_RUNNING;
-    lookup_start(lk, false);
-}
-
-/* ---- the handler ---- */
-
-/* /health's answer is in rq->body. */
-static void health_answered(void *arg, unsigned status)
-{
-    struct req *rq = arg;
-    if (rq->orphaned)
-        req_free(rq);
-    else
-        set_answer(rq, status);
+    if (url[0] == '/')
+        return url;
+    const char *p = !strncasecmp(url, "http://", 7) ? url + 7
+                    : !strncasecmp(url, "https://", 8) ? url + 8 : NULL;
+    if (!p)
+        return url;
+    p = strchr(p, '/');
+    return p ? p : "/";
 }
 
 static bool is_name(const char *name, const char *s, size_t len)
@@ -723,178 +154,134 @@ static int find_dataset(const struct server *srv, const char *s, size_t len)
     return -1;
 }
 
-/* Dataset d on the backend called s. */
+/* Dataset d's table on the backend called s, or NULL. */
 static struct served *find_backend(struct server *srv, int d, const char *s, size_t len)
 {
     int per = srv->nserved / srv->ndatasets;
-    for (int i = d * per; i < (d + 1) * per; i++)
+    for (int i = d * per; d >= 0 && i < (d + 1) * per; i++)
         if (is_name(srv->served[i]->conf.name, s, len))
             return srv->served[i];
     return NULL;
 }
 
-/* An absolute-form target (RFC 9112 3.2.2, "GET http://host/path"): the
- * path part. */
-static const char *origin_path(const char *url)
+/* The route path's first segment names, or NULL. */
+static const struct route *route_for(const struct server *srv, const char *path)
 {
-    if (url[0] == '/')
-        return url;
-    const char *p = !strncasecmp(url, "http://", 7) ? url + 7
-                    : !strncasecmp(url, "https://", 8) ? url + 8 : NULL;
-    if (!p)
-        return url;
-    p = strchr(p, '/');
-    return p ? p : "/";
+    if (path[0] != '/')
+        return NULL;
+    const char *seg = path + 1, *end = strchr(seg, '/');
+    size_t len = end ? (size_t)(end - seg) : strlen(seg);
+    const struct route *r = route_named(seg, len);
+    return r ? r : end && find_dataset(srv, seg, len) >= 0 ? route_of_datasets() : NULL;
 }
 
-/* The end of a POST /update/ or /updates/ (update.h). */
-static void update_answered(struct update_job *u, unsigned status, const char *code,
-                            const char *msg)
+/* Appends to list[*n] (size bytes), as snprintf would, never past it. */
+static void add(char *list, size_t size, size_t *n, const char *a, const char *b)
 {
-    struct req *rq = container_of(u, struct req, up);
-    if (rq->orphaned)
-        req_free(rq);
-    else if (msg)
-        set_error(rq, status, code, "%s", msg);
-    else
-        set_answer(rq, status);
+    int w = snprintf(list + *n, size - *n, "%s%s", a, b);
+    if (w > 0)
+        *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
 }
 
-/* /updates: its codes drawn from the key set; false while that is read. */
-static bool start_updates(struct req *rq)
+/* The 404 of a path no route takes: every route's usage, from the table. */
+static void no_route(struct request *rq)
 {
-    return update_start(&rq->up, NULL, rq->up.n, &rq->loop->rng);
+    struct server *srv = rq->loop->srv;
+    char list[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < nroutes; i++) {
+        add(list, sizeof list, &n, i ? "; " : "", route_table[i]->usage);
+        for (int d = 0; route_table[i]->path == ROUTE_DATASET && d < srv->ndatasets; d++)
+            add(list, sizeof list, &n, d ? ", " : " (datasets: ", srv->datasets[d]->conf->name);
+        if (route_table[i]->path == ROUTE_DATASET)
+            add(list, sizeof list, &n, ")", "");
+    }
+    request_error(rq, 404, NULL, "no such resource: %s", list);
 }
 
-/* POST /update/{backend}/{code} (kind 1), /updates/{backend}?queries=N. */
-static void serve_update(struct req *rq, const char *path)
+/* The served table and key of rq's path (by its route's shape), or false
+ * with the 404 answered. */
+static bool find_target(struct http_request *h)
 {
-    struct http_loop *l = rq->loop;
-    const char *bs, *code;
-    size_t blen;
-    int kind = update_route(path, &bs, &blen, &code), n = 1;
-    int d = find_dataset(l->srv, "zip", 3);
-    struct served *sb = d >= 0 ? find_backend(l->srv, d, bs, blen) : NULL;
-    if (!sb) {
-        set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-        return;
+    struct request *rq = &h->rq;
+    struct server *srv = rq->loop->srv;
+    const char *p = strchr(h->path + 1, '/');   /* after the first segment */
+    int d = find_dataset(srv, "zip", 3);
+    rq->key = "";
+    if (rq->route->path == ROUTE_NONE) {
+        if (p) {
+            no_route(rq);
+            return false;
+        }
+        return true;
     }
-    rq->lane = &l->lanes[sb->index];
-    const char *off = update_refusal(sb);
-    if (off) {
-        set_error(rq, 403, NULL, "%s", off);
-        return;
+    if (rq->route->path == ROUTE_DATASET)
+        d = find_dataset(srv, h->path + 1, (size_t)(p - h->path - 1));
+    const char *slash = p ? strchr(p + 1, '/') : NULL;
+    if (rq->route->path == ROUTE_BACKEND)
+        rq->sv = p ? find_backend(srv, d, p + 1, strlen(p + 1)) : NULL;
+    else if (slash) {
+        rq->sv = find_backend(srv, d, p + 1, (size_t)(slash - p - 1));
+        rq->key = slash + 1;
     }
-    if (!pick_strategy(rq))
-        return;
-    unsigned status;
-    if (kind == 1 && bad_key(sb, code, strlen(code), &status, NULL, 0)) {
-        set_error(rq, 400, NULL, "the code must be exactly 7 digits 0-9");
-        return;
+    rq->keylen = strlen(rq->key);
+    if (!rq->sv) {
+        request_error(rq, 404, NULL, "no such backend (see /health for the list)");
+        return false;
     }
-    if (kind == 2 && (n = update_queries(MHD_lookup_connection_value(
-                          rq->c, MHD_GET_ARGUMENT_KIND, "queries"))) < 0) {
-        set_error(rq, 400, NULL, "queries must be a whole number from 1 to %d",
-                  UPDATE_MAX_QUERIES);
-        return;
-    }
-    rq->up.srv = l->srv;
-    rq->up.lanes = l->lanes;
-    rq->up.sb = sb;
-    rq->up.strategy = rq->strategy;
-    rq->up.body = &rq->body;
-    rq->up.done = update_answered;
-    rq->up.n = n;
-    rq->state = RQ_RUNNING;
-    if (kind == 1)
-        update_start(&rq->up, code, 1, &l->rng);
-    else
-        start_keyed(rq, start_updates);
+    rq->lane = &rq->loop->lanes[rq->sv->index];
+    return true;
 }
 
-static void route(struct req *rq, const char *url)
+/* rq's parameters, and its strategy (?strategy=, else its table's); false
+ * with the 400 answered. */
+static bool take_params(struct http_request *h)
 {
-    struct http_loop *l = rq->loop;
-    const char *path = origin_path(url);
+    struct request *rq = &h->rq;
+    char msg[300];
+    if (params_parse(h->c, rq->route->params, &rq->args, msg, sizeof msg) < 0) {
+        request_error(rq, 400, NULL, "%s", msg);
+        return false;
+    }
+    if (!rq->sv)
+        return true;
+    int i = params_find(rq->route->params, PARAM_STRATEGY);
+    rq->strategy = i >= 0 && rq->args.given[i] ? (enum strategy_id)rq->args.v[i].strategy
+                                               : rq->sv->strategy;
+    const char *cannot = lookup_cannot(rq->sv, rq->strategy);
+    if (cannot) {
+        request_error(rq, 400, NULL, "strategy %s: the %s driver %s",
+                      strategy_names[rq->strategy], rq->sv->conf.driver, cannot);
+        return false;
+    }
+    return true;
+}
+
+/* The request whole: to its route, with its state, target and parameters. */
+static void dispatch(struct http_request *h)
+{
+    struct request *rq = &h->rq;
     rq->t0 = zb_now_ns();
-    if (rq->post_route) {
-        serve_update(rq, path);
+    if (!rq->route) {
+        no_route(rq);
         return;
     }
-    /* /DATASET/BACKEND/KEY: the key is the rest, slashes and all. */
-    const char *ds = path + 1, *bs = path[0] == '/' ? strchr(ds, '/') : NULL;
-    const char *ks = bs ? strchr(bs + 1, '/') : NULL;
-    int d = ks ? find_dataset(l->srv, ds, (size_t)(bs - ds)) : -1;
-    if (d >= 0) {
-        struct served *sb = find_backend(l->srv, d, bs + 1, (size_t)(ks - bs - 1));
-        if (!sb) {
-            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-            return;
-        }
-        rq->lane = &l->lanes[sb->index];
-        serve(rq, ks + 1);
+    int i = route_index(rq->route), owner = route_index(route_owner(rq->route));
+    if (rq->route->state_size && !h->route_state[i] &&
+        !(h->route_state[i] = calloc(1, rq->route->state_size))) {
+        request_error(rq, 500, NULL, "out of memory");
         return;
     }
-    if (!strncmp(path, "/list/", 6)) {
-        const char *name = path + 6, *slash = strchr(name, '/');
-        int pd = find_dataset(l->srv, "zip", 3);
-        struct served *sb = pd < 0 || !slash ? NULL : find_backend(l->srv, pd, name, (size_t)(slash - name));
-        if (!sb || !sb->list) {
-            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-            return;
-        }
-        rq->lane = &l->lanes[sb->list->index];
-        serve_list(rq, slash + 1);
-        return;
-    }
-    if (!strncmp(path, "/cached/", 8)) {
-        const char *name = path + 8, *slash = strchr(name, '/');
-        int pd = find_dataset(l->srv, "zip", 3);
-        struct served *sb = pd < 0 || !slash ? NULL : find_backend(l->srv, pd, name, (size_t)(slash - name));
-        if (!sb) {
-            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-            return;
-        }
-        rq->lane = &l->lanes[sb->index];
-        serve_cached(rq, slash + 1);
-        return;
-    }
-    if (!strncmp(path, "/queries/", 9)) {
-        const char *name = path + 9;
-        int pd = find_dataset(l->srv, "zip", 3);
-        struct served *sb = pd < 0 ? NULL : find_backend(l->srv, pd, name, strlen(name));
-        if (!sb) {
-            set_error(rq, 404, NULL, "no such backend (see /health for the list)");
-            return;
-        }
-        rq->lane = &l->lanes[sb->index];
-        serve_queries(rq);
-        return;
-    }
-    if (!strcmp(path, "/health")) {
-        rq->state = RQ_RUNNING;
-        rq->body.n = 0;
-        if (!health_start(l->srv, l->lanes, &rq->body, health_answered, rq))
-            set_error(rq, 500, NULL, "out of memory");
-        return;
-    } else if (!strcmp(path, "/stats")) {
-        rq->body.n = 0;
-        stats_json(l->srv, &rq->body);
-        set_answer(rq, 200);
-        return;
-    }
-    char datasets[256] = "";
-    for (int i = 0, n = 0; i < l->srv->ndatasets && n < (int)sizeof datasets; i++)
-        n += snprintf(datasets + n, sizeof datasets - (size_t)n, "%s%s", i ? ", " : "",
-                      l->srv->datasets[i]->conf->name);
-    set_error(rq, 404, NULL, "no such resource: GET /{dataset}/{backend}/{key} (datasets: %s), "
-              "/zip/{backend}/{code}, /zip/{backend}/random, /queries/{backend}?queries=N, "
-              "/cached/{backend}/{code}, /list/{backend}/{jis_code}, /health or "
-              "/stats", datasets);
+    rq->state = h->route_state[i];
+    rq->loop_state = rq->loop->route_loop[i];
+    rq->shared = rq->loop->srv->route_shared[owner];
+    if (find_target(h) && take_params(h))
+        rq->route->serve(rq);
 }
 
-static void client_answered(struct http_loop *l, struct MHD_Connection *c);
-static void client_got_header(struct http_loop *l, struct MHD_Connection *c);
+/* ---- the handler ---- */
+
+static struct http_request *req_get(struct http_loop *l);
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
@@ -902,45 +289,46 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     (void)upload_data;
     struct http_loop *l = cls;
-    struct req *rq = *con_cls;
-    if (!rq || ((uintptr_t)rq & 1)) {   /* the first call: what strict_log_uri left */
-        uintptr_t raw = (uintptr_t)rq;
-        if (!(rq = req_get(l)))
+    struct http_request *h = *con_cls;
+    if (!h || ((uintptr_t)h & 1)) {   /* the first call: what strict_log_uri left */
+        uintptr_t raw = (uintptr_t)h;
+        if (!(h = req_get(l)))
             return MHD_NO;
-        rq->c = c;
-        rq->rawlen = raw >> 2;
-        rq->bad_target = raw & 2;
-        *con_cls = rq;
+        h->c = c;
+        h->rawlen = raw >> 2;
+        h->bad_target = raw & 2;
+        *con_cls = h;
     }
-    switch (rq->state) {
+    struct request *rq = &h->rq;
+    switch (h->state) {
     case RQ_NEW: {
         BUMP(l->fig->inflight);
-        rq->state = RQ_READ;
+        h->state = RQ_READ;
+        h->path = origin_path(url);
+        rq->route = route_for(l->srv, h->path);
+        bool post = rq->route && rq->route->post;
+        bool ok = post ? !strcmp(method, MHD_HTTP_METHOD_POST)
+                       : !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
         unsigned status;
-        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        /* The write routes take POST only (update.h). */
-        rq->post_route = update_route(origin_path(url), NULL, NULL, NULL) != 0;
-        if (rq->post_route)
-            get = !strcmp(method, MHD_HTTP_METHOD_POST);
-        const char *bad = strict_refusal(c, rq->rawlen, rq->bad_target, url, method, version, &status);
+        const char *bad = strict_refusal(c, h->rawlen, h->bad_target, url, method, version, &status);
         /* Refusals are answered at once, with Connection: close: MHD 0.9.75
          * treats a response queued on the first call as "early" and reads
-         * no body after it. Other methods get their 405 (their body, if
-         * any, is never read either). A GET is answered on the final call,
-         * which keeps the connection alive. */
-        if (bad && status == 413 && !get)
-            bad = NULL;   /* a body on a POST: its 405 says more */
-        if (bad && status == 413 && rq->post_route)
+         * no body after it. A method the route does not take gets its 405
+         * (its body, if any, is never read either). The rest is answered
+         * on the final call, which keeps the connection alive. */
+        if (bad && status == 413 && !ok)
+            bad = NULL;   /* a body on a method refused: its 405 says more */
+        if (bad && status == 413 && post)
             bad = "a request body: the write routes take a POST with none";
-        if (bad || !get) {
+        if (bad || !ok) {
             rq->t0 = zb_now_ns();
-            rq->close = true;
+            h->close = true;
             if (bad)
-                set_error(rq, status, NULL, "%s", bad);
+                request_error(rq, status, NULL, "%s", bad);
             else
-                set_error(rq, 405, NULL, "method not allowed: only %s",
-                          rq->post_route ? "POST" : "GET and HEAD");
-            return queue(rq);
+                request_error(rq, 405, NULL, "method not allowed: only %s",
+                              post ? "POST" : "GET and HEAD");
+            return queue(h);
         }
         return MHD_YES;
     }
@@ -950,16 +338,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return MHD_YES;
         }
         /* The whole request is in: its deadline is over (see
-         * http_header_deadlines). */
+         * http_deadlines). */
         client_got_header(l, c);
-        route(rq, url);
-        if (rq->state == RQ_ANSWERED)
-            return queue(rq);
+        h->state = RQ_RUNNING;
+        dispatch(h);
+        if (h->state == RQ_ANSWERED)
+            return queue(h);
         MHD_suspend_connection(c);
-        rq->suspended = true;
+        h->suspended = true;
         return MHD_YES;
     case RQ_ANSWERED:
-        return queue(rq);
+        return queue(h);
     default:
         *upload_data_size = 0;     /* the rest of a refused upload */
         return MHD_YES;
@@ -968,30 +357,32 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 /* ---- the loop's spare requests and clients ---- */
 
-static struct req *req_get(struct http_loop *l)
+static struct http_request *req_get(struct http_loop *l)
 {
-    struct req *rq = l->free_reqs;
-    if (rq)
-        l->free_reqs = rq->next_free;
-    else if (!(rq = calloc(1, sizeof *rq)))
+    struct http_request *h = l->free_reqs;
+    if (h)
+        l->free_reqs = h->next_free;
+    else if (!(h = calloc(1, sizeof *h)))
         return NULL;
-    struct jbuf body = rq->body;
-    struct batch *batch = rq->batch;
-    struct listing *listing = rq->listing;
-    memset(rq, 0, sizeof *rq);
-    rq->body = body;
-    rq->batch = batch;
-    rq->listing = listing;
-    rq->body.n = 0;
-    rq->loop = l;
-    return rq;
+    struct jbuf body = h->rq.body;
+    void *kept[ROUTE_MAX];
+    memcpy(kept, h->route_state, sizeof kept);
+    memset(h, 0, sizeof *h);
+    memcpy(h->route_state, kept, sizeof kept);
+    h->rq.body = body;
+    h->rq.body.n = 0;
+    h->rq.loop = &l->requests;
+    h->rq.answered = answered;
+    h->rq.gone = gone;
+    h->http = l;
+    return h;
 }
 
-static void req_free(struct req *rq)
+static void req_free(struct http_request *h)
 {
-    struct http_loop *l = rq->loop;
-    rq->next_free = l->free_reqs;
-    l->free_reqs = rq;
+    struct http_loop *l = h->http;
+    h->next_free = l->free_reqs;
+    l->free_reqs = h;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -999,21 +390,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     (void)toe;
     struct http_loop *l = cls;
-    struct req *rq = *con_cls;
+    struct http_request *h = *con_cls;
     *con_cls = NULL;
     client_answered(l, c);
-    if (!rq || ((uintptr_t)rq & 1))
+    if (!h || ((uintptr_t)h & 1))
         return;   /* refused before the handler saw it */
-    if (rq->state != RQ_NEW)
+    if (h->state != RQ_NEW)
         DROP(l->fig->inflight);
-    if (rq->state == RQ_RUNNING) {
+    if (h->state == RQ_RUNNING) {
         /* Cannot happen while it is suspended (the loop resumes every
-         * request before the daemon stops); if it does, its lookup still
-         * holds it: it is freed when that is done. */
-        rq->orphaned = true;
+         * request before the daemon stops); if it does, its route still
+         * holds it: it is freed when that is done (request_gone). */
+        h->rq.orphaned = true;
         return;
     }
-    req_free(rq);
+    req_free(h);
 }
 
 /* ---- clients: the header deadline ---- */
@@ -1136,7 +527,7 @@ uint64_t http_deadlines(struct http_loop *l, uint64_t now)
         shutdown(cl->fd, SHUT_RDWR);   /* libmicrohttpd sees the end and closes it */
         BUMP(l->fig->header_timeouts);
     }
-    next = deadline_min(next, keyset_deadlines(&l->keys, now));
+    next = deadline_min(next, keyset_deadlines(&l->requests.keys, now));
     return deadline_min(next, keep_moving_clients(l, now));
 }
 
@@ -1170,39 +561,58 @@ static void connection_event(void *cls, struct MHD_Connection *c, void **socket_
         *(struct client **)cl = l->free_clients;
         l->free_clients = cl;
     }
-    acceptor_slot_freed(l->srv);
+    l->closed(l->closed_arg);
 }
 
-void http_init(struct http_loop *l, struct loop *core, struct server *srv, struct lane *lanes,
-               struct loop_figures *fig)
+int http_init(struct http_loop *l, struct loop *core, struct server *srv, struct lane *lanes,
+              struct loop_figures *fig, struct zb_err *err)
 {
     l->loop = core;
     l->srv = srv;
-    l->lanes = lanes;
     l->fig = fig;
-    l->rng = zb_now_ns() ^ ((uint64_t)core->id << 56) ^ 0x5a17;
     APR_RING_INIT(&l->awaiting, client, link);
     APR_RING_INIT(&l->sending, client, link);
-    keyset_waiters_init(&l->keys, core);
+    struct request_loop *rl = &l->requests;
+    rl->srv = srv;
+    rl->loop = core;
+    rl->lanes = lanes;
+    rl->rng = zb_now_ns() ^ ((uint64_t)core->id << 56) ^ 0x5a17;
+    keyset_waiters_init(&rl->keys, core);
+    for (int i = 0; i < nroutes; i++) {
+        const struct route *r = route_table[i];
+        if (r->loop_init && !(rl->route_loop[i] = r->loop_init(
+                rl, srv->route_shared[route_index(route_owner(r))], err)))
+            return -1;
+    }
+    return 0;
 }
 
 void http_wind_down(struct http_loop *l)
 {
-    keyset_wind_down(&l->keys);
+    keyset_wind_down(&l->requests.keys);
+}
+
+void http_keys_changed(struct http_loop *l)
+{
+    keyset_woken(&l->requests.keys);
 }
 
 void http_loop_free(struct http_loop *l)
 {
     while (l->free_reqs) {
-        struct req *rq = l->free_reqs;
-        l->free_reqs = rq->next_free;
-        free(rq->body.p);
-        batch_free(rq->batch);
-        listing_free(rq->listing);
-        free(rq);
+        struct http_request *h = l->free_reqs;
+        l->free_reqs = h->next_free;
+        free(h->rq.body.p);
+        for (int i = 0; i < nroutes; i++) {
+            if (h->route_state[i] && route_table[i]->free_state)
+                route_table[i]->free_state(h->route_state[i]);
+            free(h->route_state[i]);
+        }
+        free(h);
     }
-    for (int i = 0; i < SRV_MAX_SERVED; i++)
-        cache_free(l->cache[i]);
+    for (int i = 0; i < nroutes; i++)
+        if (route_table[i]->loop_free && l->requests.route_loop[i])
+            route_table[i]->loop_free(l->requests.route_loop[i]);
     while (l->free_clients) {
         struct client *cl = l->free_clients;
         l->free_clients = *(struct client **)cl;

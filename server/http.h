@@ -1,27 +1,26 @@
-/* The HTTP side: libmicrohttpd's callbacks, routes, answers.
+/* The HTTP side: libmicrohttpd's callbacks, and each request handed to
+ * its route by the route table.
  *
  * Contract: each loop runs one single-threaded libmicrohttpd daemon in
  * external epoll mode, with no listening socket of its own (the acceptor
- * gives it connections). A request that starts a lookup is suspended and
- * resumed on its loop when the lookup's done() comes. Calls only down:
- * lookup, stats, accept, served, the loop. */
+ * gives it connections). A request its route does not answer at once is
+ * suspended, and resumed on its loop when the route answers. Calls only
+ * down: the routes (by the table), request, strict, the loop. */
 #ifndef ZB_HTTP_H
 #define ZB_HTTP_H
 
-#include "cache.h"
-#include "keyset.h"
+#include "request.h"
 #include "shared.h"
 
 struct MHD_Daemon;
 struct client;
-struct req;
+struct http_request;
 APR_RING_HEAD(client_list, client);
 
 /* HTTP's part of a loop. */
 struct http_loop {
     struct loop *loop;
     struct server *srv;
-    struct lane *lanes;            /* this loop's, one per served pair */
     struct loop_figures *fig;      /* this loop's */
     struct MHD_Daemon *mhd;
     struct watch mhd_watch;        /* libmicrohttpd's epoll fd's */
@@ -29,16 +28,18 @@ struct http_loop {
      * answer is going out to (http.c's lists). */
     struct client_list awaiting, sending;
     uint64_t moved_check_ns;       /* when their sockets are next looked at */
-    struct key_waiters keys;       /* /random requests waiting for a key set */
-    struct req *free_reqs;
+    struct request_loop requests;  /* what the routes see of this loop */
+    struct http_request *free_reqs;
     struct client *free_clients;
-    uint64_t rng;                  /* PRNG state for /random */
-    struct answer_cache *cache[SRV_MAX_SERVED];   /* /cached's, by served index (made when first asked) */
+    /* A connection closed: closed(closed_arg) (the acceptor's). */
+    void (*closed)(void *arg);
+    void *closed_arg;
 };
 
-/* h set up for loop l: lanes and fig are l's. */
-void http_init(struct http_loop *h, struct loop *l, struct server *srv, struct lane *lanes,
-               struct loop_figures *fig);
+/* h set up for loop l: lanes and fig are l's; each route's state on it
+ * made (the routes' server state is in srv already). -1 with err. */
+int  http_init(struct http_loop *h, struct loop *l, struct server *srv, struct lane *lanes,
+               struct loop_figures *fig, struct zb_err *err);
 /* The loop's daemon started, its epoll fd watched. */
 int  http_start(struct http_loop *h, struct zb_err *err);
 /* libmicrohttpd's turn: reads requests, calls the handler, answers the
@@ -46,7 +47,7 @@ int  http_start(struct http_loop *h, struct zb_err *err);
 void http_turn(struct http_loop *h);
 /* How long the loop may sleep before libmicrohttpd's next timeout. */
 int  http_sleep_ms(struct http_loop *h);
-/* Key sets were loaded (or failed): /random requests waiting go on. */
+/* Key sets were loaded (or failed): the requests waiting for them go on. */
 void http_keys_changed(struct http_loop *h);
 /* Connections whose header did not come whole within header_timeout_s
  * are closed; returns the next such deadline (0: none). */

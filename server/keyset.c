@@ -250,7 +250,7 @@ static void *watch(void *arg)
 
 int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
 {
-    if (!sb->postal)
+    if (sb->key_kind != KEY_POSTAL)
         return 0;
     struct keyset *ks = calloc(1, sizeof *ks);
     uint64_t *turns = calloc((size_t)nloops, sizeof *turns);

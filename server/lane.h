@@ -13,30 +13,19 @@
 #include "hist.h"
 #include "loop.h"
 #include "served.h"
+#include "strategy.h"
 
-struct strategy;
-
-/* A lane's counters, the one list of them: one writer (the loop), /stats
- * reads them (stats.c sums them over the loops by this list). */
+/* The counters every lane keeps, whatever its strategies and routes: one
+ * writer (the loop), /stats reads them (route_stats.c sums them over the
+ * loops by this list). A strategy's own are its figures (strategy.h), a
+ * route's its own (route.h). */
 #define LANE_STATS(X) \
-    X(requests) X(ok) X(not_found) X(e4xx) X(e5xx) \
+    X(requests) X(ok) X(not_found) X(errors_4xx) X(errors_5xx) \
     X(connects)              /* connections opened (every strategy) */ \
-    X(connects_per_request)  /* of which for per-request lookups */ \
     X(connect_failures) \
-    X(reconnects)            /* pooled connections opened to replace discarded ones */ \
-    X(discarded)             /* pooled connections dropped as dead or stale */ \
-    X(waits)                 /* lookups that found every pooled connection busy */ \
-    X(timeouts)              /* of which gave up after acquire_timeout_ms */ \
+    X(open)                  /* connections kept open now (pooled, in-process) */ \
     X(overload)              /* 503: waited past acquire_timeout_ms, the backend up */ \
-    X(down)                  /* 503: the backend was down */ \
-    X(open)                  /* pooled connections open now */ \
-    X(in_use)                /* of which with a lookup now */ \
-    X(pipelined)             /* lookups sent in pipeline mode */ \
-    X(batches)               /* pipeline flushes */ \
-    X(lock_waits)            /* in-process lookups that met a writer's lock and waited */ \
-    X(cache_hits)            /* /cached answers from the cache */ \
-    X(cache_misses)          /* /cached answers from the database */ \
-    X(cache_entries)         /* answers the cache keeps now */
+    X(down)                  /* 503: the backend was down */
 
 struct lane_stats {
 #define LANE_STAT_FIELD(name) counter name;
@@ -45,11 +34,13 @@ struct lane_stats {
     struct hist latency;           /* ns, hist_record_own */
 };
 
-/* One strategy on a lane: its instance and its state (NULL st: the
- * backend's driver cannot take it). */
+/* One strategy on a lane: its instance, its state and its counters (NULL
+ * st: the backend's driver cannot take it). */
 struct lane_way {
     const struct strategy *st;
     void *state;
+    counter lookups;               /* lookups it was handed */
+    counter figures[STRATEGY_MAX_FIGURES];   /* by st->figures' names */
 };
 
 struct lane {
@@ -57,7 +48,7 @@ struct lane {
     struct served *sb;
     /* This backend's lane on every loop, by loop id (this one among them). */
     struct lane *const *peers;
-    struct lane_way way[ZB_NSTRATEGIES];   /* by enum zb_strategy */
+    struct lane_way way[NSTRATEGIES];   /* by enum strategy_id */
     /* A connect that failed slow or turned away under load (not refused)
      * while others serve: no new one for the waiters before this. */
     uint64_t grow_after_ns;

@@ -2,7 +2,7 @@
  * pointer), its rows and its end; and the loop's turns on a lane, handed
  * to every strategy on it.
  *
- * The one table of strategies is built from lib/conf.h's ZB_STRATEGIES:
+ * The one table of strategies is built from strategy.h's STRATEGIES:
  * a lane takes, for each, the instance itself when it can serve the
  * backend's driver, else that instance's in-process one (SQLite, which
  * has no asynchronous calls), else none (the strategy is refused for the
@@ -14,15 +14,21 @@
 #include "reason.h"
 #include "strategy.h"
 
-#define ZB_STRATEGY_ENTRY(id, name, token) [id] = &token##_strategy,
-static const struct strategy *const strategies[ZB_NSTRATEGIES] = {
-    ZB_STRATEGIES(ZB_STRATEGY_ENTRY)
-};
-#undef ZB_STRATEGY_ENTRY
+#define STRATEGY_ENTRY(token, name) [STRATEGY_##token] = &token##_strategy,
+static const struct strategy *const strategies[NSTRATEGIES] = { STRATEGIES(STRATEGY_ENTRY) };
+#undef STRATEGY_ENTRY
+#define STRATEGY_NAME(token, name) name,
+const char *const strategy_names[NSTRATEGIES + 1] = { STRATEGIES(STRATEGY_NAME) NULL };
+#undef STRATEGY_NAME
+
+int strategy_by_name(const char *name)
+{
+    return conf_choice(strategy_names, name);
+}
 
 /* The instance that serves strategy id's lookups on a backend of drv, or
  * NULL. */
-static const struct strategy *way_for(const struct backend_driver *drv, enum zb_strategy id)
+static const struct strategy *way_for(const struct backend_driver *drv, enum strategy_id id)
 {
     const struct strategy *s = strategies[id];
     if (s->takes(drv))
@@ -31,27 +37,52 @@ static const struct strategy *way_for(const struct backend_driver *drv, enum zb_
     return s && s->takes(drv) ? s : NULL;
 }
 
-const char *lookup_cannot(const struct served *sb, enum zb_strategy st)
+const char *lookup_cannot(const struct served *sb, enum strategy_id st)
 {
     return way_for(sb->drv, st) ? NULL : strategies[st]->cannot;
 }
 
 int lookup_init(struct lane *lane, struct zb_err *err)
 {
-    for (int i = 0; i < ZB_NSTRATEGIES; i++) {
-        const struct strategy *s = way_for(lane->sb->drv, (enum zb_strategy)i);
+    for (int i = 0; i < NSTRATEGIES; i++) {
+        const struct strategy *s = way_for(lane->sb->drv, (enum strategy_id)i);
         if (!s)
             continue;
-        if (!(lane->way[i].state = s->init(lane, err)))
+        if (!(lane->way[i].state = s->init(lane, lane->way[i].figures, err)))
             return -1;
         lane->way[i].st = s;
     }
     return 0;
 }
 
+int lookup_shared_init(struct served *sb, struct zb_err *err)
+{
+    for (int i = 0; i < NSTRATEGIES; i++) {
+        const struct strategy *s = way_for(sb->drv, (enum strategy_id)i);
+        if (s && s->shared_init && !(sb->shared[i] = s->shared_init(sb, err)))
+            return -1;
+    }
+    return 0;
+}
+
+void lookup_shared_free(struct served *sb)
+{
+    for (int i = 0; i < NSTRATEGIES; i++) {
+        const struct strategy *s = way_for(sb->drv, (enum strategy_id)i);
+        if (s && s->shared_free && sb->shared[i])
+            s->shared_free(sb->shared[i]);
+        sb->shared[i] = NULL;
+    }
+}
+
+const struct strategy *lookup_way(const struct served *sb, enum strategy_id st)
+{
+    return way_for(sb->drv, st);
+}
+
 void lookup_destroy(struct lane *lane)
 {
-    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+    for (int i = 0; i < NSTRATEGIES; i++)
         if (lane->way[i].st) {
             lane->way[i].st->destroy(lane->way[i].state);
             lane->way[i].st = NULL;
@@ -61,7 +92,7 @@ void lookup_destroy(struct lane *lane)
 uint64_t lookup_deadlines(struct lane *lane, uint64_t now)
 {
     uint64_t next = 0;
-    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+    for (int i = 0; i < NSTRATEGIES; i++)
         if (lane->way[i].st)
             next = deadline_min(next, lane->way[i].st->deadlines(lane->way[i].state, now));
     return next;
@@ -69,21 +100,21 @@ uint64_t lookup_deadlines(struct lane *lane, uint64_t now)
 
 void lookup_woken(struct lane *lane)
 {
-    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+    for (int i = 0; i < NSTRATEGIES; i++)
         if (lane->way[i].st && lane->way[i].st->woken)
             lane->way[i].st->woken(lane->way[i].state);
 }
 
 void lookup_iterated(struct lane *lane)
 {
-    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+    for (int i = 0; i < NSTRATEGIES; i++)
         if (lane->way[i].st && lane->way[i].st->iterated)
             lane->way[i].st->iterated(lane->way[i].state);
 }
 
 void lookup_wind_down(struct lane *lane, const struct zb_err *err)
 {
-    for (int i = 0; i < ZB_NSTRATEGIES; i++)
+    for (int i = 0; i < NSTRATEGIES; i++)
         if (lane->way[i].st)
             lane->way[i].st->fail_all(lane->way[i].state, err);
 }
@@ -92,8 +123,7 @@ void lookup_start(struct lookup *lk, bool health)
 {
     struct lane *lane = lk->lane;
     struct served *sb = lane->sb;
-    if (sb->nparams == 1)
-        lk->params[0] = lk->key;
+    lk->params[0] = lk->key;
     lk->rows = 0;
     lk->retried = false;
     lk->since_ns = 0;
@@ -107,6 +137,7 @@ void lookup_start(struct lookup *lk, bool health)
         return;
     }
     struct lane_way *w = &lane->way[lk->strategy];
+    BUMP(w->lookups);
     w->st->submit(w->state, lk);
 }
 
@@ -156,7 +187,7 @@ int lookup_row(void *arg, int n, const char *const *v, const size_t *l)
 {
     struct lookup *lk = arg;
     lk->rows++;
-    return lk->on_row ? lk->on_row(lk->arg, n, v, l) : 0;
+    return lk->on_row ? lk->on_row(lk, n, v, l) : 0;
 }
 
 const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool stopping,

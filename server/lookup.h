@@ -13,6 +13,7 @@
 #define ZB_LOOKUP_H
 
 #include "lane.h"
+#include "strategy.h"
 
 struct lookup;
 APR_RING_HEAD(lookup_list, lookup);
@@ -20,23 +21,26 @@ APR_RING_HEAD(lookup_list, lookup);
 /* How a lookup ended. */
 enum lookup_rc { LOOKUP_OK = 0, LOOKUP_UNAVAILABLE = -1, LOOKUP_ERROR = -2 };
 
+/* What a lookup does with each row that comes: lk->rows counts it
+ * already (from 1); non-zero stops the rows (an error). */
+typedef int (*lookup_row_fn)(struct lookup *lk, int ncols, const char *const *vals,
+                             const size_t *lens);
+
 /* One lookup of a key on one backend, from start to done(). */
 struct lookup {
     APR_RING_ENTRY(lookup) link;   /* in a waiting list, or its connection's sent list */
     struct lane *lane;
-    enum zb_strategy strategy;     /* its way, by lib/conf.h's list */
+    enum strategy_id strategy;     /* its way, by strategy.h's list */
     char key[SRV_KEY_MAX + 1];     /* NUL-terminated, checked by its key_kind */
     size_t keylen;
-    /* -> key; a statement of more parameters (the _hits write: stamp,
-     * key, stamp) has them set by its caller before lookup_start. */
-    const char *params[3];
+    const char *params[1];         /* -> key: the statement's one parameter */
     uint64_t since_ns;             /* began waiting for a connection / was sent */
     long rows;                     /* rows passed on so far */
     bool retried;                  /* a lost connection is retried once, if no row came */
     bool probe;                    /* it is the backend's probe while down */
     bool overloaded;               /* it ended waiting past acquire_timeout_ms, the backend up */
-    row_fn on_row;
-    void *arg;
+    lookup_row_fn on_row;          /* NULL: the rows are only counted */
+    void *arg;                     /* its caller's */
     /* Called once, when it is over: rc LOOKUP_*, err set unless OK. */
     void (*done)(struct lookup *lk, int rc, const struct zb_err *err);
 };
@@ -66,7 +70,14 @@ const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool s
                        const char *what, const char *log_as, char *buf, size_t len);
 /* Can lookups on sb take strategy st? NULL if so, else why not, after
  * "the DRIVER driver " (pipelined needs a driver that can pipeline). */
-const char *lookup_cannot(const struct served *sb, enum zb_strategy st);
+const char *lookup_cannot(const struct served *sb, enum strategy_id st);
+/* The instance that serves strategy st's lookups on sb (its in-process one
+ * where sb's driver is in-process), or NULL. */
+const struct strategy *lookup_way(const struct served *sb, enum strategy_id st);
+/* Each strategy's state shared by the loops on sb made (before the loops
+ * run), and freed (after they stopped). */
+int  lookup_shared_init(struct served *sb, struct zb_err *err);
+void lookup_shared_free(struct served *sb);
 /* Every strategy sb's driver can take set up on lane (after lane_init). */
 int  lookup_init(struct lane *lane, struct zb_err *err);
 /* Every strategy's deadlines on lane due by now; returns the next (0: none). */

@@ -30,10 +30,7 @@ static int column_keys(struct served *sb, struct zb_err *err)
     return 0;
 }
 
-/* sb's statement: every column of t's rows whose key column is the one
- * parameter (what: "lookup", for a message); its JSON keys, its outage
- * state. */
-static int select_by_key(struct served *sb, struct zb_table t, const char *what, struct zb_err *err)
+int served_select(struct served *sb, struct zb_table t, const char *what, struct zb_err *err)
 {
     /* A text key is found only by its exact bytes, on every backend. */
     const char *exact = t.cols[t.key].type == ZB_TEXT ? sb->drv->text_key_exact : NULL;
@@ -43,26 +40,30 @@ static int select_by_key(struct served *sb, struct zb_table t, const char *what,
                        t.name);
     if (exact)
         strcat(sb->sql, exact);
-    if (column_keys(sb, err) < 0)
-        return -1;
     sb->nparams = 1;
-    pthread_mutex_init(&sb->reason_lock, NULL);
-    atomic_init(&sb->up, true);
-    return 0;
+    return column_keys(sb, err);
 }
 
-int served_init(struct served *sb, const struct backend_conf *bc,
-                 const struct dataset *data, int index, struct zb_err *err)
+/* What every served table starts with: its index, backend and dataset, up. */
+static void served_base(struct served *sb, const struct backend_conf *bc,
+                        const struct dataset *data, int index)
 {
     memset(sb, 0, sizeof *sb);
     sb->index = index;
     sb->conf = *bc;
     sb->conf.read_only = true;
     sb->data = data;
-    sb->postal = !strcmp(data->conf->name, DATASET_DEFAULT);
-    sb->key_kind = sb->postal ? KEY_POSTAL
+    pthread_mutex_init(&sb->reason_lock, NULL);
+    atomic_init(&sb->up, true);
+}
+
+int served_init(struct served *sb, const struct backend_conf *bc,
+                 const struct dataset *data, int index, struct zb_err *err)
+{
+    served_base(sb, bc, data, index);
+    sb->key_kind = !strcmp(data->conf->name, DATASET_DEFAULT) ? KEY_POSTAL
                    : data->col[data->key].type == ZB_INTEGER ? KEY_INTEGER : KEY_TEXT;
-    if (sb->postal)
+    if (sb->key_kind == KEY_POSTAL)
         snprintf(sb->label, sizeof sb->label, "%s", bc->name);
     else
         snprintf(sb->label, sizeof sb->label, "%s/%s", data->conf->name, bc->name);
@@ -70,56 +71,50 @@ int served_init(struct served *sb, const struct backend_conf *bc,
     if (!sb->drv)
         return zb_fail(err, ZB_ERR_INPUT, "backend %s: unknown driver '%s'", bc->name,
                        bc->driver ? bc->driver : "");
-    int st = bc->strategy ? conf_choice(zb_strategy_names, bc->strategy) : -1;
-    sb->strategy = st >= 0 ? (enum zb_strategy)st : ZB_POOLED;
+    int st = bc->strategy ? strategy_by_name(bc->strategy) : STRATEGY_pooled;
+    if (st < 0) {
+        char names[128];
+        conf_choice_list(strategy_names, names, sizeof names);
+        return zb_fail(err, ZB_ERR_INPUT, "%s: strategy: '%s' is not %s",
+                       bc->strategy_where ? bc->strategy_where : bc->name, bc->strategy, names);
+    }
+    sb->strategy = (enum strategy_id)st;
     char table_name[256];
-    return select_by_key(sb, dataset_table(data, bc, table_name, sizeof table_name), "lookup", err);
+    return served_select(sb, dataset_table(data, bc, table_name, sizeof table_name), "lookup", err);
 }
 
-int served_init_hits(struct served *sb, const struct served *main, bool write, int index,
-                     struct zb_err *err)
+int served_init_pair(struct served *sb, const struct served *owner, const char *role,
+                     const char *sql, int nparams, bool writable, int index, struct zb_err *err)
 {
-    memset(sb, 0, sizeof *sb);
-    sb->index = index;
-    sb->conf = main->conf;
-    sb->conf.read_only = !write;
-    sb->conf.never_wait = true;
-    sb->drv = main->drv;
-    sb->strategy = main->strategy;
-    sb->data = main->data;
-    sb->key_kind = KEY_POSTAL;
-    sb->autocommit = true;
-    snprintf(sb->label, sizeof sb->label, "%.120s (%s)", main->label, write ? "write" : "read");
-    const char *table = main->conf.table ? main->conf.table : "zipcode";
-    /* The stamp compared as a number on every backend (SQLite's column
-     * affinity, the others' BIGINT): the same text twice. */
-    int n = write ? snprintf(sb->sql, sizeof sb->sql,
-                             "UPDATE %s_hits SET stamp = ? WHERE zip_code = ? AND stamp < ?", table)
-                  : snprintf(sb->sql, sizeof sb->sql,
-                             "SELECT stamp FROM %s_hits WHERE zip_code = ?", table);
-    if (n < 0 || (size_t)n >= sizeof sb->sql)
-        return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", main->label);
-    sb->nparams = write ? 3 : 1;
-    pthread_mutex_init(&sb->reason_lock, NULL);
-    atomic_init(&sb->up, true);
+    served_base(sb, &owner->conf, owner->data, index);
+    sb->conf.read_only = !writable;
+    sb->conf.never_wait = writable;
+    sb->autocommit = writable;
+    sb->drv = owner->drv;
+    sb->strategy = owner->strategy;
+    sb->key_kind = owner->key_kind;
+    sb->owner = owner;
+    sb->role = role;
+    memcpy(sb->colkey, owner->colkey, sizeof sb->colkey);
+    snprintf(sb->label, sizeof sb->label, "%.120s (%s)", owner->label, role);
+    if (sql && snprintf(sb->sql, sizeof sb->sql, "%s", sql) >= (int)sizeof sb->sql)
+        return zb_fail(err, ZB_ERR_INPUT, "backend %s: its %s statement is too long", owner->label,
+                       role);
+    sb->nparams = nparams;
     return 0;
 }
 
-int served_init_list(struct served *sb, const struct served *main, int index, struct zb_err *err)
+struct served *served_add(struct served **list, int *n, apr_pool_t *pool, struct zb_err *err)
 {
-    memset(sb, 0, sizeof *sb);
-    sb->index = index;
-    sb->conf = main->conf;
-    sb->drv = main->drv;
-    sb->strategy = main->strategy;
-    sb->data = main->data;
-    sb->postal = main->postal;     /* its errors name the backend as /zip's do */
-    sb->key_kind = KEY_TEXT;       /* 5 digits: checked by the route */
-    snprintf(sb->label, sizeof sb->label, "%.120s (list)", main->label);
-    char table_name[256];
-    struct zb_table t = dataset_table(main->data, &main->conf, table_name, sizeof table_name);
-    t.key = 0;                     /* jis_code, KEN_ALL's first column */
-    return select_by_key(sb, t, "listing", err);
+    if (*n >= SRV_MAX_SERVED) {
+        zb_fail(err, ZB_ERR_INPUT, "more than %d tables to serve (datasets x backends, and the "
+                "pairs of the listing and the writes)", SRV_MAX_SERVED);
+        return NULL;
+    }
+    struct served *sb = apr_pcalloc(pool, sizeof *sb);
+    list[*n] = sb;
+    sb->index = (*n)++;
+    return sb;
 }
 
 /* ---- outage ---- */

@@ -1,14 +1,16 @@
-/* A backend serving one dataset, shared by every loop: its lookup SQL, its
- * outage state, its pool budget and (postal) its key set's watcher.
+/* A served table: one dataset's table on one backend, shared by every
+ * loop: its statement, its outage state, each strategy's shared state
+ * (opaque) and (postal) its load generation and keys.
  *
- * Contract: written at start (served_init, served_start) by main's
- * thread; after that read by every loop, and changed only through the
- * atomics and locks below: the outage state (up, gen, probes), the pool
- * budget (pooled, starving); the key set is keyset.c's. Calls only down:
- * lib's drivers. */
+ * Contract: written at start (served_init, served_init_pair,
+ * served_start) by main's thread; after that read by every loop, and
+ * changed only through the atomics and locks below (the outage state: up,
+ * gen, probes) and by the parts that own the opaque state (the
+ * strategies' shared state, keyset.c's). Calls only down: lib's drivers. */
 #ifndef ZB_SERVED_H
 #define ZB_SERVED_H
 
+#include <apr_pools.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -19,6 +21,7 @@
 #include "counter.h"
 #include "dataset.h"
 #include "loop.h"
+#include "strategy.h"
 #include "util.h"
 
 /* (dataset, backend) pairs the server can serve: --datasets times
@@ -42,31 +45,29 @@ struct json_key {
 
 struct served {
     /* Copy of the [backend NAME] section, read_only forced on: the server
-     * never writes, but through the writer of a backend with `writes = yes`
-     * (served_init_hits). Strings still point into the zb_conf, which
-     * outlives us. */
+     * never writes, but through the pairs a write route adds (writable,
+     * never waiting). Strings still point into the zb_conf, which outlives
+     * us. */
     struct backend_conf conf;
     const struct backend_driver *drv;
-    enum zb_strategy strategy;     /* the default: conf's strategy, else pooled */
+    enum strategy_id strategy;     /* the default: conf's strategy, else pooled */
     int index;                     /* in srv->served[], and in each loop's lanes[] */
-    /* The dataset this pair serves (owned by the caller of server_start):
+    /* The dataset this table is of (owned by the caller of server_start):
      * its table on this backend, looked up by its key column. */
     const struct dataset *data;
-    bool postal;                   /* the postal dataset: /zip's answer and /random */
-    enum key_kind key_kind;
+    enum key_kind key_kind;        /* KEY_POSTAL: the postal dataset's (/zip's answer) */
     char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
-    char sql[1024];                /* zb_select_sql of the dataset's table */
-    int nparams;                   /* sql's parameters: 1 (the key), but the writer's 3 */
-    /* Each statement commits on its own (the _hits pairs): in-process
-     * lookups do not share the iteration's read transaction. */
+    char sql[1024];                /* the statement its lookups run */
+    int nparams;                   /* sql's parameters: 1, the key */
+    /* Each statement commits on its own (a write route's pairs): in-process
+     * lookups do not share the iteration's read transaction, and a
+     * pipeline syncs after each one. */
     bool autocommit;
-    /* A postal backend with `writes = yes`: the read and the write of
-     * POST /update/ on its {table}_hits (update.h), pairs of their own
-     * (lanes, pools, statements) after the served ones; NULL: writes off. */
-    struct served *hits_read, *hits_write;
-    /* A postal backend's listing page (GET /list/): the rows of one jis_code,
-     * a pair of its own after the served ones (its statement differs). */
-    struct served *list;
+    /* A pair a route added beside a served table (its statement differs:
+     * the listing's, the write table's): the table it serves for, and its
+     * role, the name /stats shows it by; NULL for a served table itself. */
+    const struct served *owner;
+    const char *role;
     struct json_key colkey[ZB_MAX_COLUMNS];
 
     /* Outage handling: a connection error marks the backend down and bumps
@@ -81,26 +82,28 @@ struct served {
     char down_reason[512];         /* last connect error (under reason_lock), for the log */
     enum zb_err_kind down_kind;    /* and its kind (under reason_lock), for clients */
 
-    /* Pooled connections of every loop, open or opening: at most
-     * pool_hard_max. A loop that needs one more and finds none left sets
-     * its bit in starving; a loop that frees an idle one then closes it
-     * instead of keeping it, so the budget goes where the waiters are. */
-    _Atomic int pooled;
-    _Atomic uint64_t starving;
-
-    struct keyset *keyset;         /* /random's codes (keyset.h), postal only */
+    /* Each strategy's state shared by the loops (strategy.h's shared_init),
+     * opaque here, by enum strategy_id; NULL where it keeps none. */
+    void *shared[NSTRATEGIES];
+    /* The table's load generation and its keys (keyset.h), postal only. */
+    struct keyset *keyset;
 };
 
 int  served_init(struct served *sb, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err);
-/* sb (index) set up as the read (write false: SELECT stamp, read-only) or
- * the write (UPDATE ... SET stamp, writable, never waiting) of main's
- * {table}_hits, on main's backend. */
-int  served_init_hits(struct served *sb, const struct served *main, bool write, int index,
-                      struct zb_err *err);
-/* sb (index) set up as main's listing: every row of main's table whose
- * jis_code is the one parameter (the loader indexes it). */
-int  served_init_list(struct served *sb, const struct served *main, int index, struct zb_err *err);
+/* sb (index) set up as a pair beside owner (a route's: served.h's owner
+ * and role), on owner's backend with its own statement sql of nparams
+ * parameters (the key first; sql NULL: served_select makes it). writable: it writes, each statement
+ * committed on its own, and never waits for another's lock. */
+int  served_init_pair(struct served *sb, const struct served *owner, const char *role,
+                      const char *sql, int nparams, bool writable, int index, struct zb_err *err);
+/* sb's statement: every column of the rows of t whose key column (t.key)
+ * is the one parameter (what: "lookup", for a message), and its columns'
+ * JSON keys. */
+int  served_select(struct served *sb, struct zb_table t, const char *what, struct zb_err *err);
+/* A served table more, appended to list[*n] (SRV_MAX_SERVED at most) from
+ * pool, its index *n; NULL with err when the list is full. */
+struct served *served_add(struct served **list, int *n, apr_pool_t *pool, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run. */
 int  served_start(struct served *sb, struct zb_err *err);

@@ -15,8 +15,8 @@
 #include "keyset.h"
 #include "lookup.h"
 #include "log.h"
+#include "route.h"
 #include "server.h"
-#include "update.h"
 
 /* One loop thread's whole state: the core and each layer's part, each
  * reaching only its own (and what is below it). */
@@ -38,6 +38,7 @@ static struct worker *worker_of(struct loop *l)
  * on the other loops. */
 struct crew {
     int n;
+    struct accept_shared accepting;   /* what the loops' acceptors share */
     struct accept_loop **accepts;  /* [n]: accepting's peers */
     struct lane **lane_peers;      /* [nserved][n]: each pair's lane on every loop */
     struct worker w[];
@@ -111,6 +112,12 @@ static const struct loop_hooks hooks = {
     .wind_down = wind_down,
 };
 
+/* A connection closed: paused acceptors may accept again. */
+static void slot_freed(void *accept)
+{
+    acceptor_slot_freed(accept);
+}
+
 /* Loop id set up: the core, its lanes, its acceptor and daemon. */
 static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_err *err)
 {
@@ -119,6 +126,7 @@ static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_e
     srv->loops[id] = (struct loop_ref){ .loop = l, .fig = &w->fig };
     acceptor_init(&w->accept, l, srv);
     w->accept.fig = &w->fig;
+    w->accept.shared = &crew->accepting;
     w->accept.peers = crew->accepts;
     w->accept.npeers = crew->n;
     if (loop_init(l, id, srv->cores, srv->conf->server.threads, &hooks, &srv->shutdown,
@@ -127,7 +135,11 @@ static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_e
     if (!(w->lanes = calloc((size_t)srv->nlanes, sizeof *w->lanes)))
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     srv->loops[id].lanes = w->lanes;
-    http_init(&w->http, l, srv, w->lanes, &w->fig);
+    srv->loops[id].requests = &w->http.requests;
+    if (http_init(&w->http, l, srv, w->lanes, &w->fig, err) < 0)
+        return -1;
+    w->http.closed = slot_freed;
+    w->http.closed_arg = &w->accept;
     for (int i = 0; i < srv->nlanes; i++) {
         struct lane **peers = &crew->lane_peers[i * crew->n];
         peers[id] = &w->lanes[i];
@@ -161,54 +173,29 @@ static int check_strategy(const struct served *sb, struct zb_err *err)
     if (!cannot)
         return 0;
     return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy %s: the %s driver %s",
-                   sb->conf.name, zb_strategy_names[sb->strategy], sb->conf.driver, cannot);
+                   sb->conf.name, strategy_names[sb->strategy], sb->conf.driver, cannot);
 }
 
-/* After the served pairs: the _hits read and write pairs of each postal
- * backend with `writes = yes`; the stamp counter started at the wall
- * clock. */
-static int add_hits_pairs(struct server *srv, apr_pool_t *pool, struct zb_err *err)
+/* Each route's state in the server (the tables it adds among them), in
+ * the table's order; a route that shares another's has none of its own. */
+static int setup_routes(struct server *srv, struct zb_err *err)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    atomic_store(&srv->stamp, (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u);
-    for (int i = 0; i < srv->nserved; i++) {
-        struct served *sb = srv->served[i];
-        if (!sb->postal || !sb->conf.writes)
-            continue;
-        if (srv->nlanes + 2 > SRV_MAX_SERVED)
-            return zb_fail(err, ZB_ERR_INPUT, "backend %s: writes = yes: more than %d pairs to "
-                           "serve", sb->label, SRV_MAX_SERVED);
-        for (int w = 0; w < 2; w++) {
-            struct served *h = apr_palloc(pool, sizeof *h);
-            srv->served[srv->nlanes] = h;
-            if (served_init_hits(h, sb, w == 1, srv->nlanes, err) < 0)
-                return -1;
-            srv->nlanes++;
-            *(w ? &sb->hits_write : &sb->hits_read) = h;
-        }
-    }
-    return 0;
-}
-
-/* After the served pairs: the listing pair of each postal backend. */
-static int add_list_pairs(struct server *srv, apr_pool_t *pool, struct zb_err *err)
-{
-    for (int i = 0; i < srv->nserved; i++) {
-        struct served *sb = srv->served[i];
-        if (!sb->postal)
-            continue;
-        if (srv->nlanes + 1 > SRV_MAX_SERVED)
-            return zb_fail(err, ZB_ERR_INPUT, "backend %s: its listing: more than %d pairs to "
-                           "serve", sb->label, SRV_MAX_SERVED);
-        struct served *h = apr_palloc(pool, sizeof *h);
-        srv->served[srv->nlanes] = h;
-        if (served_init_list(h, sb, srv->nlanes, err) < 0)
+    for (int i = 0; i < nroutes; i++) {
+        const struct route *r = route_table[i];
+        if (!r->shares && r->setup && r->setup(srv, &srv->route_shared[i], err) < 0)
             return -1;
-        srv->nlanes++;
-        sb->list = h;
     }
     return 0;
+}
+
+static void teardown_routes(struct server *srv)
+{
+    for (int i = 0; i < nroutes; i++) {
+        const struct route *r = route_table[i];
+        if (!r->shares && r->teardown && srv->route_shared[i])
+            r->teardown(srv, srv->route_shared[i]);
+        srv->route_shared[i] = NULL;
+    }
 }
 
 int server_start(struct server *srv, struct zb_conf *conf, const struct dataset *const *datasets,
@@ -225,22 +212,25 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     srv->started_ns = zb_now_ns();
     srv->datasets = datasets;
     srv->ndatasets = ndatasets;
+    srv->pool = pool;
     if (ndatasets * nchosen > SRV_MAX_SERVED) {
-        zb_fail(err, ZB_ERR_INPUT, "%d datasets on %d backends: more than %d pairs to serve",
+        zb_fail(err, ZB_ERR_INPUT, "%d datasets on %d backends: more than %d tables to serve",
                 ndatasets, nchosen, SRV_MAX_SERVED);
         goto fail;
     }
     for (int d = 0; d < ndatasets; d++)
         for (int i = 0; i < nchosen; i++) {
-            struct served *sb = apr_palloc(pool, sizeof *sb);
-            srv->served[srv->nserved] = sb;
-            srv->nlanes = srv->nserved + 1;
-            if (served_init(sb, chosen[i], datasets[d], srv->nserved++, err) < 0 ||
+            struct served *sb = served_add(srv->served, &srv->nlanes, pool, err);
+            srv->nserved = srv->nlanes;
+            if (!sb || served_init(sb, chosen[i], datasets[d], sb->index, err) < 0 ||
                 check_strategy(sb, err) < 0)
                 goto fail;
         }
-    if (add_hits_pairs(srv, pool, err) < 0 || add_list_pairs(srv, pool, err) < 0)
+    if (setup_routes(srv, err) < 0)
         goto fail;
+    for (int i = 0; i < srv->nlanes; i++)
+        if (lookup_shared_init(srv->served[i], err) < 0)
+            goto fail;
     int n = conf->server.threads;
     struct crew *crew = calloc(1, sizeof *crew + (size_t)n * sizeof crew->w[0]);
     srv->loops = calloc((size_t)n, sizeof *srv->loops);
@@ -280,8 +270,6 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
         if (!ok)
             srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
                     sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
-        if (sb->hits_write)   /* first: the key set's read would meet its lock */
-            update_setup(srv, sb);
         if (keyset_start(sb, srv->cores, srv->nloops, err) < 0)
             goto fail;
         int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
@@ -338,10 +326,8 @@ void server_stop(struct server *srv, uint64_t *requests)
         for (int i = (*requests = 0); i < srv->nloops; i++)
             *requests += READ(srv->loops[i].fig->requests);
     /* The key sets' watchers first: they wake the loops. */
-    for (int i = 0; i < srv->nlanes; i++) {
+    for (int i = 0; i < srv->nlanes; i++)
         keyset_stop(srv->served[i]);
-        served_destroy(srv->served[i]);
-    }
     if (srv->nloops) {
         struct crew *crew = crew_of(srv);
         for (int i = 0; i < srv->nloops; i++)
@@ -349,6 +335,11 @@ void server_stop(struct server *srv, uint64_t *requests)
         free(crew->accepts);
         free(crew->lane_peers);
         free(crew);
+    }
+    teardown_routes(srv);
+    for (int i = 0; i < srv->nlanes; i++) {
+        lookup_shared_free(srv->served[i]);
+        served_destroy(srv->served[i]);
     }
     free(srv->loops);
     free(srv->cores);

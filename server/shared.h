@@ -8,6 +8,7 @@
 #ifndef ZB_SHARED_H
 #define ZB_SHARED_H
 
+#include <apr_pools.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,26 +30,32 @@ struct loop_figures {
     counter header_timeouts;       /* connections closed for a header too slow */
 };
 
+/* Most routes the table may hold (route.h). */
+#define ROUTE_MAX 32
+
+struct request_loop;
+
 /* One loop as the other threads see it. */
 struct loop_ref {
     struct loop *loop;
-    struct lane *lanes;            /* one per served pair, in served[]'s order */
+    struct lane *lanes;            /* one per served table, in served[]'s order */
     struct loop_figures *fig;
+    struct request_loop *requests; /* its routes' state and counters (request.h) */
 };
 
 struct server {
     struct zb_conf *conf;
-    /* Every (dataset, backend) pair served, dataset by dataset in the
-     * order of --datasets, each in the order of --backends. */
+    apr_pool_t *pool;              /* what lives as long as the server */
+    /* Every served table: each dataset on each backend, dataset by dataset
+     * in the order of --datasets, each in the order of --backends. */
     int nserved;
-    /* After them, up to nlanes: the _hits read and write pairs of the
-     * backends with `writes = yes` (served.h's hits_read, hits_write). Each
+    /* After them, up to nlanes: the tables routes added beside them
+     * (served.h's owner: a listing, a write table's read and write). Each
      * loop has a lane for every one of the nlanes. */
     struct served *served[SRV_MAX_SERVED];
     int nlanes;
-    /* The stamp of the next write (update.c): the wall clock in
-     * microseconds at start, one more per write. */
-    _Atomic uint64_t stamp;
+    /* Each route's state in the server (route.h's setup), by table index. */
+    void *route_shared[ROUTE_MAX];
     int ndatasets;
     const struct dataset *const *datasets;
     uint64_t started_ns;
@@ -56,12 +63,6 @@ struct server {
     struct loop_ref *loops;        /* by loop id */
     struct loop **cores;           /* the same loops' cores, by id */
     int listen_fd;                 /* watched by every loop, closed by server_stop */
-    _Atomic bool accept_paused;    /* at max_connections: no loop accepts until a slot frees */
-    _Atomic unsigned accept_rr;    /* round-robin start among loops equally loaded */
-    /* accept() out of fds or memory (EMFILE...): no loop accepts before
-     * resume_ns (accept.c); failures since the last log line, and when
-     * that was. */
-    struct { _Atomic uint64_t resume_ns, failures, logged_ns; } accept_pause;
     _Atomic bool stopping;         /* SIGTERM: no new connections, answers close theirs */
     _Atomic bool shutdown;         /* the grace is over: loops fail what is left and exit */
     /* TLS (--tls-cert/--tls-key), PEM in memory; NULL for plain HTTP. */

@@ -1,30 +1,51 @@
 /* A strategy: how the lookups of one lane (one loop's share of one
- * backend) reach its database.
+ * served table) reach its database.
  *
- * Contract: lookup.c holds the one table of strategies (by lib/conf.h's
- * ZB_STRATEGIES) and calls these by pointer; nothing else names a
- * strategy. Each strategy keeps its own state per lane, which it
- * allocates (init) and frees (destroy): no other file sees inside it. A
- * strategy over asynchronous connections (dbconn.h) opens, keeps and
- * closes them; a connection holds a pointer to its strategy and its
+ * Contract: STRATEGIES below is the one list of them; lookup.c builds the
+ * one table of instances from it and calls them by pointer; nothing else
+ * names a strategy. Each strategy keeps its own state per lane, which it
+ * allocates (init) and frees (destroy), and may keep state shared by
+ * every loop per served table (shared_init): no other file sees inside
+ * either. A strategy over asynchronous connections (dbconn.h) opens, keeps
+ * and closes them; a connection holds a pointer to its strategy and its
  * state, and reports back up through conn_ready and conn_failed. Every
  * lookup a strategy is handed ends with lookup_finish (lookup.h), exactly
- * once. A new strategy is one file with one instance of this, and one
- * line of ZB_STRATEGIES. */
+ * once. A strategy declares its own counters (figures): the lane keeps
+ * them, /stats prints them by their names. A new strategy is one file with
+ * one instance of this, and one line of STRATEGIES. */
 #ifndef ZB_STRATEGY_H
 #define ZB_STRATEGY_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conf.h"
+#include "counter.h"
 #include "util.h"
 
+/* The strategies: X(TOKEN, "name"). TOKEN.c defines TOKEN_strategy;
+ * "name" is the config's `strategy` word, ?strategy='s and /stats's. */
+#define STRATEGIES(X) \
+    X(pooled, "pooled") \
+    X(per_request, "per-request") \
+    X(pipelined, "pipelined")
+
+#define STRATEGY_ID(token, name) STRATEGY_##token,
+enum strategy_id { STRATEGIES(STRATEGY_ID) NSTRATEGIES };
+#undef STRATEGY_ID
+
+/* Their names by enum strategy_id, NULL-terminated (lookup.c). */
+extern const char *const strategy_names[NSTRATEGIES + 1];
+/* name's id, or -1. */
+int  strategy_by_name(const char *name);
+
+/* Most counters one strategy declares. */
+#define STRATEGY_MAX_FIGURES 8
+
 struct backend_driver;
-struct backend_conf;
 struct lookup;
 struct dbconn;
 struct lane;
+struct served;
 
 struct strategy {
     /* Can it serve a backend of drv? */
@@ -34,8 +55,17 @@ struct strategy {
     /* Serves this strategy's lookups on a backend it cannot take (an
      * in-process database); NULL: none. */
     const struct strategy *in_process;
-    /* Its state on lane, allocated; NULL with err on failure. */
-    void *(*init)(struct lane *lane, struct zb_err *err);
+    /* Its counters' names, NULL-terminated (at most STRATEGY_MAX_FIGURES):
+     * the lane keeps them (lane_way's figures, by the same index). */
+    const char *const *figures;
+    /* Its state shared by every loop on sv (a budget), made before the
+     * loops run; NULL: none kept. */
+    void *(*shared_init)(struct served *sv, struct zb_err *err);
+    void (*shared_free)(void *shared);
+    /* Its state on lane, allocated, counting into figures (the lane's,
+     * by the index of each name in figures above); NULL with err on
+     * failure. */
+    void *(*init)(struct lane *lane, counter *figures, struct zb_err *err);
     /* After the loop stopped: what it kept on lane closed and freed. */
     void (*destroy)(void *state);
     /* Runs lk (lane and key set) on lane; lk may end before this returns. */
@@ -61,11 +91,11 @@ struct strategy {
     void (*fail_all)(void *state, const struct zb_err *err);
 };
 
-/* Every strategy's instance, one per file, named NAME_strategy after its
- * line in ZB_STRATEGIES; and the in-process ones. */
-#define ZB_STRATEGY_DECLARE(id, name, token) extern const struct strategy token##_strategy;
-ZB_STRATEGIES(ZB_STRATEGY_DECLARE)
-#undef ZB_STRATEGY_DECLARE
-extern const struct strategy inline_strategy, inline_per_request_strategy;
+/* Every strategy's instance, one per file, named TOKEN_strategy after its
+ * line in STRATEGIES; and the in-process ones (in_process.c). */
+#define STRATEGY_DECLARE(token, name) extern const struct strategy token##_strategy;
+STRATEGIES(STRATEGY_DECLARE)
+#undef STRATEGY_DECLARE
+extern const struct strategy in_process_pooled_strategy, in_process_per_request_strategy;
 
 #endif

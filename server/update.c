@@ -1,54 +1,15 @@
-/* POST /update/ and /updates/: read, then write, each code on the
- * backend's {table}_hits (update.h). The read and the write are two
- * lookups, chained by their done(): the read's starts the write, the
+/* The write request type's work (update.h). The read and the write are
+ * two lookups, chained by their done(): the read's starts the write, the
  * write's the next code's read. A lookup that ends before its start
- * returns (SQLite inline) does not start the next one from inside it: the
- * chain goes on from the loop in run(), so 500 codes never nest 1000
+ * returns (SQLite inline) does not start the next one from inside it:
+ * the chain goes on from the loop in run(), so 500 codes never nest 1000
  * calls deep. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyset.h"
-#include "log.h"
 #include "update.h"
-
-int update_route(const char *path, const char **backend, size_t *blen, const char **code)
-{
-    int kind = !strncmp(path, "/update/", 8) ? 1 : !strncmp(path, "/updates/", 9) ? 2 : 0;
-    if (!kind)
-        return 0;
-    const char *b = path + (kind == 1 ? 8 : 9);
-    const char *slash = kind == 1 ? strchr(b, '/') : NULL;
-    if (backend)
-        *backend = b;
-    if (blen)
-        *blen = slash ? (size_t)(slash - b) : strlen(b);
-    if (code)
-        *code = slash ? slash + 1 : "";
-    return kind;
-}
-
-const char *update_refusal(const struct served *sb)
-{
-    if (sb->hits_write)
-        return NULL;
-    return "writes are off for this backend (writes = yes in its [backend] section)";
-}
-
-int update_queries(const char *s)
-{
-    if (!s || !*s || strlen(s) > 3)
-        return -1;
-    int n = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        n = n * 10 + (*s - '0');
-    }
-    return n >= 1 && n <= UPDATE_MAX_QUERIES ? n : -1;
-}
 
 static void start_step(struct update_job *u);
 
@@ -65,22 +26,37 @@ static void fail(struct update_job *u, const struct lookup *lk, int rc, const st
                  const char *what)
 {
     char why[512];
-    lookup_why(lk, err, atomic_load_explicit(&u->srv->stopping, RELAXED), what,
-               "update failed", why, sizeof why);
+    lookup_why(lk, err, u->stopping, what, "update failed", why, sizeof why);
     u->done(u, rc == LOOKUP_UNAVAILABLE ? 503 : 500, u->many ? NULL : lk->key, why);
 }
 
-/* The read's one value: the stamp the row holds. */
-static int got_stamp(void *arg, int ncols, const char *const *vals, const size_t *lens)
+/* A stamp's text: a whole number (the column is BIGINT NOT NULL). */
+static bool take_number(char *to, size_t size, int ncols, const char *const *vals,
+                        const size_t *lens)
 {
-    struct update_job *u = arg;
-    if (ncols < 1 || !vals[0] || lens[0] == 0 || lens[0] >= sizeof u->was ||
+    if (ncols < 1 || !vals[0] || lens[0] == 0 || lens[0] >= size ||
         strspn(vals[0], "0123456789") != lens[0])
-        snprintf(u->was, sizeof u->was, "0");   /* a stamp is a whole number, NOT NULL */
-    else
-        memcpy(u->was, vals[0], lens[0] + 1);
+        return false;
+    memcpy(to, vals[0], lens[0] + 1);
+    return true;
+}
+
+/* The read's one value: the stamp the row holds. */
+static int got_was(struct lookup *lk, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct update_job *u = container_of(lk, struct update_job, lk);
+    if (!take_number(u->was, sizeof u->was, ncols, vals, lens))
+        snprintf(u->was, sizeof u->was, "0");
     u->found = true;
     return 0;
+}
+
+/* The write's one value: the stamp the database made, which the row holds. */
+static int got_stamp(struct lookup *lk, int ncols, const char *const *vals, const size_t *lens)
+{
+    struct update_job *u = container_of(lk, struct update_job, lk);
+    u->found = take_number(u->stamp, sizeof u->stamp, ncols, vals, lens);
+    return u->found ? 0 : -1;
 }
 
 static void written(struct lookup *lk, int rc, const struct zb_err *err)
@@ -90,8 +66,10 @@ static void written(struct lookup *lk, int rc, const struct zb_err *err)
         fail(u, lk, rc, err, "the write");
         return;
     }
-    /* Committed (or a larger stamp was there already: still acknowledged,
-     * the row holds a later write). */
+    if (!u->found) {   /* the row went between the read and the write */
+        u->done(u, 404, lk->key, "no such code");
+        return;
+    }
     struct jbuf *b = u->body;
     if (u->many && u->next > 1)
         JB_LIT(b, ",{\"code\":");
@@ -138,23 +116,18 @@ static void read_done(struct lookup *lk, int rc, const struct zb_err *err)
 static void start_one(struct update_job *u)
 {
     struct lookup *lk = &u->lk;
-    const struct served *sb = u->writing ? u->sb->hits_write : u->sb->hits_read;
-    lk->lane = &u->lanes[sb->index];
     lk->strategy = u->strategy;
     lk->arg = u;
+    u->found = false;
     if (!u->writing) {
         snprintf(lk->key, sizeof lk->key, "%07" PRIu32, u->codes[u->next++]);
         lk->keylen = 7;
-        u->found = false;
-        lk->on_row = got_stamp;
+        lk->lane = u->read;
+        lk->on_row = got_was;
         lk->done = read_done;
     } else {
-        uint64_t stamp = atomic_fetch_add(&u->srv->stamp, 1);
-        snprintf(u->stamp, sizeof u->stamp, "%" PRIu64, stamp);
-        lk->params[0] = u->stamp;
-        lk->params[1] = lk->key;
-        lk->params[2] = u->stamp;
-        lk->on_row = NULL;
+        lk->lane = u->write;
+        lk->on_row = got_stamp;
         lk->done = written;
     }
     lookup_start(lk, false);
@@ -170,65 +143,46 @@ static void start_step(struct update_job *u)
     u->running = false;
 }
 
-bool update_start(struct update_job *u, const char *code, int n, uint64_t *rng)
+void update_start(struct update_job *u, const char *name, int n, bool many)
 {
     struct jbuf *b = u->body;
-    const struct key_set *set = NULL;
-    if (!code) {
-        struct zb_err err = { 0 };
-        bool loading;
-        if (!(set = keyset_get((struct served *)u->sb, &loading, &err))) {
-            if (loading)
-                return false;
-            u->done(u, 503, NULL, "the backend's codes could not be read");
-            return true;
-        }
-    }
-    u->many = !code;
+    u->n = n;
+    u->many = many;
     u->next = 0;
     u->writing = u->running = false;
     b->n = 0;
     JB_LIT(b, "{\"backend\":");
-    jb_cstr(b, u->sb->conf.name);
-    if (code) {
-        u->n = 1;
-        u->codes[0] = (uint32_t)strtoul(code, NULL, 10);
-    } else {
-        u->n = n;
-        for (int i = 0; i < n; i++)
-            u->codes[i] = keyset_pick(set, 0, rng);
+    jb_cstr(b, name);
+    if (many)
         jb_printf(b, ",\"queries\":%d,\"written\":[", n);
-    }
     start_step(u);
-    return true;
 }
 
-void update_setup(struct server *srv, struct served *sb)
+int update_table(const struct served *sv, struct zb_err *err)
 {
-    (void)srv;
-    const struct served *w = sb->hits_write;
-    const char *t = sb->conf.table;
-    char create[512], fill[768];
+    const char *t = sv->conf.table;
+    char create[512], fill[768], hits[160];
+    struct backend_conf bc = sv->conf;
+    bc.read_only = false;
     const char *suffix = "";
     struct backend b;
-    struct zb_err err = { 0 };
-    if (backend_open(&b, &w->conf, &err) < 0)
-        goto fail;
+    snprintf(hits, sizeof hits, "%s_hits", t);
+    if (backend_open(&b, &bc, err) < 0) {
+        backend_close(&b);
+        return -1;
+    }
     if (b.drv->create_suffix)
         suffix = b.drv->create_suffix(b.db);
     /* A row for each code: kept across runs (a crash's rows are checked
      * after it), only the codes it lacks added. */
     snprintf(create, sizeof create,
-             "CREATE TABLE IF NOT EXISTS %s_hits (zip_code VARCHAR(7) NOT NULL PRIMARY KEY, "
-             "stamp BIGINT NOT NULL DEFAULT 0)%s", t, suffix ? suffix : "");
+             "CREATE TABLE IF NOT EXISTS %s (zip_code VARCHAR(7) NOT NULL PRIMARY KEY, "
+             "stamp BIGINT NOT NULL DEFAULT 0)%s", hits, suffix ? suffix : "");
     snprintf(fill, sizeof fill,
-             "INSERT INTO %s_hits (zip_code, stamp) SELECT DISTINCT zip_code, 0 FROM %s t "
-             "WHERE NOT EXISTS (SELECT 1 FROM %s_hits h WHERE h.zip_code = t.zip_code)", t, t, t);
-    int rc = b.drv->exec(b.db, create, &err) < 0 ? -1 : b.drv->exec(b.db, fill, &err);
+             "INSERT INTO %s (zip_code, stamp) SELECT DISTINCT zip_code, 0 FROM %s t "
+             "WHERE NOT EXISTS (SELECT 1 FROM %s h WHERE h.zip_code = t.zip_code)", hits, t, hits);
+    int rc = b.drv->exec(b.db, create, err) < 0 || b.drv->exec(b.db, fill, err) < 0 ||
+             b.drv->stamp_setup(b.db, hits, err) < 0 ? -1 : 0;
     backend_close(&b);
-    if (rc == 0)
-        return;
-fail:
-    srv_log("server: backend %s: writes on, but its %s_hits could not be made: %s (its writes "
-            "fail until the server is restarted with it in place)", sb->label, t, err.msg);
+    return rc;
 }

@@ -21,9 +21,17 @@
 
 #define MAX_PIPES 8
 
+/* Pipelined's counters: its figures (strategy.h). */
+enum { SENT, BATCHES, NFIGURES };
+static const char *const figure_names[NFIGURES + 1] = {
+    [SENT] = "pipelined",          /* lookups sent in pipeline mode */
+    [BATCHES] = "batches",         /* flushes, a Sync each */
+};
+
 /* Pipelined's state on a lane. */
-struct pipes {
+struct pipelined {
     struct lane *lane;
+    counter *fig;                  /* its figures */
     struct {
         struct dbconn *dc;
         bool unflushed;            /* sent to since its last flush */
@@ -33,7 +41,7 @@ struct pipes {
 };
 
 /* The ready connection with the fewest in flight (its index), or -1. */
-static int least_busy(struct pipes *ps)
+static int least_busy(struct pipelined *ps)
 {
     int best = -1;
     for (int i = 0; i < ps->n; i++) {
@@ -44,7 +52,7 @@ static int least_busy(struct pipes *ps)
     return best;
 }
 
-static void fail_waiting(struct pipes *ps, const struct zb_err *err)
+static void fail_waiting(struct pipelined *ps, const struct zb_err *err)
 {
     while (!APR_RING_EMPTY(&ps->waiting, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&ps->waiting);
@@ -55,13 +63,13 @@ static void fail_waiting(struct pipes *ps, const struct zb_err *err)
 
 /* A connect failed: down (refused, or no other connection of the loop
  * ready), and the lookups waiting fail; else they wait. */
-static void connect_failed(struct pipes *ps, const struct zb_err *err)
+static void connect_failed(struct pipelined *ps, const struct zb_err *err)
 {
     if (lane_connect_failed(ps->lane, err, least_busy(ps) >= 0))
         fail_waiting(ps, err);
 }
 
-static void open_one(struct pipes *ps)
+static void open_one(struct pipelined *ps)
 {
     struct lane *lane = ps->lane;
     if (lane->loop->now < lane->grow_after_ns)
@@ -79,7 +87,7 @@ static void open_one(struct pipes *ps)
 }
 
 /* Takes pipe i out of the list (the last moves into its place). */
-static void remove_at(struct pipes *ps, int i)
+static void remove_at(struct pipelined *ps, int i)
 {
     ps->pipe[i] = ps->pipe[--ps->n];
 }
@@ -88,7 +96,7 @@ static void remove_at(struct pipes *ps, int i)
  * another host than its turn's, which may be back), or opened before a
  * reload made their prepared lookup stale, are closed: the next lookups
  * open others. */
-static void retire(struct pipes *ps)
+static void retire(struct pipelined *ps)
 {
     struct served *sb = ps->lane->sb;
     for (int i = 0; i < ps->n; i++) {
@@ -102,17 +110,17 @@ static void retire(struct pipes *ps)
 }
 
 /* lk appended to pipe i, written at the end of the iteration. */
-static void queue_on(struct pipes *ps, int i, struct lookup *lk)
+static void queue_on(struct pipelined *ps, int i, struct lookup *lk)
 {
     if (dbconn_queue(ps->pipe[i].dc, lk)) {   /* else it was lost, and is gone */
-        BUMP(ps->lane->st.pipelined);
+        BUMP(ps->fig[SENT]);
         ps->pipe[i].unflushed = true;
     }
 }
 
 static void submit(void *state, struct lookup *lk)
 {
-    struct pipes *ps = state;
+    struct pipelined *ps = state;
     struct lane *lane = ps->lane;
     retire(ps);
     int i = least_busy(ps);
@@ -130,7 +138,7 @@ static void submit(void *state, struct lookup *lk)
         open_one(ps);
 }
 
-static int index_of(struct pipes *ps, struct dbconn *dc)
+static int index_of(struct pipelined *ps, struct dbconn *dc)
 {
     for (int i = 0; i < ps->n; i++)
         if (ps->pipe[i].dc == dc)
@@ -141,7 +149,7 @@ static int index_of(struct pipes *ps, struct dbconn *dc)
 /* Ready: the lookups waiting go on it. */
 static void conn_ready(struct dbconn *dc)
 {
-    struct pipes *ps = dc->owner;
+    struct pipelined *ps = dc->owner;
     int i;
     while (!APR_RING_EMPTY(&ps->waiting, lookup, link) && (i = index_of(ps, dc)) >= 0) {
         struct lookup *lk = APR_RING_FIRST(&ps->waiting);
@@ -152,7 +160,7 @@ static void conn_ready(struct dbconn *dc)
 
 static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
-    struct pipes *ps = dc->owner;
+    struct pipelined *ps = dc->owner;
     struct lane *lane = ps->lane;
     bool opening = dc->state != DC_READY;
     int at = index_of(ps, dc);
@@ -188,7 +196,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 
 static uint64_t deadlines(void *state, uint64_t now)
 {
-    struct pipes *ps = state;
+    struct pipelined *ps = state;
     struct lane *lane = ps->lane;
     const struct backend_conf *bc = &lane->sb->conf;
     uint64_t next = 0;
@@ -224,26 +232,27 @@ static uint64_t deadlines(void *state, uint64_t now)
  * changes the list: it is looked through again. */
 static void flush_all(void *state)
 {
-    struct pipes *ps = state;
+    struct pipelined *ps = state;
     for (int i = 0; i < ps->n; i++) {
         if (!ps->pipe[i].unflushed)
             continue;
         ps->pipe[i].unflushed = false;
-        BUMP(ps->lane->st.batches);
+        BUMP(ps->fig[BATCHES]);
         if (!dbconn_flush(ps->pipe[i].dc))
             i = -1;
     }
 }
 
-static void *init(struct lane *lane, struct zb_err *err)
+static void *init(struct lane *lane, counter *figures, struct zb_err *err)
 {
     int want = lane->sb->conf.pipeline_connections;
-    struct pipes *ps = calloc(1, sizeof *ps);
+    struct pipelined *ps = calloc(1, sizeof *ps);
     if (!ps) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     ps->lane = lane;
+    ps->fig = figures;
     APR_RING_INIT(&ps->waiting, lookup, link);
     ps->target = want < 1 ? 1 : want > MAX_PIPES ? MAX_PIPES : want;
     return ps;
@@ -256,7 +265,7 @@ static void destroy(void *state)
 
 static void fail_all(void *state, const struct zb_err *err)
 {
-    struct pipes *ps = state;
+    struct pipelined *ps = state;
     while (ps->n)
         dbconn_fail(ps->pipe[0].dc, err);
     fail_waiting(ps, err);
@@ -268,7 +277,7 @@ static bool takes(const struct backend_driver *drv)
 }
 
 const struct strategy pipelined_strategy = {
-    .takes = takes, .cannot = "cannot pipeline", .init = init, .destroy = destroy,
+    .takes = takes, .cannot = "cannot pipeline", .figures = figure_names, .init = init, .destroy = destroy,
     .submit = submit, .prepare = dbconn_prepare_pipelined, .conn_ready = conn_ready,
     .conn_failed = conn_failed, .deadlines = deadlines, .iterated = flush_all,
     .fail_all = fail_all,

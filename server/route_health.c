@@ -1,17 +1,16 @@
-/* /health (see health.h): a lookup per served pair of a key every key
- * column takes (whether it is there does not matter), by the pooled
- * strategy; the answer when the last is in. */
+/* GET /health: one real round trip to every served table, all at once,
+ * each by its backend's own strategy: a lookup of a key every key column
+ * takes (whether it is there does not matter), a probe even while a
+ * backend is down. The answer when the last is in: 200 if every table is
+ * up, 503 otherwise. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "health.h"
-#include "lookup.h"
+#include "route.h"
 
+/* Its per-request state. */
 struct health {
-    struct server *srv;
-    struct jbuf *b;
-    void (*done)(void *arg, unsigned status);
-    void *arg;
+    struct request *rq;
     int pending;
     struct health_item {
         struct lookup lk;          /* first: the item is found from its lookup */
@@ -21,11 +20,16 @@ struct health {
     } item[SRV_MAX_SERVED];
 };
 
-/* Every check is in: the answer written, h freed, done called. */
+/* Every check is in: the answer. */
 static void answer(struct health *h)
 {
-    struct server *srv = h->srv;
-    struct jbuf *b = h->b;
+    struct request *rq = h->rq;
+    struct server *srv = rq->loop->srv;
+    struct jbuf *b = &rq->body;
+    if (rq->orphaned) {
+        request_gone(rq);
+        return;
+    }
     bool all = true;
     for (int i = 0; i < srv->nserved; i++)
         all &= h->item[i].up;
@@ -35,7 +39,7 @@ static void answer(struct health *h)
         struct served *sb = srv->served[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
         jb_cstr(b, sb->conf.name);
-        if (!sb->postal) {
+        if (sb->key_kind != KEY_POSTAL) {
             JB_LIT(b, ",\"dataset\":");
             jb_cstr(b, sb->data->conf->name);
         }
@@ -49,10 +53,7 @@ static void answer(struct health *h)
         JB_LIT(b, "}");
     }
     JB_LIT(b, "]}");
-    void (*done)(void *, unsigned) = h->done;
-    void *arg = h->arg;
-    free(h);
-    done(arg, all ? 200 : 503);
+    request_answer(rq, all ? 200 : 503);
 }
 
 /* One more check is in (or, the last time, all were started). */
@@ -67,34 +68,33 @@ static void item_done(struct lookup *lk, int rc, const struct zb_err *err)
     struct health_item *it = (struct health_item *)lk;
     it->up = rc == LOOKUP_OK;
     if (err)
-        lookup_why(lk, err, atomic_load_explicit(&it->h->srv->stopping, RELAXED),
-                   "the health check's lookup", "health check failed", it->reason,
+        lookup_why(lk, err, request_stopping(it->h->rq), "the health check's lookup", "health check failed", it->reason,
                    sizeof it->reason);
     settle(it->h);
 }
 
-bool health_start(struct server *srv, struct lane *lanes, struct jbuf *b,
-                  void (*done)(void *arg, unsigned status), void *arg)
+static void serve(struct request *rq)
 {
-    struct health *h = calloc(1, sizeof *h);
-    if (!h)
-        return false;
-    h->srv = srv;
-    h->b = b;
-    h->done = done;
-    h->arg = arg;
+    struct health *h = rq->state;
+    struct server *srv = rq->loop->srv;
+    h->rq = rq;
     h->pending = srv->nserved + 1;   /* + 1: no answer before all are started */
     for (int i = 0; i < srv->nserved; i++) {
         struct health_item *it = &h->item[i];
         it->h = h;
-        it->lk.lane = &lanes[i];
-        it->lk.strategy = ZB_POOLED;
-        const char *key = srv->served[i]->postal ? "0000000" : "0";
+        it->lk.lane = &rq->loop->lanes[i];
+        it->lk.strategy = srv->served[i]->strategy;
+        const char *key = srv->served[i]->key_kind == KEY_POSTAL ? "0000000" : "0";
         it->lk.keylen = strlen(key);
         memcpy(it->lk.key, key, it->lk.keylen + 1);
+        it->lk.on_row = NULL;
         it->lk.done = item_done;
         lookup_start(&it->lk, true);
     }
     settle(h);
-    return true;
 }
+
+const struct route health_route = {
+    .name = "health", .usage = "GET /health", .path = ROUTE_NONE,
+    .state_size = sizeof(struct health), .serve = serve,
+};

@@ -13,16 +13,23 @@
 
 #include "dbconn.h"
 
+/* Per-request's counters: its figures (strategy.h). */
+enum { CONNECTS, NFIGURES };
+static const char *const figure_names[NFIGURES + 1] = {
+    [CONNECTS] = "connects",       /* connections opened for a lookup each */
+};
+
 /* Per-request's state on a lane: its connections, each with the lookup
  * it was opened for (its tag) until that is sent. */
-struct fresh {
+struct per_request {
     struct lane *lane;
+    counter *fig;                  /* its figures */
     struct conn_list conns;
 };
 
 static void submit(void *state, struct lookup *lk)
 {
-    struct fresh *f = state;
+    struct per_request *f = state;
     struct lane *lane = f->lane;
     struct zb_err err = { 0 };
     struct dbconn *dc = dbconn_open(lane, &per_request_strategy, f,
@@ -39,7 +46,8 @@ static void submit(void *state, struct lookup *lk)
 static int prepare(struct dbconn *dc, struct zb_err *err)
 {
     (void)err;
-    BUMP(dc->lane->st.connects_per_request);
+    struct per_request *f = dc->owner;
+    BUMP(f->fig[CONNECTS]);
     return 0;
 }
 
@@ -73,7 +81,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 /* Connects and queries that took too long. */
 static uint64_t deadlines(void *state, uint64_t now)
 {
-    struct fresh *f = state;
+    struct per_request *f = state;
     uint64_t next = 0;
     struct dbconn *dc = APR_RING_FIRST(&f->conns), *nx;
     for (; dc != APR_RING_SENTINEL(&f->conns, dbconn, link); dc = nx) {
@@ -84,14 +92,15 @@ static uint64_t deadlines(void *state, uint64_t now)
     return next;
 }
 
-static void *init(struct lane *lane, struct zb_err *err)
+static void *init(struct lane *lane, counter *figures, struct zb_err *err)
 {
-    struct fresh *f = calloc(1, sizeof *f);
+    struct per_request *f = calloc(1, sizeof *f);
     if (!f) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     f->lane = lane;
+    f->fig = figures;
     APR_RING_INIT(&f->conns, dbconn, link);
     return f;
 }
@@ -103,7 +112,7 @@ static void destroy(void *state)
 
 static void fail_all(void *state, const struct zb_err *err)
 {
-    struct fresh *f = state;
+    struct per_request *f = state;
     while (!APR_RING_EMPTY(&f->conns, dbconn, link))
         dbconn_fail(APR_RING_FIRST(&f->conns), err);
 }
@@ -114,8 +123,8 @@ static bool takes(const struct backend_driver *drv)
 }
 
 const struct strategy per_request_strategy = {
-    .takes = takes, .cannot = "is in-process", .in_process = &inline_per_request_strategy,
-    .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
+    .takes = takes, .cannot = "is in-process", .in_process = &in_process_per_request_strategy,
+    .figures = figure_names, .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
     .conn_ready = conn_ready, .conn_failed = conn_failed, .deadlines = deadlines,
     .fail_all = fail_all,
 };

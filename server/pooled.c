@@ -5,7 +5,8 @@
  * warm ones are reused and the cold ones age out), the busy ones, those
  * being opened, and a queue of lookups waiting for one, oldest first. No
  * lock: only the loop touches them. What the loops share is the budget:
- * pool_hard_max connections per backend in all (sb->pooled). pool_min and
+ * pool_hard_max connections per served table in all (struct budget, the
+ * strategy's shared state). pool_min and
  * pool_soft_max are split over the loops: each opens its share of
  * pool_min at start and keeps it, and closes idle connections above its
  * share of pool_soft_max after pool_ttl_s.
@@ -42,9 +43,34 @@
 
 #include "dbconn.h"
 
+/* Pooled's counters: its figures (strategy.h), by these indexes. */
+#define POOLED_FIGURES(X) \
+    X(WAITS, "waits")            /* lookups that found every connection busy */ \
+    X(TIMEOUTS, "timeouts")      /* of which gave up after acquire_timeout_ms */ \
+    X(IN_USE, "in_use")          /* connections with a lookup now */ \
+    X(RECONNECTS, "reconnects")  /* connections opened to replace discarded ones */ \
+    X(DISCARDED, "discarded")    /* connections dropped as dead or stale */
+#define FIGURE_ID(id, name) id,
+enum { POOLED_FIGURES(FIGURE_ID) NFIGURES };
+#undef FIGURE_ID
+#define FIGURE_NAME(id, name) name,
+static const char *const figure_names[NFIGURES + 1] = { POOLED_FIGURES(FIGURE_NAME) NULL };
+#undef FIGURE_NAME
+
+/* What the loops share per served table: the budget. A loop that needs
+ * one more connection and finds none left sets its bit in starving; a
+ * loop that frees an idle one then gives it to that loop instead of
+ * keeping it, so the budget goes where the waiters are. */
+struct budget {
+    _Atomic int pooled;            /* connections of every loop, open or opening */
+    _Atomic uint64_t starving;     /* loops waiting for the budget, a bit each */
+};
+
 /* Pooled's state on a lane. */
-struct pool {
+struct pooled {
     struct lane *lane;
+    struct budget *budget;         /* its served table's */
+    counter *fig;                  /* its figures, by POOLED_FIGURES */
     /* idle (most recently used first), busy, opening */
     struct conn_list idle, busy, opening;
     struct lookup_list waiting;    /* lookups waiting for a connection */
@@ -61,38 +87,37 @@ struct pool {
 #define SET_IN_USE(dc, on) ((dc)->tag = (on) ? (void *)(dc) : NULL)
 
 /* The pool of this backend on loop i. */
-static struct pool *pool_of(struct pool *p, int i)
+static struct pooled *pool_of(struct pooled *p, int i)
 {
-    return p->lane->peers[i]->way[ZB_POOLED].state;
+    return p->lane->peers[i]->way[STRATEGY_pooled].state;
 }
 
 #define NS_PER_MS 1000000ull
 
-static uint64_t bit_of(struct pool *p) { return 1ull << (p->lane->loop->id % 64); }
+static uint64_t bit_of(struct pooled *p) { return 1ull << (p->lane->loop->id % 64); }
 
-static bool take_budget(struct served *sb)
+static bool take_budget(struct pooled *p)
 {
-    int n = atomic_load(&sb->pooled);
-    while (n < sb->conf.pool_hard_max)
-        if (atomic_compare_exchange_weak(&sb->pooled, &n, n + 1))
+    int n = atomic_load(&p->budget->pooled);
+    while (n < p->lane->sb->conf.pool_hard_max)
+        if (atomic_compare_exchange_weak(&p->budget->pooled, &n, n + 1))
             return true;
     return false;
 }
 
-static void give_budget(struct pool *p)
+static void give_budget(struct pooled *p)
 {
-    struct served *sb = p->lane->sb;
     struct loop *l = p->lane->loop;
-    atomic_fetch_sub(&sb->pooled, 1);
+    atomic_fetch_sub(&p->budget->pooled, 1);
     p->npooled--;
-    uint64_t starving = atomic_load(&sb->starving) & ~bit_of(p);
+    uint64_t starving = atomic_load(&p->budget->starving) & ~bit_of(p);
     for (int i = 0; starving && i < l->npeers; i++)
         if (starving & (1ull << (i % 64)))
             loop_wake(l->peers[i]);
 }
 
 /* Closes a pooled connection that has nothing sent. */
-static void drop(struct pool *p, struct dbconn *dc)
+static void drop(struct pooled *p, struct dbconn *dc)
 {
     struct lane *lane = p->lane;
     APR_RING_REMOVE(dc, link);
@@ -103,16 +128,16 @@ static void drop(struct pool *p, struct dbconn *dc)
     if (!IN_USE(dc) && dc->state == DC_READY)
         p->nidle--;
     if (IN_USE(dc))
-        DROP(lane->st.in_use);
+        DROP(p->fig[IN_USE]);
     dbconn_close(dc);
     give_budget(p);
 }
 
 /* The pool of the first loop (other than p's) whose lookups wait for the
  * budget. */
-static struct pool *starving_pool(struct pool *p)
+static struct pooled *starving_pool(struct pooled *p)
 {
-    uint64_t starving = atomic_load_explicit(&p->lane->sb->starving, RELAXED) & ~bit_of(p);
+    uint64_t starving = atomic_load_explicit(&p->budget->starving, RELAXED) & ~bit_of(p);
     struct loop *l = p->lane->loop;
     for (int i = 0; starving && i < l->npeers; i++)
         if (starving & (1ull << (i % 64)))
@@ -126,7 +151,7 @@ static struct pool *starving_pool(struct pool *p)
 static void arrive(struct watch *w)
 {
     struct dbconn *dc = container_of(w, struct dbconn, w);
-    struct pool *to = dc->tag;
+    struct pooled *to = dc->tag;
     SET_IN_USE(dc, false);
     pthread_mutex_lock(&to->lock);
     APR_RING_INSERT_TAIL(&to->given, dc, dbconn, link);
@@ -135,9 +160,9 @@ static void arrive(struct watch *w)
 }
 
 /* An idle connection goes to a loop that starves. */
-static bool give_away(struct pool *p, struct dbconn *dc)
+static bool give_away(struct pooled *p, struct dbconn *dc)
 {
-    struct pool *to = starving_pool(p);
+    struct pooled *to = starving_pool(p);
     if (!to)
         return false;
     APR_RING_REMOVE(dc, link);
@@ -149,44 +174,43 @@ static bool give_away(struct pool *p, struct dbconn *dc)
     return true;
 }
 
-static void discard(struct pool *p, struct dbconn *dc)
+static void discard(struct pooled *p, struct dbconn *dc)
 {
-    BUMP(p->lane->st.discarded);
+    BUMP(p->fig[DISCARDED]);
     p->owed++;
     drop(p, dc);
 }
 
-static void use(struct pool *p, struct dbconn *dc, struct lookup *lk)
+static void use(struct pooled *p, struct dbconn *dc, struct lookup *lk)
 {
-    struct lane *lane = p->lane;
     APR_RING_REMOVE(dc, link);
     APR_RING_INSERT_TAIL(&p->busy, dc, dbconn, link);
     p->nidle--;
     SET_IN_USE(dc, true);
-    BUMP(lane->st.in_use);
+    BUMP(p->fig[IN_USE]);
     dbconn_send(dc, lk);
 }
 
 /* The first lookup waiting, taken off the queue; the loop stops asking
  * the others for budget once nothing waits. */
-static struct lookup *unqueue(struct pool *p)
+static struct lookup *unqueue(struct pooled *p)
 {
     struct lookup *lk = APR_RING_FIRST(&p->waiting);
     APR_RING_REMOVE(lk, link);
     if (--p->nwaiting == 0)
-        atomic_fetch_and(&p->lane->sb->starving, ~bit_of(p));
+        atomic_fetch_and(&p->budget->starving, ~bit_of(p));
     return lk;
 }
 
 /* Every lookup waiting here fails with err (the backend went down). */
-static void fail_waiting(struct pool *p, const struct zb_err *err)
+static void fail_waiting(struct pooled *p, const struct zb_err *err)
 {
     while (p->nwaiting)
         lookup_finish(unqueue(p), LOOKUP_UNAVAILABLE, err);
 }
 
 /* Does any loop hold an open pooled connection of p's backend? */
-static bool has_live(struct pool *p)
+static bool has_live(struct pooled *p)
 {
     struct loop *l = p->lane->loop;
     for (int i = 0; i < l->npeers; i++)
@@ -197,7 +221,7 @@ static bool has_live(struct pool *p)
 
 /* A connect failed: down (refused, or no live connection in any loop),
  * and the lookups waiting here fail; else they wait for the live ones. */
-static void connect_failed(struct pool *p, const struct zb_err *err)
+static void connect_failed(struct pooled *p, const struct zb_err *err)
 {
     if (lane_connect_failed(p->lane, err, has_live(p)))
         fail_waiting(p, err);
@@ -206,14 +230,14 @@ static void connect_failed(struct pool *p, const struct zb_err *err)
 /* One more connection; false if the budget is spent or it could not
  * start. For lookups that wait (not to keep pool_min), the other loops
  * are asked for budget. */
-static bool grow(struct pool *p, bool for_waiters)
+static bool grow(struct pooled *p, bool for_waiters)
 {
     struct lane *lane = p->lane;
     struct served *sb = lane->sb;
     if (lane->loop->now < lane->grow_after_ns)
         return false;   /* the last connect failed under load: not yet */
-    if (!take_budget(sb)) {
-        if (for_waiters && !(atomic_fetch_or(&sb->starving, bit_of(p)) & bit_of(p)))
+    if (!take_budget(p)) {
+        if (for_waiters && !(atomic_fetch_or(&p->budget->starving, bit_of(p)) & bit_of(p)))
             loop_wake_all(lane->loop);   /* whoever has an idle one gives it back */
         return false;
     }
@@ -232,7 +256,7 @@ static bool grow(struct pool *p, bool for_waiters)
 
 static void submit(void *state, struct lookup *lk)
 {
-    struct pool *p = state;
+    struct pooled *p = state;
     struct lane *lane = p->lane;
     unsigned gen = atomic_load_explicit(&lane->sb->gen, RELAXED);
     while (!APR_RING_EMPTY(&p->idle, dbconn, link)) {
@@ -250,25 +274,25 @@ static void submit(void *state, struct lookup *lk)
     p->nwaiting++;
     loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sb->conf.acquire_timeout_ms * NS_PER_MS);
     if (p->nopening >= p->nwaiting || !grow(p, true))
-        BUMP(lane->st.waits);
+        BUMP(p->fig[WAITS]);
 }
 
-static void idle(struct pool *p, struct dbconn *dc);
+static void idle(struct pooled *p, struct dbconn *dc);
 
 /* Connected, or its lookup done. */
 static void conn_ready(struct dbconn *dc)
 {
-    struct pool *p = dc->owner;
+    struct pooled *p = dc->owner;
     struct lane *lane = p->lane;
     if (IN_USE(dc)) {   /* its lookup is done; else it was just opened */
         SET_IN_USE(dc, false);
-        DROP(lane->st.in_use);
+        DROP(p->fig[IN_USE]);
     } else {
         p->nopening--;
         BUMP(lane->st.open);
         if (p->owed) {
             p->owed--;
-            BUMP(lane->st.reconnects);
+            BUMP(p->fig[RECONNECTS]);
         }
     }
     APR_RING_REMOVE(dc, link);
@@ -286,7 +310,7 @@ static void conn_ready(struct dbconn *dc)
 
 /* dc (in no list) is free: for the first lookup waiting here, else for a
  * loop that starves, else idle. */
-static void idle(struct pool *p, struct dbconn *dc)
+static void idle(struct pooled *p, struct dbconn *dc)
 {
     APR_RING_INSERT_HEAD(&p->idle, dc, dbconn, link);
     p->nidle++;
@@ -298,7 +322,7 @@ static void idle(struct pool *p, struct dbconn *dc)
 }
 
 /* One given by another loop. */
-static void adopt(struct pool *p, struct dbconn *dc)
+static void adopt(struct pooled *p, struct dbconn *dc)
 {
     p->npooled++;
     if (!dbconn_join(dc, p->lane, p)) {   /* it could not be watched: closed */
@@ -310,7 +334,7 @@ static void adopt(struct pool *p, struct dbconn *dc)
 }
 
 /* The first connection other loops gave p, or NULL. */
-static struct dbconn *take_given(struct pool *p)
+static struct dbconn *take_given(struct pooled *p)
 {
     pthread_mutex_lock(&p->lock);
     struct dbconn *dc = APR_RING_EMPTY(&p->given, dbconn, link) ? NULL : APR_RING_FIRST(&p->given);
@@ -324,7 +348,7 @@ static struct dbconn *take_given(struct pool *p)
 static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 {
     struct lookup *lk = dc->nsent ? APR_RING_FIRST(&dc->sent) : NULL;
-    struct pool *p = dc->owner;
+    struct pooled *p = dc->owner;
     struct lane *lane = p->lane;
     bool opening = dc->state != DC_READY;
     if (lk) {
@@ -335,7 +359,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
         /* Lost, or its plan stale (every connection opened before holds
          * the same stale plan): all are replaced. */
         served_bump_gen(lane->sb, dc->gen);
-        BUMP(lane->st.discarded);
+        BUMP(p->fig[DISCARDED]);
         p->owed++;
     }
     drop(p, dc);
@@ -359,7 +383,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
 
 static uint64_t deadlines(void *state, uint64_t now)
 {
-    struct pool *p = state;
+    struct pooled *p = state;
     struct lane *lane = p->lane;
     const struct backend_conf *bc = &lane->sb->conf;
     uint64_t next = 0;
@@ -372,7 +396,7 @@ static uint64_t deadlines(void *state, uint64_t now)
             break;
         }
         unqueue(p);
-        BUMP(lane->st.timeouts);
+        BUMP(p->fig[TIMEOUTS]);
         struct zb_err err;
         zb_fail(&err, ZB_ERR_CONN, "backend %s: no free connection within %d ms "
                 "(pool_hard_max %d)", bc->name, bc->acquire_timeout_ms, bc->pool_hard_max);
@@ -405,23 +429,25 @@ static uint64_t deadlines(void *state, uint64_t now)
     /* The min share, kept open while the backend is up, and while no
      * other loop has lookups waiting for the budget. */
     while (p->npooled < p->min_share && atomic_load_explicit(&lane->sb->up, RELAXED) &&
-           !(atomic_load_explicit(&lane->sb->starving, RELAXED) & ~bit_of(p)) && grow(p, false))
+           !(atomic_load_explicit(&p->budget->starving, RELAXED) & ~bit_of(p)) && grow(p, false))
         ;
     return next;
 }
 
 /* pool_min and pool_soft_max split over the loops, the first ones taking
  * the remainder. */
-static void *init(struct lane *lane, struct zb_err *err)
+static void *init(struct lane *lane, counter *figures, struct zb_err *err)
 {
     const struct backend_conf *bc = &lane->sb->conf;
     int n = lane->loop->npeers, i = lane->loop->id;
-    struct pool *p = calloc(1, sizeof *p);
+    struct pooled *p = calloc(1, sizeof *p);
     if (!p) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     p->lane = lane;
+    p->budget = lane->sb->shared[STRATEGY_pooled];
+    p->fig = figures;
     APR_RING_INIT(&p->idle, dbconn, link);
     APR_RING_INIT(&p->busy, dbconn, link);
     APR_RING_INIT(&p->opening, dbconn, link);
@@ -437,7 +463,7 @@ static void *init(struct lane *lane, struct zb_err *err)
  * given an idle one. */
 static void trade_idle(void *state)
 {
-    struct pool *p = state;
+    struct pooled *p = state;
     for (struct dbconn *dc; (dc = take_given(p));)
         adopt(p, dc);
     if (p->nidle && !p->nwaiting)
@@ -446,7 +472,7 @@ static void trade_idle(void *state)
 
 static void fail_all(void *state, const struct zb_err *err)
 {
-    struct pool *p = state;
+    struct pooled *p = state;
     struct conn_list *lists[] = { &p->busy, &p->opening, &p->idle };
     for (int k = 0; k < 3; k++)
         while (!APR_RING_EMPTY(lists[k], dbconn, link))
@@ -458,7 +484,7 @@ static void fail_all(void *state, const struct zb_err *err)
  * here (freed with this loop's core). */
 static void destroy(void *state)
 {
-    struct pool *p = state;
+    struct pooled *p = state;
     for (struct dbconn *dc; (dc = take_given(p));) {
         dc->lane = p->lane;
         dbconn_close(dc);
@@ -472,14 +498,23 @@ static int prepare(struct dbconn *dc, struct zb_err *err)
     return dbconn_prepare(dc, err);
 }
 
+static void *shared_init(struct served *sb, struct zb_err *err)
+{
+    (void)sb;
+    struct budget *b = calloc(1, sizeof *b);
+    if (!b)
+        zb_fail(err, ZB_ERR_SYS, "out of memory");
+    return b;
+}
+
 static bool takes(const struct backend_driver *drv)
 {
     return drv->async != NULL;
 }
 
 const struct strategy pooled_strategy = {
-    .takes = takes, .cannot = "is in-process", .in_process = &inline_strategy,
-    .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
+    .takes = takes, .cannot = "is in-process", .in_process = &in_process_pooled_strategy,
+    .figures = figure_names, .shared_init = shared_init, .shared_free = free, .init = init, .destroy = destroy, .submit = submit, .prepare = prepare,
     .conn_ready = conn_ready, .conn_failed = conn_failed, .deadlines = deadlines,
     .woken = trade_idle, .fail_all = fail_all,
 };

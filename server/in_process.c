@@ -3,7 +3,7 @@
  * lookup takes microseconds, less than a suspend and resume of the
  * request would. Two instances, the in-process ways of pooled and
  * per-request (strategy.h's in_process):
- *   - inline_strategy keeps one connection per lane (one is all a loop
+ *   - in_process_pooled_strategy keeps one connection per lane (one is all a loop
  *     ever needs), its lookup prepared once. The lookups of one loop
  *     iteration share one read transaction (BEGIN before the first,
  *     COMMIT when the iteration ends): SQLite's own per-transaction work
@@ -11,7 +11,7 @@
  *     file change counter: about five system calls) is paid once per
  *     batch, not per lookup, and a writer (the loader swapping tables)
  *     waits at most one iteration;
- *   - inline_per_request_strategy, as a PHP page does it: connect,
+ *   - in_process_per_request_strategy, as a PHP page does it: connect,
  *     one-shot query, close.
  * The driver's read-only connections never wait for a lock: a lookup that
  * meets one (ZB_ERR_BUSY: a writer that keeps a rollback journal,
@@ -27,28 +27,43 @@
 /* How often a lookup that met a lock is tried again. */
 #define RETRY_NS (2u * 1000u * 1000u)
 
+/* The in-process ways' counters: their figures (strategy.h). The second
+ * is the kept connection's discards, or the fresh ones' connects. */
+enum { LOCK_WAITS, DISCARDED, CONNECTS = DISCARDED };
+static const char *const kept_figures[] = {
+    [LOCK_WAITS] = "lock_waits",   /* lookups that met a writer's lock and waited */
+    [DISCARDED] = "discarded",     /* kept connections dropped as dead or stale */
+    NULL,
+};
+static const char *const fresh_figures[] = {
+    [LOCK_WAITS] = "lock_waits",
+    [CONNECTS] = "connects",       /* connections opened for a lookup each */
+    NULL,
+};
+
 /* An in-process connection with its prepared lookup. */
-struct inline_conn {
+struct in_process_conn {
     struct backend b;
     struct stmt *lookup;
     unsigned gen;
 };
 
-struct inline_way {
+struct in_process {
     struct lane *lane;
+    counter *fig;                  /* its figures */
     /* One lookup on the database: 0, or -1 with err. */
-    int (*query)(struct inline_way *w, struct lookup *lk, struct zb_err *err);
-    struct inline_conn *idle;      /* the kept connection (inline_strategy) */
+    int (*query)(struct in_process *w, struct lookup *lk, struct zb_err *err);
+    struct in_process_conn *idle;      /* the kept connection (inline_strategy) */
     bool txn;                      /* a read transaction is open on it */
     /* Lookups that met a lock, tried again at retry_ns. */
     struct lookup_list waiting;
     uint64_t retry_ns;
 };
 
-static struct inline_conn *conn_open(struct lane *lane, struct zb_err *err)
+static struct in_process_conn *conn_open(struct lane *lane, struct zb_err *err)
 {
     struct served *sb = lane->sb;
-    struct inline_conn *ic = calloc(1, sizeof *ic);
+    struct in_process_conn *ic = calloc(1, sizeof *ic);
     if (!ic) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
@@ -66,7 +81,7 @@ static struct inline_conn *conn_open(struct lane *lane, struct zb_err *err)
     return ic;
 }
 
-static void conn_close(struct lane *lane, struct inline_conn *ic)
+static void conn_close(struct lane *lane, struct in_process_conn *ic)
 {
     if (!ic)
         return;
@@ -78,15 +93,15 @@ static void conn_close(struct lane *lane, struct inline_conn *ic)
 
 /* On the kept connection (opened again if it is gone or older than the
  * last failure), inside the iteration's read transaction. */
-static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *err)
+static int query_kept(struct in_process *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
     struct served *sb = lane->sb;
-    struct inline_conn *ic = w->idle;
+    struct in_process_conn *ic = w->idle;
     w->idle = NULL;
     if (ic && ic->gen != atomic_load(&sb->gen)) {
         conn_close(lane, ic);
-        BUMP(lane->st.discarded);
+        BUMP(w->fig[DISCARDED]);
         ic = NULL;
     }
     if (!ic && !(ic = conn_open(lane, err)))
@@ -98,7 +113,7 @@ static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *er
         served_bump_gen(sb, ic->gen);
         conn_close(lane, ic);   /* its transaction with it */
         w->txn = false;
-        BUMP(lane->st.discarded);
+        BUMP(w->fig[DISCARDED]);
     } else {
         w->idle = ic;
     }
@@ -106,7 +121,7 @@ static int query_kept(struct inline_way *w, struct lookup *lk, struct zb_err *er
 }
 
 /* On a connection of its own: connect, one-shot query, close. */
-static int query_fresh(struct inline_way *w, struct lookup *lk, struct zb_err *err)
+static int query_fresh(struct in_process *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
     struct served *sb = lane->sb;
@@ -116,7 +131,7 @@ static int query_fresh(struct inline_way *w, struct lookup *lk, struct zb_err *e
         return -1;
     }
     BUMP(lane->st.connects);
-    BUMP(lane->st.connects_per_request);
+    BUMP(w->fig[CONNECTS]);
     int rc = b.drv->query(b.db, sb->sql, sb->nparams, lk->params, lookup_row, lk, NULL, err);
     backend_close(&b);
     return rc;
@@ -125,7 +140,7 @@ static int query_fresh(struct inline_way *w, struct lookup *lk, struct zb_err *e
 /* lk met err: if it is a lock (and no row came yet), lk waits to be tried
  * again; true then. A lookup that has waited acquire_timeout_ms already
  * ends (false: the caller finishes it). */
-static bool wait_lock(struct inline_way *w, struct lookup *lk, const struct zb_err *err)
+static bool wait_lock(struct in_process *w, struct lookup *lk, const struct zb_err *err)
 {
     struct lane *lane = w->lane;
     if (err->kind != ZB_ERR_BUSY || lk->rows > 0)
@@ -133,7 +148,7 @@ static bool wait_lock(struct inline_way *w, struct lookup *lk, const struct zb_e
     uint64_t now = zb_now_ns();
     if (!lk->since_ns) {
         lk->since_ns = now;
-        BUMP(lane->st.lock_waits);
+        BUMP(w->fig[LOCK_WAITS]);
     } else if (now - lk->since_ns >= (uint64_t)lane->sb->conf.acquire_timeout_ms * 1000000u) {
         return false;
     }
@@ -146,7 +161,7 @@ static bool wait_lock(struct inline_way *w, struct lookup *lk, const struct zb_e
 
 /* One lookup; true if it met a lock and waits to be tried again, else it
  * is finished. */
-static bool run(struct inline_way *w, struct lookup *lk)
+static bool run(struct in_process *w, struct lookup *lk)
 {
     struct zb_err err = { 0 };
     int rc = w->query(w, lk, &err);
@@ -167,7 +182,7 @@ static void submit(void *state, struct lookup *lk)
  * try next (0: none wait). */
 static uint64_t deadlines(void *state, uint64_t now)
 {
-    struct inline_way *w = state;
+    struct in_process *w = state;
     struct lane *lane = w->lane;
     if (APR_RING_EMPTY(&w->waiting, lookup, link))
         return 0;
@@ -199,7 +214,7 @@ static uint64_t deadlines(void *state, uint64_t now)
  * committed. */
 static void iterated(void *state)
 {
-    struct inline_way *w = state;
+    struct in_process *w = state;
     if (!w->txn)
         return;
     if (w->idle && w->idle->b.drv->exec(w->idle->b.db, "COMMIT", NULL) < 0)
@@ -209,7 +224,7 @@ static void iterated(void *state)
 
 static void fail_all(void *state, const struct zb_err *err)
 {
-    struct inline_way *w = state;
+    struct in_process *w = state;
     while (!APR_RING_EMPTY(&w->waiting, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&w->waiting);
         APR_RING_REMOVE(lk, link);
@@ -217,33 +232,34 @@ static void fail_all(void *state, const struct zb_err *err)
     }
 }
 
-static void *init_with(struct lane *lane, struct zb_err *err,
-                       int (*query)(struct inline_way *, struct lookup *, struct zb_err *))
+static void *init_with(struct lane *lane, counter *figures, struct zb_err *err,
+                       int (*query)(struct in_process *, struct lookup *, struct zb_err *))
 {
-    struct inline_way *w = calloc(1, sizeof *w);
+    struct in_process *w = calloc(1, sizeof *w);
     if (!w) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
     w->lane = lane;
+    w->fig = figures;
     w->query = query;
     APR_RING_INIT(&w->waiting, lookup, link);
     return w;
 }
 
-static void *init_kept(struct lane *lane, struct zb_err *err)
+static void *init_kept(struct lane *lane, counter *figures, struct zb_err *err)
 {
-    return init_with(lane, err, query_kept);
+    return init_with(lane, figures, err, query_kept);
 }
 
-static void *init_fresh(struct lane *lane, struct zb_err *err)
+static void *init_fresh(struct lane *lane, counter *figures, struct zb_err *err)
 {
-    return init_with(lane, err, query_fresh);
+    return init_with(lane, figures, err, query_fresh);
 }
 
 static void destroy(void *state)
 {
-    struct inline_way *w = state;
+    struct in_process *w = state;
     conn_close(w->lane, w->idle);
     free(w);
 }
@@ -253,12 +269,12 @@ static bool takes(const struct backend_driver *drv)
     return !drv->async;
 }
 
-const struct strategy inline_strategy = {
-    .takes = takes, .cannot = "is not in-process", .init = init_kept, .destroy = destroy,
+const struct strategy in_process_pooled_strategy = {
+    .takes = takes, .cannot = "is not in-process", .figures = kept_figures, .init = init_kept, .destroy = destroy,
     .submit = submit, .deadlines = deadlines, .iterated = iterated, .fail_all = fail_all,
 };
 
-const struct strategy inline_per_request_strategy = {
-    .takes = takes, .cannot = "is not in-process", .init = init_fresh, .destroy = destroy,
+const struct strategy in_process_per_request_strategy = {
+    .takes = takes, .cannot = "is not in-process", .figures = fresh_figures, .init = init_fresh, .destroy = destroy,
     .submit = submit, .deadlines = deadlines, .iterated = iterated, .fail_all = fail_all,
 };
