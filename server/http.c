@@ -32,23 +32,12 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include "client.h"
 #include "http.h"
 #include "route.h"
 #include "strict.h"
 
 enum http_state { RQ_NEW, RQ_READ, RQ_RUNNING, RQ_ANSWERED, RQ_QUEUED };
-
-/* A client connection (libmicrohttpd's socket context). */
-struct client {
-    /* In its loop's awaiting list while waiting for a header, or in its
-     * sending list while an answer goes out. */
-    APR_RING_ENTRY(client) link;
-    struct MHD_Connection *c;
-    uint64_t since_ns;             /* connected, or its last answer was sent */
-    bool awaiting, sending;
-    int fd;
-    int outq, inq;                 /* its socket's queues at the last look (sending; -1: none) */
-};
 
 /* A request, as HTTP keeps it around the route's view (rq). */
 struct http_request {
@@ -70,9 +59,6 @@ static struct http_request *of(struct request *rq)
     return container_of(rq, struct http_request, rq);
 }
 
-static void client_sending(struct http_loop *l, struct MHD_Connection *c);
-static void client_answered(struct http_loop *l, struct MHD_Connection *c);
-static void client_got_header(struct http_loop *l, struct MHD_Connection *c);
 
 /* ---- answers ---- */
 
@@ -138,64 +124,11 @@ static const char *origin_path(const char *url)
     return p ? p : "/";
 }
 
-static bool is_name(const char *name, const char *s, size_t len)
-{
-    return strlen(name) == len && !memcmp(name, s, len);
-}
-
-/* The served dataset called s ("zip": the postal dataset), or -1. */
-static int find_dataset(const struct server *srv, const char *s, size_t len)
-{
-    if (is_name("zip", s, len))
-        s = DATASET_DEFAULT, len = strlen(DATASET_DEFAULT);
-    for (int d = 0; d < srv->ndatasets; d++)
-        if (is_name(srv->datasets[d]->conf->name, s, len))
-            return d;
-    return -1;
-}
-
-/* Dataset d's table on the backend called s, or NULL. */
-static struct served *find_backend(struct server *srv, int d, const char *s, size_t len)
-{
-    int per = srv->nserved / srv->ndatasets;
-    for (int i = d * per; d >= 0 && i < (d + 1) * per; i++)
-        if (is_name(srv->served[i]->conf.name, s, len))
-            return srv->served[i];
-    return NULL;
-}
-
-/* The route path's first segment names, or NULL. */
-static const struct route *route_for(const struct server *srv, const char *path)
-{
-    if (path[0] != '/')
-        return NULL;
-    const char *seg = path + 1, *end = strchr(seg, '/');
-    size_t len = end ? (size_t)(end - seg) : strlen(seg);
-    const struct route *r = route_named(seg, len);
-    return r ? r : end && find_dataset(srv, seg, len) >= 0 ? route_of_datasets() : NULL;
-}
-
-/* Appends to list[*n] (size bytes), as snprintf would, never past it. */
-static void add(char *list, size_t size, size_t *n, const char *a, const char *b)
-{
-    int w = snprintf(list + *n, size - *n, "%s%s", a, b);
-    if (w > 0)
-        *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
-}
-
 /* The 404 of a path no route takes: every route's usage, from the table. */
 static void no_route(struct request *rq)
 {
-    struct server *srv = rq->loop->srv;
-    char list[1024] = "";
-    size_t n = 0;
-    for (int i = 0; i < nroutes; i++) {
-        add(list, sizeof list, &n, i ? "; " : "", route_table[i]->usage);
-        for (int d = 0; route_table[i]->path == ROUTE_DATASET && d < srv->ndatasets; d++)
-            add(list, sizeof list, &n, d ? ", " : " (datasets: ", srv->datasets[d]->conf->name);
-        if (route_table[i]->path == ROUTE_DATASET)
-            add(list, sizeof list, &n, ")", "");
-    }
+    char list[1024];
+    route_list(rq->loop->srv, list, sizeof list);
     request_error(rq, 404, NULL, "no such resource: %s", list);
 }
 
@@ -206,7 +139,7 @@ static bool find_target(struct http_request *h)
     struct request *rq = &h->rq;
     struct server *srv = rq->loop->srv;
     const char *p = strchr(h->path + 1, '/');   /* after the first segment */
-    int d = find_dataset(srv, "zip", 3);
+    int d = route_dataset(srv, "zip", 3);
     rq->key = "";
     if (rq->route->path == ROUTE_NONE) {
         if (p) {
@@ -216,14 +149,12 @@ static bool find_target(struct http_request *h)
         return true;
     }
     if (rq->route->path == ROUTE_DATASET)
-        d = find_dataset(srv, h->path + 1, (size_t)(p - h->path - 1));
-    const char *slash = p ? strchr(p + 1, '/') : NULL;
-    if (rq->route->path == ROUTE_BACKEND)
-        rq->sv = p ? find_backend(srv, d, p + 1, strlen(p + 1)) : NULL;
-    else if (slash) {
-        rq->sv = find_backend(srv, d, p + 1, (size_t)(slash - p - 1));
-        rq->key = slash + 1;
-    }
+        d = route_dataset(srv, h->path + 1, (size_t)(p - h->path - 1));
+    /* {backend} up to the next slash ({key} is the rest: "" if none). */
+    const char *slash = p && rq->route->path != ROUTE_BACKEND ? strchr(p + 1, '/') : NULL;
+    if (p)
+        rq->sv = route_table_of(srv, d, p + 1, slash ? (size_t)(slash - p - 1) : strlen(p + 1));
+    rq->key = slash ? slash + 1 : "";
     rq->keylen = strlen(rq->key);
     if (!rq->sv) {
         request_error(rq, 404, NULL, "no such backend (see /health for the list)");
@@ -407,171 +338,13 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     req_free(h);
 }
 
-/* ---- clients: the header deadline ---- */
-
-/* A connection must bring each request whole (its header, and a body if
- * one got past strict_refusal(), which refuses them) within header_timeout_s
- * of opening or of its previous answer: the deadline ends on the final
- * handler call. libmicrohttpd's
- * connection_timeout_s only counts idleness, so a client sending a byte a
- * second would hold its connection forever. Clients waiting for a header
- * are kept oldest first; those past the deadline are shut down (as nginx
- * does for client_header_timeout: no answer, the connection is closed). */
-
-static struct client *client_of(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-static void await_header(struct http_loop *l, struct client *cl)
-{
-    cl->since_ns = zb_now_ns();
-    cl->awaiting = true;
-    APR_RING_INSERT_TAIL(&l->awaiting, cl, client, link);
-    int t = l->srv->conf->server.header_timeout_s;
-    if (t > 0)
-        loop_deadline(l->loop, cl->since_ns + (uint64_t)t * 1000000000u);
-}
-
-static void client_got_header(struct http_loop *l, struct MHD_Connection *c)
-{
-    (void)l;
-    struct client *cl = client_of(c);
-    if (cl && cl->awaiting) {
-        APR_RING_REMOVE(cl, link);
-        cl->awaiting = false;
-    }
-}
-
-static void client_answered(struct http_loop *l, struct MHD_Connection *c)
-{
-    struct client *cl = client_of(c);
-    if (cl && cl->sending) {
-        APR_RING_REMOVE(cl, link);
-        cl->sending = false;
-    }
-    if (cl && !cl->awaiting)
-        await_header(l, cl);
-}
-
-/* How often sending clients' sockets are looked at: a quarter of
- * connection_timeout_s, at most a second. */
-static uint64_t moved_check_ns(const struct http_loop *l)
-{
-    uint64_t quarter = (uint64_t)l->srv->conf->server.connection_timeout_s * 250000000u;
-    return quarter < 1000000000u ? quarter : 1000000000u;
-}
-
-/* An answer is going out to c: its socket is looked at until it is out
- * (client_answered). */
-static void client_sending(struct http_loop *l, struct MHD_Connection *c)
-{
-    struct client *cl = client_of(c);
-    if (!cl || cl->awaiting || cl->sending)
-        return;   /* refused before its header was whole: it closes */
-    cl->sending = true;
-    cl->outq = cl->inq = -1;
-    APR_RING_INSERT_TAIL(&l->sending, cl, client, link);
-    if (l->moved_check_ns <= l->loop->now)
-        l->moved_check_ns = zb_now_ns() + moved_check_ns(l);
-    loop_deadline(l->loop, l->moved_check_ns);
-}
-
-/* A slow reader's answers wait in its socket's send buffer, and the
- * requests it pipelines meanwhile in the receive buffer, where
- * libmicrohttpd, which counts only its own reads and writes as activity,
- * does not see them move: it would close the connection at
- * connection_timeout_s while it is being answered. So the sockets of the
- * clients an answer goes out to are looked at every moved_check_ns, and
- * when either queue moved since the last look, libmicrohttpd's idle timer
- * is restarted (a timeout set to 0 and back restarts it). The idle time
- * so counts from the last byte moved, either way. */
-static uint64_t keep_moving_clients(struct http_loop *l, uint64_t now)
-{
-    if (APR_RING_EMPTY(&l->sending, client, link))
-        return 0;
-    if (now < l->moved_check_ns)
-        return l->moved_check_ns;
-    unsigned timeout = (unsigned)l->srv->conf->server.connection_timeout_s;
-    struct client *cl;
-    APR_RING_FOREACH(cl, &l->sending, client, link) {
-        int out = -1, in = -1;
-        if (ioctl(cl->fd, SIOCOUTQ, &out) < 0 || ioctl(cl->fd, SIOCINQ, &in) < 0)
-            continue;
-        if (cl->outq >= 0 && (out != cl->outq || in != cl->inq)) {
-            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-            MHD_set_connection_option(cl->c, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
-        }
-        cl->outq = out;
-        cl->inq = in;
-    }
-    l->moved_check_ns = now + moved_check_ns(l);
-    return l->moved_check_ns;
-}
-
-uint64_t http_deadlines(struct http_loop *l, uint64_t now)
-{
-    uint64_t next = 0;
-    int t = l->srv->conf->server.header_timeout_s;
-    while (t > 0 && !APR_RING_EMPTY(&l->awaiting, client, link)) {
-        struct client *cl = APR_RING_FIRST(&l->awaiting);
-        uint64_t due = cl->since_ns + (uint64_t)t * 1000000000u;
-        if (due > now) {
-            next = due;
-            break;
-        }
-        APR_RING_REMOVE(cl, link);
-        cl->awaiting = false;
-        shutdown(cl->fd, SHUT_RDWR);   /* libmicrohttpd sees the end and closes it */
-        BUMP(l->fig->header_timeouts);
-    }
-    next = deadline_min(next, keyset_deadlines(&l->requests.keys, now));
-    return deadline_min(next, keep_moving_clients(l, now));
-}
-
-static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
-                             enum MHD_ConnectionNotificationCode toe)
-{
-    struct http_loop *l = cls;
-    struct client *cl = *socket_context;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        BUMP(l->fig->open);
-        if ((cl = l->free_clients))
-            l->free_clients = *(struct client **)cl;
-        else
-            cl = malloc(sizeof *cl);
-        *socket_context = cl;
-        if (cl) {
-            const union MHD_ConnectionInfo *ci =
-                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-            cl->fd = ci ? ci->connect_fd : -1;
-            cl->c = c;
-            cl->sending = false;
-            await_header(l, cl);
-        }
-        return;
-    }
-    DROP(l->fig->open);
-    BUMP(l->fig->closed);
-    if (cl) {
-        if (cl->awaiting || cl->sending)
-            APR_RING_REMOVE(cl, link);
-        *(struct client **)cl = l->free_clients;
-        l->free_clients = cl;
-    }
-    l->closed(l->closed_arg);
-}
-
 int http_init(struct http_loop *l, struct loop *core, struct server *srv, struct lane *lanes,
               struct loop_figures *fig, struct zb_err *err)
 {
     l->loop = core;
     l->srv = srv;
     l->fig = fig;
-    APR_RING_INIT(&l->awaiting, client, link);
-    APR_RING_INIT(&l->sending, client, link);
+    clients_init(l);
     struct request_loop *rl = &l->requests;
     rl->srv = srv;
     rl->loop = core;
@@ -585,6 +358,11 @@ int http_init(struct http_loop *l, struct loop *core, struct server *srv, struct
             return -1;
     }
     return 0;
+}
+
+uint64_t http_deadlines(struct http_loop *l, uint64_t now)
+{
+    return deadline_min(client_deadlines(l, now), keyset_deadlines(&l->requests.keys, now));
 }
 
 void http_wind_down(struct http_loop *l)
@@ -613,11 +391,7 @@ void http_loop_free(struct http_loop *l)
     for (int i = 0; i < nroutes; i++)
         if (route_table[i]->loop_free && l->requests.route_loop[i])
             route_table[i]->loop_free(l->requests.route_loop[i]);
-    while (l->free_clients) {
-        struct client *cl = l->free_clients;
-        l->free_clients = *(struct client **)cl;
-        free(cl);
-    }
+    clients_free(l);
 }
 
 /* MHD_OPTION_CONNECTION_MEMORY_LIMIT (max_request_bytes) is the per-connection
@@ -644,7 +418,7 @@ static struct MHD_Daemon *http_daemon(struct http_loop *l, struct zb_err *err)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)sc->max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)sc->max_request_bytes,
         MHD_OPTION_NOTIFY_COMPLETED, completed, l,
-        MHD_OPTION_NOTIFY_CONNECTION, connection_event, l,
+        MHD_OPTION_NOTIFY_CONNECTION, client_event, l,
         MHD_OPTION_UNESCAPE_CALLBACK, strict_unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, strict_log_uri, NULL,
         MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,

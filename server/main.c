@@ -24,7 +24,9 @@
 
 #include "cli.h"
 #include "log.h"
+#include "route.h"
 #include "server.h"
+#include "strategy.h"
 
 
 static const char usage[] =
@@ -35,7 +37,7 @@ static const char usage[] =
 "    server [--conf FILE] [--port N] [--bind ADDR [--allow-remote]] [--threads N]\n"
 "           [--backends NAME,...] [--datasets NAME,...] [--set BACKEND.KEY=VALUE]...\n"
 "           [--tls-cert FILE --tls-key FILE]\n"
-"    server --help | -V\n"
+"    server --list-strategies | --list-routes | --help | -V\n"
 "\n"
 "DESCRIPTION\n"
 "    Answers lookups by key from the backends of the config file over\n"
@@ -94,6 +96,10 @@ static const char usage[] =
 "        --tls-cert FILE   serve HTTPS (libmicrohttpd's GnuTLS): the\n"
 "                          certificate chain, PEM\n"
 "        --tls-key FILE    its private key, PEM (both or neither)\n"
+"        --list-strategies the strategies, a name per line (the one list of\n"
+"                          them: the config's, ?strategy='s, the bench's)\n"
+"        --list-routes     the routes, a line each: NAME TAB USAGE (a dataset\n"
+"                          may not take a route's NAME, nor 'zip')\n"
 "    -h, --help            this text\n"
 "    -V, --version         version and library versions\n"
 "\n"
@@ -329,14 +335,16 @@ struct flags {
  * --version, a usage error). */
 static int parse_flags(int argc, const char *const *argv, apr_pool_t *pool, struct flags *f)
 {
-    enum { OPT_ALLOW_REMOTE = 256, OPT_TLS_CERT, OPT_TLS_KEY };
+    enum { OPT_ALLOW_REMOTE = 256, OPT_TLS_CERT, OPT_TLS_KEY, OPT_STRATEGIES, OPT_ROUTES };
     static const apr_getopt_option_t opts[] = {
         { "conf", 'c', 1, "" },     { "port", 'p', 1, "" },     { "bind", 'b', 1, "" },
         { "allow-remote", OPT_ALLOW_REMOTE, 0, "" },             { "threads", 't', 1, "" },
         { "backends", 'B', 1, "" }, { "set", 's', 1, "" },      { "help", 'h', 0, "" },
         { "datasets", 'D', 1, "" },
         { "version", 'V', 0, "" },  { "tls-cert", OPT_TLS_CERT, 1, "" },
-        { "tls-key", OPT_TLS_KEY, 1, "" },                       { NULL, 0, 0, NULL },
+        { "tls-key", OPT_TLS_KEY, 1, "" },
+        { "list-strategies", OPT_STRATEGIES, 0, "" }, { "list-routes", OPT_ROUTES, 0, "" },
+        { NULL, 0, 0, NULL },
     };
     *f = (struct flags){ .conf_file = "conf/zipbench.conf", .datasets = DATASET_DEFAULT };
     apr_getopt_t *g;
@@ -363,6 +371,15 @@ static int parse_flags(int argc, const char *const *argv, apr_pool_t *pool, stru
             f->sets[f->nsets++] = arg;
             break;
         case 'h': fputs(usage, stdout); return ZB_EXIT_OK;
+        case OPT_STRATEGIES:
+            for (int i = 0; i < NSTRATEGIES; i++)
+                puts(strategy_names[i]);
+            return ZB_EXIT_OK;
+        case OPT_ROUTES:
+            for (int i = 0; i < nroutes; i++)
+                printf("%s\t%s\n", route_table[i]->name ? route_table[i]->name : "{dataset}",
+                       route_table[i]->usage);
+            return ZB_EXIT_OK;
         case 'V':
         {
             char libs[256];

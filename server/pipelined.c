@@ -5,6 +5,9 @@
  * in one write with one Sync at its end (at the end of the loop's
  * iteration, after MHD_run), so many HTTP requests share each round trip.
  *
+ * A table whose statements commit alone (a write table's) gets a Sync
+ * after each statement instead, at once.
+ *
  * Lookups that come while no connection is ready wait for one, at most
  * acquire_timeout_ms (then 503, counted as overload). A connection lost or
  * timed out fails every lookup in its pipeline with 503 (none is retried:
@@ -109,12 +112,21 @@ static void retire(struct pipelined *ps)
     }
 }
 
-/* lk appended to pipe i, written at the end of the iteration. */
+/* lk appended to pipe i, written at the end of the iteration; a write
+ * (its table's statements each commit alone) at once, with a Sync of its
+ * own: the statements between two Syncs are one transaction, and one
+ * that fails (a deadlock) rolls back the others, which other requests
+ * may have been answered for. */
 static void queue_on(struct pipelined *ps, int i, struct lookup *lk)
 {
-    if (dbconn_queue(ps->pipe[i].dc, lk)) {   /* else it was lost, and is gone */
-        BUMP(ps->fig[SENT]);
-        ps->pipe[i].unflushed = true;
+    if (!dbconn_queue(ps->pipe[i].dc, lk))
+        return;   /* it was lost, and is gone */
+    BUMP(ps->fig[SENT]);
+    ps->pipe[i].unflushed = true;
+    if (ps->lane->sb->autocommit) {
+        ps->pipe[i].unflushed = false;
+        BUMP(ps->fig[BATCHES]);
+        dbconn_flush(ps->pipe[i].dc);
     }
 }
 

@@ -79,6 +79,16 @@ extern const int nroutes;
 const struct route *route_named(const char *s, size_t len);
 /* The route of the datasets' names (ROUTE_DATASET). */
 const struct route *route_of_datasets(void);
+/* The route a path's first segment names (a served dataset's name, or
+ * "zip": the route of the datasets), or NULL. */
+const struct route *route_for(const struct server *srv, const char *path);
+/* The served dataset called s (len bytes; "zip": the postal dataset), or -1. */
+int  route_dataset(const struct server *srv, const char *s, size_t len);
+/* Dataset d's table on the backend called s (len bytes), or NULL. */
+struct served *route_table_of(struct server *srv, int d, const char *s, size_t len);
+/* Every route's usage, for a 404: "GET /{dataset}/... (datasets: ...);
+ * GET /queries/...; ...", into list (size bytes). */
+void route_list(const struct server *srv, char *list, size_t size);
 /* r's index in the table: its slot in the state arrays. */
 int  route_index(const struct route *r);
 /* The route whose state r uses: r, or r->shares. */
