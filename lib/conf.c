@@ -5,6 +5,7 @@
 #include "dataset.h"
 
 #include "backend.h"
+#include "names.h"
 #include "sqlwords.h"
 
 #include <ctype.h>
@@ -744,7 +745,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
             const char *name = section + 8;
             while (*name == ' ')
                 name++;
-            if (!(ps->current = add_backend(ps->conf, name, where, ps->err))) {
+            if ((ps->current = add_backend(ps->conf, name, where, ps->err)))
+                ps->current->line = ps->line;
+            if (!ps->current) {
                 ps->failed = true;
                 return 1;
             }
@@ -859,7 +862,7 @@ static int validate(struct zb_conf *conf, const int *pool_line, struct zb_err *e
             note_included(conf, conf->dataset[i].conf_file, err);
             return -1;
         }
-    if (check_dataset_tables(conf, err) < 0)
+    if (check_dataset_tables(conf, err) < 0 || names_check(conf, err) < 0)
         return -1;
     for (int i = 0; i < conf->nbackends; i++) {
         struct backend_conf *b = &conf->backend[i];
@@ -1023,7 +1026,8 @@ int conf_apply_sets(struct zb_conf *conf, const char *const *sets, int nsets, st
 {
     for (int i = 0; i < nsets; i++) {
         struct zb_err e = { 0 };
-        if (conf_set_arg(conf, sets[i], &e) < 0 || check_dataset_tables(conf, &e) < 0)
+        if (conf_set_arg(conf, sets[i], &e) < 0 || check_dataset_tables(conf, &e) < 0 ||
+            names_check(conf, &e) < 0)
             return zb_fail(err, e.kind, "--set %s: %s", sets[i], e.msg);
     }
     return 0;

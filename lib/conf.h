@@ -34,6 +34,7 @@ void conf_choice_list(const char *const *choices, char *buf, size_t len);
 /* One [backend NAME] section. Strings are owned by the conf. */
 struct backend_conf {
     const char *name;      /* section name: "sqlite", "pg", "innodb", ... */
+    int line;              /* where its section starts in the config */
     const char *driver;    /* a name of lib/backend.c's table of drivers */
     const char *path;      /* sqlite: database file or ":memory:" */
     const char *host;      /* pg/mysql: TCP host; pg: "a,b,...", several (see
