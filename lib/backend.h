@@ -144,12 +144,11 @@ struct backend_driver {
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */
     const char *text_key_exact;
-    /* Dialect: a query of one parameter, a table's name, whose one value
-     * (text, or no row when there is no such table) changes whenever a
-     * table of that name is created or replaced (swap_table): the server
-     * polls it to know when to read a table's keys again. NULL: cannot
-     * tell. */
-    const char *table_version_sql;
+    /* A query of one parameter, a table's name, whose one value is the
+     * generation of its last load (swap_table's), a whole number as text;
+     * no row: no load recorded (an error where ZB_LOADS_TABLE is missing).
+     * The server polls it: what it derives from a table follows it. */
+    const char *generation_sql;
     /* The write table's stamp (the server's POST /update/ on TABLE, a
      * {table}_hits): into write (len bytes), the statement that sets the
      * stamp of the row whose zip_code is its one parameter to a value the
@@ -163,8 +162,14 @@ struct backend_driver {
      * table holds, or an index. */
     int  (*stamp_setup)(struct db *db, const char *table, struct zb_err *err);
     /* Replace table `to` by table `from` atomically (old one dropped); it
-     * may use the name `to` + ZB_SWAP_SUFFIX on the way. */
-    int  (*swap_table)(struct db *db, const char *from, const char *to, struct zb_err *err);
+     * may use the name `to` + ZB_SWAP_SUFFIX on the way. The load is
+     * recorded with the swap: `to`'s generation, one more than its last,
+     * in ZB_LOADS_TABLE (names.h: name, generation, rows, loaded_at; made
+     * if missing), in the swap's own transaction, or where DDL commits on
+     * its own (MariaDB) in `to`'s table comment, which the rename carries
+     * in the same atomic step. *generation gets it (NULL: not wanted). */
+    int  (*swap_table)(struct db *db, const char *from, const char *to, long long rows,
+                       long long *generation, struct zb_err *err);
 
     /* The longest name of a table or index the database takes, in bytes; 0:
      * no limit. Names are plain ASCII (conf.c), so MariaDB's 64 characters

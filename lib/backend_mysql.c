@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend_mysql.h"
+#include "names.h"
 
 /* Its own config key: engine, the storage engine of the tables it
  * creates (and what set_sync may tune). */
@@ -230,9 +231,41 @@ static long long my_table_bytes(struct db *db, const char *table)
 static const char *my_version(struct db *db) { return db->version; }
 static const char *my_create_suffix(struct db *db) { return db->suffix; }
 
-static int my_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+/* The generation of the last load of table: the larger of its record's
+ * and its comment's (a swap whose record a crash lost), 0 if neither. */
+static long long last_generation(struct db *db, const char *table, struct zb_err *err)
+{
+    struct text_out t = { 0 }, c = { 0 };
+    const char *params[] = { table };
+    if (my_query(db, "SELECT COALESCE(MAX(generation), 0) FROM " ZB_LOADS_TABLE
+                 " WHERE name = ?", 1, params, first_text, &t, NULL, err) < 0 ||
+        my_query(db, "SELECT COALESCE(MAX(CAST(SUBSTRING(TABLE_COMMENT, 15) AS UNSIGNED)), 0) FROM "
+                 "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "
+                 "AND TABLE_COMMENT LIKE 'zipbench load %'", 1, params, first_text, &c, NULL,
+                 err) < 0)
+        return -1;
+    long long a = t.found ? atoll(t.v) : 0, b = c.found ? atoll(c.v) : 0;
+    return a > b ? a : b;
+}
+
+/* DDL commits on its own here, so the generation goes into the new
+ * table's comment, which RENAME carries in its one atomic step (what the
+ * server reads: generation_sql); the record in ZB_LOADS_TABLE follows. */
+static int my_swap_table(struct db *db, const char *from, const char *to, long long rows,
+                         long long *generation, struct zb_err *err)
 {
     char sql[512];
+    if (my_exec(db, "CREATE TABLE IF NOT EXISTS " ZB_LOADS_TABLE " (name VARCHAR(64) NOT NULL "
+                "PRIMARY KEY, generation BIGINT NOT NULL, `rows` BIGINT NOT NULL, loaded_at "
+                "DATETIME(3) NOT NULL) ENGINE=InnoDB", err) < 0)
+        return -1;
+    long long g = last_generation(db, to, err);
+    if (g < 0)
+        return -1;
+    g++;
+    snprintf(sql, sizeof sql, "ALTER TABLE %s COMMENT = 'zipbench load %lld'", from, g);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s" ZB_SWAP_SUFFIX, to);
     if (my_exec(db, sql, err) < 0)
         return -1;
@@ -245,7 +278,16 @@ static int my_swap_table(struct db *db, const char *from, const char *to, struct
     if (my_exec(db, sql, err) < 0)
         return -1;
     snprintf(sql, sizeof sql, "DROP TABLE %s" ZB_SWAP_SUFFIX, to);
-    return my_exec(db, sql, err);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    snprintf(sql, sizeof sql, "INSERT INTO " ZB_LOADS_TABLE " VALUES ('%s', %lld, %lld, "
+             "UTC_TIMESTAMP(3)) ON DUPLICATE KEY UPDATE generation = VALUES(generation), "
+             "`rows` = VALUES(`rows`), loaded_at = VALUES(loaded_at)", to, g, rows);
+    if (my_exec(db, sql, err) < 0)
+        return -1;
+    if (generation)
+        *generation = g;
+    return 0;
 }
 
 /* The stamp: the next value of a sequence of the table's, taken after
@@ -316,11 +358,10 @@ const struct backend_driver backend_mysql = {
     .swap_table = my_swap_table,
     .stamp_sql = my_stamp_sql,
     .stamp_setup = my_stamp_setup,
-    /* The table's create time (InnoDB's is its .frm's change time, which
-     * RENAME sets), with its row count. */
-    .table_version_sql = "SELECT CONCAT_WS(' ', CREATE_TIME, TABLE_ROWS) FROM "
-                         "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-                         "AND TABLE_NAME = ?",
+    /* The comment the swap gave the table (my_swap_table). */
+    .generation_sql = "SELECT SUBSTRING(TABLE_COMMENT, 15) FROM information_schema.TABLES "
+                      "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "
+                      "AND TABLE_COMMENT LIKE 'zipbench load %'",
     .recover = my_recover,
     .ident_max = 64,
     .try_load_lock = my_try_load_lock,

@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 
 #include "backend.h"
+#include "names.h"
 
 #define FALLBACK_NS (1000u * 1000u * 1000u)
 
@@ -627,15 +628,38 @@ static int pg_stamp_setup(struct db *db, const char *table, struct zb_err *err)
     return pg_query(db, sql, 0, NULL, NULL, NULL, NULL, err);
 }
 
-static int pg_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+static int take_number(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
-    char sql[512];
+    (void)lens;
+    if (ncols > 0 && vals[0])
+        *(long long *)arg = atoll(vals[0]);
+    return 0;
+}
+
+/* The swap and its record, one transaction (PostgreSQL's DDL is
+ * transactional; names are plain identifiers, conf.c's). */
+static int pg_swap_table(struct db *db, const char *from, const char *to, long long rows,
+                         long long *generation, struct zb_err *err)
+{
+    char sql[1024];
     snprintf(sql, sizeof sql,
-             "BEGIN; DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; COMMIT", to, from, to);
-    if (pg_exec(db, sql, err) < 0) {
+             "BEGIN; CREATE TABLE IF NOT EXISTS " ZB_LOADS_TABLE " (name TEXT PRIMARY KEY, "
+             "generation BIGINT NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL); "
+             "DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s", to, from, to);
+    long long g = 0;
+    char rec[512], nrows[24];
+    snprintf(nrows, sizeof nrows, "%lld", rows);
+    snprintf(rec, sizeof rec, "%s", "INSERT INTO " ZB_LOADS_TABLE " VALUES (?, 1, ?, now()) "
+             "ON CONFLICT (name) DO UPDATE SET generation = " ZB_LOADS_TABLE ".generation + 1, "
+             "rows = excluded.rows, loaded_at = excluded.loaded_at RETURNING generation");
+    if (pg_exec(db, sql, err) < 0 ||
+        pg_query(db, rec, 2, (const char *const[]){ to, nrows }, take_number, &g, NULL, err) < 0 ||
+        pg_exec(db, "COMMIT", err) < 0) {
         PQclear(PQexec(db->conn, "ROLLBACK"));
         return -1;
     }
+    if (generation)
+        *generation = g;
     return 0;
 }
 
@@ -886,8 +910,7 @@ const struct backend_driver backend_pg = {
     .swap_table = pg_swap_table,
     .stamp_sql = pg_stamp_sql,
     .stamp_setup = pg_stamp_setup,
-    /* A table made anew has a new oid. */
-    .table_version_sql = "SELECT to_regclass(?)::oid::text",
+    .generation_sql = "SELECT generation FROM " ZB_LOADS_TABLE " WHERE name = ?",
     .ident_max = 63,   /* NAMEDATALEN - 1 */
     .try_load_lock = pg_try_load_lock,
     .async = &pg_async,

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "names.h"
 
 struct db {
     sqlite3 *h;
@@ -425,15 +426,38 @@ static const char *sqlite_create_suffix(struct db *db)
     return "";
 }
 
-static int sqlite_swap_table(struct db *db, const char *from, const char *to, struct zb_err *err)
+static int first_number(void *arg, int ncols, const char *const *vals, const size_t *lens)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "BEGIN; DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; COMMIT",
-             to, from, to);
-    if (sqlite_exec(db, sql, err) < 0) {
+    (void)lens;
+    if (ncols > 0 && vals[0])
+        *(long long *)arg = atoll(vals[0]);
+    return 0;
+}
+
+/* The swap and its record, one transaction (names are plain identifiers,
+ * conf.c's, so they go into the SQL as they are). */
+static int sqlite_swap_table(struct db *db, const char *from, const char *to, long long rows,
+                             long long *generation, struct zb_err *err)
+{
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS " ZB_LOADS_TABLE " (name TEXT PRIMARY KEY, "
+             "generation INTEGER NOT NULL, rows INTEGER NOT NULL, loaded_at TEXT NOT NULL); "
+             "DROP TABLE IF EXISTS %s; ALTER TABLE %s RENAME TO %s; "
+             "INSERT INTO " ZB_LOADS_TABLE " VALUES ('%s', 1, %lld, "
+             "strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now')) ON CONFLICT (name) DO UPDATE SET "
+             "generation = generation + 1, rows = excluded.rows, loaded_at = excluded.loaded_at",
+             to, from, to, to, rows);
+    long long g = 0;
+    if (sqlite_exec(db, sql, err) < 0 ||
+        sqlite_query(db, "SELECT generation FROM " ZB_LOADS_TABLE " WHERE name = ?", 1,
+                     (const char *const[]){ to }, first_number, &g, NULL, err) < 0 ||
+        sqlite_exec(db, "COMMIT", err) < 0) {
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
+    if (generation)
+        *generation = g;
     return 0;
 }
 
@@ -512,12 +536,7 @@ const struct backend_driver backend_sqlite = {
     .stamp_sql = sqlite_stamp_sql,
     .stamp_setup = sqlite_stamp_setup,
     .swap_table = sqlite_swap_table,
-    /* The table's first page, and the file's schema counter (bumped by
-     * every CREATE, DROP and RENAME: a table made anew on a freed page is
-     * told apart too). */
-    .table_version_sql = "SELECT rootpage || '.' || (SELECT schema_version FROM "
-                         "pragma_schema_version) FROM sqlite_schema "
-                         "WHERE type = 'table' AND name = ?",
+    .generation_sql = "SELECT generation FROM " ZB_LOADS_TABLE " WHERE name = ?",
     .ident_max = 0,   /* no limit */
     .try_load_lock = sqlite_try_load_lock,
 };

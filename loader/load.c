@@ -518,7 +518,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (check_swappable(&b, o, &load, name, loaded, src.rows, res, err) < 0 ||
         check_interrupted(err) < 0)
         goto out;
-    if (b.drv->swap_table(b.db, load.name, name, err) < 0)
+    if (b.drv->swap_table(b.db, load.name, name, src.rows, &res->generation, err) < 0)
         goto out;
     note_sync_change(&b, res);
     res->rows = src.rows;

@@ -32,6 +32,7 @@ struct load_result {
     char encoding[400];       /* the file's encoding, and why (auto-detection's reason) */
     char version[64];
     char table[128];          /* the table loaded */
+    long long generation;     /* its load's generation (backend.h's swap_table) */
     char more_bad_rows[8192]; /* after a failed read: the file's other bad rows, a line each */
 };
 

@@ -1,14 +1,16 @@
-/* The key set of /random (see keyset.h).
+/* A postal table's load generation and its key set (see keyset.h).
  *
  * One watcher thread per postal backend, on synchronous connections of
  * its own (the loops never block): every KEYSET_CHECK_MS it asks the
- * database for the table's version (the driver's table_version_sql: a
- * value that changes whenever a table of that name is created or
- * replaced), and reads the codes again when the version moved. It also
- * reads them when a /random request finds no set (at most once a second
- * after a read failed). A new set is published with one atomic store;
- * the old one is freed once every loop has begun a new iteration, as no
- * loop keeps a set past the iteration it took it in. */
+ * database for the generation of the table's last load (the driver's
+ * generation_sql: the loader records it with its swap, in the same
+ * atomic step), and when it moved: the serial is bumped (what /cached
+ * keeps is older now), each hook runs (what routes derive from the table:
+ * the write table's rows, their statements), and the codes are read
+ * again. It also reads them when a request finds no set (at most once a
+ * second after a read failed). A new set is published with one atomic
+ * store; the old one is freed once every loop has begun a new iteration,
+ * as no loop keeps a set past the iteration it took it in. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +25,14 @@
 #define POLL_TIMEOUT_MS 2000               /* a version poll waits no longer than this */
 #define READ_TIMEOUT_MS 30000              /* nor a read of every code */
 
+#define MAX_HOOKS 4
+
 struct keyset {
     struct served *sb;
+    /* What runs when the generation moved, before the codes are read. */
+    struct { void (*fn)(void *arg, struct served *sb); void *arg; } hook[MAX_HOOKS];
+    int nhooks;
+    _Atomic uint64_t serial;       /* bumped when the generation moved (and at the first read) */
     struct loop *const *loops;
     int nloops;
     uint64_t *turns;               /* the loops' turns when a set was replaced (watcher only) */
@@ -107,7 +115,7 @@ static struct key_set *read_codes(struct served *sb, struct zb_err *err)
     return set;
 }
 
-/* ---- the table's version ---- */
+/* ---- the table's generation ---- */
 
 struct text {
     char *out;
@@ -123,9 +131,10 @@ static int first_text(void *arg, int ncols, const char *const *vals, const size_
     return 1;
 }
 
-/* The table's version into out ("" when there is no such table): 0, or -1
- * with err (the connection is closed then, and opened again next time). */
-static int table_version(struct served *sb, struct backend *vb, const struct backend_conf *vc,
+/* The generation of the table's last load into out ("" when none is
+ * recorded): 0, or -1 with err (the connection is closed then, and opened
+ * again next time). */
+static int table_generation(struct served *sb, struct backend *vb, const struct backend_conf *vc,
                          char *out, size_t len, struct zb_err *err)
 {
     if (!vb->db && backend_open(vb, vc, err) < 0) {
@@ -135,7 +144,7 @@ static int table_version(struct served *sb, struct backend *vb, const struct bac
     const char *params[] = { sb->conf.table };
     struct text t = { out, len };
     out[0] = 0;
-    if (vb->drv->query(vb->db, sb->drv->table_version_sql, 1, params, first_text, &t, NULL,
+    if (vb->drv->query(vb->db, sb->drv->generation_sql, 1, params, first_text, &t, NULL,
                        err) < 0) {
         if (err->kind != ZB_ERR_BUSY)   /* a lock: the connection is fine */
             backend_close(vb);
@@ -195,6 +204,18 @@ static void read_now(struct keyset *ks, const char *version)
 
 /* ---- the watcher ---- */
 
+/* The generation moved (a load swapped the table): what was derived from
+ * the old one is told, before the codes are read. */
+static void renewed(struct keyset *ks)
+{
+    struct served *sb = ks->sb;
+    atomic_fetch_add(&ks->serial, 1);
+    for (int i = 0; i < ks->nhooks; i++)
+        ks->hook[i].fn(ks->hook[i].arg, sb);
+    /* Connections prepared against the old table are replaced. */
+    atomic_fetch_add(&sb->gen, 1);
+}
+
 static void *watch(void *arg)
 {
     struct keyset *ks = arg;
@@ -204,27 +225,42 @@ static void *watch(void *arg)
     if (vc.query_timeout_ms <= 0 || vc.query_timeout_ms > POLL_TIMEOUT_MS)
         vc.query_timeout_ms = POLL_TIMEOUT_MS;
     struct backend vb = { 0 };
-    char seen[128] = "", version[128];
-    bool known = false, poll_failed = false;
+    char seen[128] = "", generation[128];
+    bool known = false, poll_failed = false, unrecorded = false;
     while (!atomic_load(&ks->stop)) {
         uint64_t next = zb_now_ns() + KEYSET_CHECK_MS * 1000000ull;
         bool asked = atomic_load(&ks->loading);
         int v = -1;
-        if (sb->drv->table_version_sql && (asked || atomic_load(&sb->up))) {
+        if (asked || atomic_load(&sb->up)) {
             struct zb_err err = { 0 };
-            v = table_version(sb, &vb, &vc, version, sizeof version, &err);
+            v = table_generation(sb, &vb, &vc, generation, sizeof generation, &err);
+            if (v < 0 && err.kind == ZB_ERR_SQL) {
+                /* No load recorded in this database (no ZB_LOADS_TABLE): a
+                 * table made by other means, or by an older loader. */
+                if (!unrecorded)
+                    srv_log("server: backend %s: no load of %s is recorded (%s): its keys are "
+                            "read once, and a reload is not followed until the loader records "
+                            "one", sb->label, sb->conf.table, err.msg);
+                unrecorded = true;
+                generation[0] = 0;
+                v = 0;
+            }
             if (v < 0 && !poll_failed && err.kind != ZB_ERR_BUSY)
                 srv_log("server: backend %s: cannot tell whether the table was replaced: %s",
                         sb->label, err.msg);
             poll_failed = v < 0 && err.kind != ZB_ERR_BUSY;   /* a lock: next time */
         }
         bool have = atomic_load(&ks->set) != NULL;
-        bool moved = v == 0 && (known ? strcmp(version, seen) != 0 : have);
+        bool moved = v == 0 && (known ? strcmp(generation, seen) != 0 : have);
         if (asked || moved) {
             atomic_store(&ks->loading, true);
+            if (moved && have)
+                renewed(ks);
+            else if (!have)
+                atomic_fetch_add(&ks->serial, 1);
             known = v == 0;
             if (known)
-                snprintf(seen, sizeof seen, "%s", version);
+                snprintf(seen, sizeof seen, "%s", generation);
             read_now(ks, known ? seen : NULL);
         }
         pthread_mutex_lock(&ks->lock);
@@ -248,18 +284,43 @@ static void *watch(void *arg)
 
 /* ---- the loops' side ---- */
 
-int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
+int keyset_prepare(struct served *sb, struct zb_err *err)
 {
-    if (sb->key_kind != KEY_POSTAL)
+    if (sb->key_kind != KEY_POSTAL || sb->owner)
         return 0;
     struct keyset *ks = calloc(1, sizeof *ks);
-    uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
-    if (!ks || !turns) {
-        free(ks);
-        free(turns);
+    if (!ks)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    }
     ks->sb = sb;
+    sb->keyset = ks;
+    return 0;
+}
+
+int keyset_hook(struct served *sb, void (*fn)(void *arg, struct served *sb), void *arg,
+                struct zb_err *err)
+{
+    struct keyset *ks = sb->keyset;
+    if (!ks || ks->nhooks == MAX_HOOKS)
+        return zb_fail(err, ZB_ERR_SYS, "backend %s: %s", sb->label,
+                       ks ? "too many hooks on its load" : "no load followed (not postal)");
+    ks->hook[ks->nhooks].fn = fn;
+    ks->hook[ks->nhooks++].arg = arg;
+    return 0;
+}
+
+uint64_t keyset_serial(const struct served *sb)
+{
+    return sb->keyset ? atomic_load_explicit(&sb->keyset->serial, memory_order_acquire) : 0;
+}
+
+int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
+{
+    struct keyset *ks = sb->keyset;
+    if (!ks)
+        return 0;
+    uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
+    if (!turns)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
     ks->loops = loops;
     ks->nloops = nloops;
     ks->turns = turns;
@@ -272,7 +333,6 @@ int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struc
     atomic_init(&ks->set, NULL);
     atomic_init(&ks->stop, false);
     atomic_init(&ks->loading, atomic_load(&sb->up));   /* the first read, unless down */
-    sb->keyset = ks;
     int rc = pthread_create(&ks->thread, NULL, watch, ks);
     if (rc) {
         atomic_store(&ks->loading, false);
@@ -295,8 +355,10 @@ void keyset_stop(struct served *sb)
     if (ks->started)
         pthread_join(ks->thread, NULL);
     free(atomic_load(&ks->set));
-    pthread_cond_destroy(&ks->cond);
-    pthread_mutex_destroy(&ks->lock);
+    if (ks->turns) {   /* started: its lock and condition made */
+        pthread_cond_destroy(&ks->cond);
+        pthread_mutex_destroy(&ks->lock);
+    }
     free(ks->turns);
     free(ks);
     sb->keyset = NULL;

@@ -1,6 +1,6 @@
-/* The key set of /random (the postal dataset's): the table's distinct
- * codes, read by a thread of the backend's own, and read again whenever
- * the table is replaced (a reload swapped it).
+/* A postal table's load generation, and its key set (/random's,
+ * /queries', /updates'): the table's distinct codes, read by a thread of
+ * the backend's own, and read again whenever a load replaced the table.
  *
  * Contract: keyset_start (main's thread, after served_start) starts the
  * watcher of a postal backend; keyset_stop (once the loops are joined)
@@ -9,9 +9,10 @@
  * replaced is freed only once every loop has begun another (loop.h's
  * turns). The requests that come while a set is read wait here too
  * (struct key_waiters, one per loop), woken when it is in, given up at
- * acquire_timeout_ms. The watcher asks the database every KEYSET_CHECK_MS whether the
- * table was replaced (the driver's table_version_sql), and when it was,
- * reads the codes again, publishes the new set and wakes every loop.
+ * acquire_timeout_ms. The watcher asks the database every KEYSET_CHECK_MS
+ * for the generation of the table's last load (the driver's
+ * generation_sql), and when it moved, runs the hooks, reads the codes
+ * again, publishes the new set and wakes every loop.
  * Calls only down: served, loop, lib's drivers. */
 #ifndef ZB_KEYSET_H
 #define ZB_KEYSET_H
@@ -24,7 +25,7 @@
 #include "util.h"
 #include "served.h"
 
-#define KEYSET_CHECK_MS 1000
+#define KEYSET_CHECK_MS 200
 
 /* The codes of the table as read at loaded_ns, sorted; never changed once
  * published (a new table gets a new set). */
@@ -34,9 +35,20 @@ struct key_set {
     uint32_t keys[];
 };
 
-/* The watcher of sb's key set started (postal backends only; a no-op for
- * the others), for the server's loops[0..nloops); the first read begins
- * at once when sb is up. */
+/* sb's key set made (a postal served table's; a no-op for the others),
+ * before the routes are set up, which may hook onto it. */
+int  keyset_prepare(struct served *sb, struct zb_err *err);
+/* fn(arg, sb) runs on the watcher's thread each time the generation of
+ * sb's table moved (a load replaced it), before its codes are read again:
+ * what a route derives from the table follows it. At most 4. */
+int  keyset_hook(struct served *sb, void (*fn)(void *arg, struct served *sb), void *arg,
+                 struct zb_err *err);
+/* A number that changes whenever sb's table was replaced (0: no key set):
+ * what is kept from a table (/cached's answers) is kept with it. */
+uint64_t keyset_serial(const struct served *sb);
+/* The watcher of sb's key set started (a no-op without one), for the
+ * server's loops[0..nloops); the first read begins at once when sb is
+ * up. */
 int  keyset_start(struct served *sb, struct loop *const *loops, int nloops,
                   struct zb_err *err);
 /* The watcher ended (after the loops were joined), every set freed. */

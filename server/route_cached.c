@@ -1,8 +1,8 @@
 /* GET /cached/{backend}/{code}: /zip's answer through a bounded cache per
  * loop and backend (TechEmpower's "cached queries", APCu's role in a PHP
  * page): a hit is the bytes a lookup answered before, a miss a lookup
- * whose 200 is kept. The cache is as old as the key set it was filled
- * from: a new key set (a reload) empties it. */
+ * whose 200 is kept. The cache follows the table's load generation
+ * (keyset.h's serial): a reload empties it, within KEYSET_CHECK_MS. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +78,9 @@ static void serve(struct request *rq)
     const struct key_set *set = keyset_get(rq->sv, &loading, &err);
     struct answer_cache *c = set ? cache_of(rq) : NULL;
     size_t len;
-    const char *hit = c ? cache_get(c, (uint32_t)atol(rq->key), set->loaded_ns, &len) : NULL;
+    /* Kept with the table it came from: a reload empties the cache. */
+    uint64_t serial = keyset_serial(rq->sv);
+    const char *hit = c ? cache_get(c, (uint32_t)atol(rq->key), serial, &len) : NULL;
     counter *fig = cl->fig[rq->sv->index];
     if (hit) {
         BUMP(fig[HITS]);
@@ -88,7 +90,7 @@ static void serve(struct request *rq)
         return;
     }
     BUMP(fig[MISSES]);
-    st->gen = c ? set->loaded_ns : 0;
+    st->gen = c ? serial : 0;
     request_lookup(rq, &st->lk, rq->key, rq->keylen, done);
 }
 

@@ -81,6 +81,15 @@ static void serve(struct request *rq)
     lookup_start(lk, false);
 }
 
+/* A load replaced the table: the listing's connections, prepared against
+ * the old one, are replaced too. On the key set's thread. */
+static void reloaded(void *arg, struct served *main)
+{
+    (void)main;
+    struct served *sv = arg;
+    atomic_fetch_add(&sv->gen, 1);
+}
+
 /* A listing table beside each postal one. */
 static int setup(struct server *srv, void **shared, struct zb_err *err)
 {
@@ -99,6 +108,8 @@ static int setup(struct server *srv, void **shared, struct zb_err *err)
             served_select(sv, tb, "listing", err) < 0)
             return -1;
         t->of[i] = sv;
+        if (keyset_hook(main, reloaded, sv, err) < 0)
+            return -1;
     }
     return 0;
 }

@@ -112,6 +112,18 @@ static void serve_many(struct request *rq)
     request_when_keys(rq, start_many);
 }
 
+/* A load replaced main's table: codes it brought get their rows in the
+ * write table before its key set is read again (so /updates never draws
+ * a code /update would not find). On the key set's thread. */
+static void reloaded(void *arg, struct served *main)
+{
+    (void)arg;
+    struct zb_err e = { 0 };
+    if (update_table(main, &e) < 0)
+        srv_log("server: backend %s: the table was replaced, but its %s_hits could not take "
+                "its new codes: %s", main->label, main->conf.table, e.msg);
+}
+
 /* Beside each postal backend with writes = yes: its write table made (or
  * completed), and the read and write of it. */
 static int setup(struct server *srv, void **shared, struct zb_err *err)
@@ -138,6 +150,8 @@ static int setup(struct server *srv, void **shared, struct zb_err *err)
             return -1;
         t->read[i] = r;
         t->write[i] = w;
+        if (keyset_hook(main, reloaded, NULL, err) < 0)
+            return -1;
         struct zb_err e = { 0 };
         if (update_table(main, &e) < 0)
             srv_log("server: backend %s: writes on, but its %s_hits could not be made: %s (its "

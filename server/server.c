@@ -223,7 +223,7 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
             struct served *sb = served_add(srv->served, &srv->nlanes, pool, err);
             srv->nserved = srv->nlanes;
             if (!sb || served_init(sb, chosen[i], datasets[d], sb->index, err) < 0 ||
-                check_strategy(sb, err) < 0)
+                check_strategy(sb, err) < 0 || keyset_prepare(sb, err) < 0)
                 goto fail;
         }
     if (setup_routes(srv, err) < 0)

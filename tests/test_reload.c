@@ -280,9 +280,190 @@ START_TEST(random_follows_a_reload)
 }
 END_TEST
 
+/* ---- a load's generation: what the server derives follows it ---- */
+
+#define GEN_PORT test_port(18098)
+static char gdir[1024], gconf[1100], ga[1100], gb[1100], gc[1100], glog[1100], gcode[16];
+static char gnew[16], gen_error[8192];
+static pid_t gen_pid;
+
+/* out: in with the town of its first line (a record of one line)
+ * replaced by town: the same codes and rows, another answer for the
+ * first code. */
+static int with_first_town(const char *in, const char *out, const char *town, char *why,
+                           size_t len)
+{
+    FILE *f = fopen(in, "rb"), *o = fopen(out, "wb");
+    char line[4096];
+    int rc = -1;
+    if (f && o && fgets(line, sizeof line, f)) {
+        char *p = line;
+        for (int commas = 0; *p && commas < 8; p++)
+            commas += *p == ',';
+        char *end = strchr(p, ',');
+        if (end) {
+            fprintf(o, "%.*s\"%s\"%s", (int)(p - line), line, town, end);
+            while (fgets(line, sizeof line, f))
+                fputs(line, o);
+            rc = 0;
+        }
+    }
+    if (rc < 0)
+        snprintf(why, len, "cannot rewrite %s into %s", in, out);
+    if (f)
+        fclose(f);
+    if (o && fclose(o) != 0)
+        rc = -1;
+    return rc;
+}
+
+static int load_gen(const char *csv, char *out, size_t len)
+{
+    return run_cmd(out, len, "%s -q --conf %s --backend sqlite,pg,innodb,myisam --mode bulk "
+                   "--allow-shrink --dataset %s", prog("loader"), gconf, csv);
+}
+
+static void gen_setup(void)
+{
+    snprintf(gdir, sizeof gdir, "%s", build_path("test/reload-generation"));
+    snprintf(ga, sizeof ga, "%s/a.csv", gdir);
+    snprintf(gb, sizeof gb, "%s/b.csv", gdir);
+    snprintf(gc, sizeof gc, "%s/c.csv", gdir);
+    snprintf(gconf, sizeof gconf, "%s/gen.conf", gdir);
+    snprintf(glog, sizeof glog, "%s/server.log", gdir);
+    char out[4096], sqlite_path[1200], extra[1200];
+    if (fresh_generated_set(gdir, ga, 500, 21, gen_error, sizeof gen_error) < 0 ||
+        first_code(ga, gcode, sizeof gcode, gen_error, sizeof gen_error) < 0 ||
+        with_first_town(ga, gb, "再読込", gen_error, sizeof gen_error) < 0)
+        return;
+    /* c: a's rows and ten more of another seed, whose first code is new. */
+    snprintf(extra, sizeof extra, "%s/extra.csv", gdir);
+    if (run_cmd(out, sizeof out, "%s --rows 10 --seed 99 -o %s && cat %s %s > %s", prog("gen"),
+                extra, ga, extra, gc) ||
+        first_code(extra, gnew, sizeof gnew, gen_error, sizeof gen_error) < 0) {
+        if (!gen_error[0])
+            snprintf(gen_error, sizeof gen_error, "gen: %s", out);
+        return;
+    }
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/gen.sqlite", gdir);
+    const struct conf_change changes[] = {
+        { "server", "cache_entries", "1000" },
+        { "backend sqlite", "path", sqlite_path },
+        { "backend sqlite", "table", "zt_gen" },
+        { "backend pg", "table", "zt_gen" },
+        { "backend innodb", "table", "zt_gen_innodb" },
+        { "backend myisam", "table", "zt_gen_myisam" },
+        { "backend sqlite", "writes", "yes" },
+        { "backend pg", "writes", "yes" },
+        { "backend innodb", "writes", "yes" },
+        { "backend myisam", "writes", "yes" },
+        { "*", "table", NULL },
+        { NULL, NULL, NULL },
+    };
+    if (write_conf_copy(gconf, changes, NULL, gen_error, sizeof gen_error) < 0)
+        return;
+    int rc = load_gen(ga, out, sizeof out);
+    if (rc) {
+        snprintf(gen_error, sizeof gen_error, "loader: exit %d: %s", rc, out);
+        return;
+    }
+    gen_pid = fixture_server(gconf, GEN_PORT, glog, "--backends sqlite,pg,innodb,myisam",
+                             gen_error, sizeof gen_error);
+}
+
+static void gen_teardown(void)
+{
+    term_server(gen_pid);
+    gen_pid = 0;
+}
+
+/* An answer's body, on a connection of its own (so either loop may take
+ * it): its status, or -1. */
+static int fetch(const char *method, const char *path, char *body, size_t len)
+{
+    char req[512], raw[1 << 15];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                     "Connection: close\r\n\r\n", method, path);
+    int got = http_exchange(GEN_PORT, req, (size_t)n, raw, sizeof raw, 5000);
+    const char *b = got > 0 ? strstr(raw, "\r\n\r\n") : NULL;
+    snprintf(body, len, "%s", b ? b + 4 : "");
+    return got > 0 ? http_status(raw) : -1;
+}
+
+/* /cached answers as /zip does, on every try of tries (both loops). */
+static bool cached_is_fresh(const char *b, int tries)
+{
+    char path[128], zip[1 << 14], cached[1 << 14];
+    snprintf(path, sizeof path, "/zip/%s/%s", b, gcode);
+    if (fetch("GET", path, zip, sizeof zip) != 200)
+        return false;
+    snprintf(path, sizeof path, "/cached/%s/%s", b, gcode);
+    for (int i = 0; i < tries; i++)
+        if (fetch("GET", path, cached, sizeof cached) != 200 || strcmp(cached, zip))
+            return false;
+    return true;
+}
+
+/* Reloads of the same row count in quick succession (within one second,
+ * as often as not): /cached follows the table's load generation on every
+ * backend, as /zip does. Before, the server told a replaced MariaDB table
+ * by CREATE_TIME (whole seconds) and TABLE_ROWS, so a second load within
+ * the second of the first kept /cached on the first's answer for good. */
+START_TEST(cached_follows_reloads_of_the_same_size)
+{
+    ck_assert_msg(!gen_error[0], "setup: %s", gen_error);
+    char out[8192];
+    for (int round = 0; round < 5; round++) {
+        const char *last = round % 2 ? ga : gb;
+        ck_assert_msg(load_gen(round % 2 ? gb : ga, out, sizeof out) == 0, "loader: %s", out);
+        for (int b = 0; b < NPOSTAL; b++)   /* the first load seen: its answer cached */
+            for (uint64_t t0 = zb_now_ns(); !cached_is_fresh(postal[b], 6) &&
+                 zb_now_ns() - t0 < 10000000000ull;)
+                usleep(20 * 1000);
+        ck_assert_msg(load_gen(last, out, sizeof out) == 0, "loader: %s", out);
+        for (int b = 0; b < NPOSTAL; b++) {
+            uint64_t t0 = zb_now_ns();
+            bool fresh = false;
+            while (!(fresh = cached_is_fresh(postal[b], 6)) && zb_now_ns() - t0 < 10000000000ull)
+                usleep(50 * 1000);
+            double s = (double)(zb_now_ns() - t0) / 1e9;
+            char body[1 << 14], path[128];
+            snprintf(path, sizeof path, "/cached/%s/%s", postal[b], gcode);
+            fetch("GET", path, body, sizeof body);
+            ck_assert_msg(fresh, "%s: round %d: /cached still stale %.1f s after the reload: "
+                          "%.300s", postal[b], round, s, body);
+            ck_assert_msg(!strstr(body, "再読込") == (last == ga), "%s: /cached is not the last "
+                          "load's: %.300s", postal[b], body);
+        }
+    }
+}
+END_TEST
+
+/* A reload that brings new codes: POST /update/ takes them (their rows
+ * are added to the write table when the generation moves), without a
+ * restart. Before, the write table was filled only at start: 404. */
+START_TEST(updates_take_the_codes_a_reload_brought)
+{
+    ck_assert_msg(!gen_error[0], "setup: %s", gen_error);
+    char out[8192], body[1 << 14], path[128];
+    ck_assert_msg(load_gen(gc, out, sizeof out) == 0, "loader: %s", out);
+    for (int b = 0; b < NPOSTAL; b++) {
+        uint64_t t0 = zb_now_ns();
+        int status = -1;
+        snprintf(path, sizeof path, "/update/%s/%s", postal[b], gnew);
+        while ((status = fetch("POST", path, body, sizeof body)) != 200 &&
+               zb_now_ns() - t0 < 10000000000ull)
+            usleep(50 * 1000);
+        ck_assert_msg(status == 200, "%s: %s: %d %.300s", postal[b], path, status, body);
+    }
+}
+END_TEST
+
 Suite *suite_reload(void)
 {
     TCase *t = test_case("reload", setup, teardown, 120, TESTS(reload_with_changed_types_under_load));
     TCase *k = test_case("keys", keys_setup, keys_teardown, 120, TESTS(random_follows_a_reload));
-    return suite_of("reload", t, k, NULL);
+    TCase *g = test_case("generation", gen_setup, gen_teardown, 180, TESTS(
+        cached_follows_reloads_of_the_same_size, updates_take_the_codes_a_reload_brought));
+    return suite_of("reload", t, k, g, NULL);
 }
