@@ -49,6 +49,7 @@ struct http_request {
     bool bad_target;               /* the raw URI is not a target we take (strict.h) */
     bool close;                    /* refused on its first call: the connection closes */
     bool suspended;
+    bool unauthorized;             /* answered 401: WWW-Authenticate goes with it */
     enum http_state state;
     const char *path;              /* the origin-form path of its target */
     void *route_state[ROUTE_MAX];  /* each route's state, made when first used */
@@ -96,6 +97,8 @@ static enum MHD_Result queue(struct http_request *h)
     if (rq->status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rq->route && rq->route->post
                                                           ? "POST" : "GET, HEAD");
+    if (h->unauthorized)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (rq->status == MHD_HTTP_SERVICE_UNAVAILABLE)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (h->close || atomic_load_explicit(&h->http->srv->stopping, RELAXED))
@@ -188,6 +191,26 @@ static bool take_params(struct http_request *h)
     return true;
 }
 
+/* A write carries the server's write_token, if it has one: else 401.
+ * Compared in time that does not depend on where they differ; never
+ * logged. */
+static bool allowed(struct http_request *h)
+{
+    const char *token = h->http->srv->conf->server.write_token;
+    if (!token || !h->rq.route->writes)
+        return true;
+    const char *auth = MHD_lookup_connection_value(h->c, MHD_HEADER_KIND, "Authorization");
+    size_t n = strlen(token), diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != n;
+    for (size_t i = 0; auth && !diff && i < n; i++)
+        diff |= (size_t)(auth[7 + i] ^ token[i]);
+    if (!diff)
+        return true;
+    h->unauthorized = true;
+    request_error(&h->rq, 401, NULL, "writes need the server's write token: Authorization: "
+                  "Bearer TOKEN");
+    return false;
+}
+
 /* The request whole: to its route, with its state, target and parameters. */
 static void dispatch(struct http_request *h)
 {
@@ -206,7 +229,7 @@ static void dispatch(struct http_request *h)
     rq->state = h->route_state[i];
     rq->loop_state = rq->loop->route_loop[i];
     rq->shared = rq->loop->srv->route_shared[owner];
-    if (find_target(h) && take_params(h))
+    if (allowed(h) && find_target(h) && take_params(h))
         rq->route->serve(rq);
 }
 

@@ -75,7 +75,9 @@ static const char usage[] =
 "    -p, --port N          TCP port (default: [server] port, 8080)\n"
 "    -b, --bind ADDR       address to listen on (default: [server] bind,\n"
 "                          127.0.0.1); a non-loopback address is refused\n"
-"                          unless --allow-remote is given\n"
+"                          unless --allow-remote is given, and with a backend\n"
+"                          whose writes = yes, unless [server] write_token is\n"
+"                          set (the writes then need Authorization: Bearer)\n"
 "        --allow-remote    allow --bind to a non-loopback address\n"
 "    -t, --threads N       event loops (default: [server] threads, or one per\n"
 "                          online CPU)\n"
@@ -192,7 +194,11 @@ static bool is_loopback(const struct sockaddr *sa)
 
 /* Resolves and binds; -1 (exit 1) on failure, -2 (exit 2) on a refused
  * non-loopback address. */
-static int listen_on(const char *bind_addr, int port, bool allow_remote)
+struct plan;
+static bool any_writes(const struct plan *p);
+
+static int listen_on(const char *bind_addr, int port, bool allow_remote, const struct plan *p,
+                     const char *write_token)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *ai;
@@ -206,6 +212,14 @@ static int listen_on(const char *bind_addr, int port, bool allow_remote)
     if (!is_loopback(ai->ai_addr) && !allow_remote) {
         srv_log("server: refusing to listen on %s, which is not a loopback address: "
                 "the server has no authentication; pass --allow-remote to do it anyway",
+                bind_addr);
+        freeaddrinfo(ai);
+        return -2;
+    }
+    if (!is_loopback(ai->ai_addr) && any_writes(p) && !write_token) {
+        srv_log("server: refusing to listen on %s with writes on and no write_token: anyone "
+                "who reaches the port could write; set [server] write_token (the writes then "
+                "need Authorization: Bearer TOKEN), or serve no backend with writes = yes",
                 bind_addr);
         freeaddrinfo(ai);
         return -2;
@@ -417,6 +431,15 @@ struct plan {
     int ndatasets;
 };
 
+/* Does a backend served take writes? */
+static bool any_writes(const struct plan *p)
+{
+    for (int i = 0; i < p->nchosen; i++)
+        if (p->chosen[i]->writes)
+            return true;
+    return false;
+}
+
 /* The loaded conf with the flags applied, and the plan: -1 to go on, else
  * the exit status. A bad --set or --backends is a usage error (exit 2),
  * as conf_open's second half; no backend or a bad dataset a failure. */
@@ -541,7 +564,8 @@ int main(int argc, const char *const *argv)
     if (f.tls_cert && (!(srv.tls_cert = read_pem(f.tls_cert, "--tls-cert")) ||
                        !(srv.tls_key = read_pem(f.tls_key, "--tls-key"))))
         goto out;
-    int listen_fd = listen_on(conf.server.bind, conf.server.port, f.allow_remote);
+    int listen_fd = listen_on(conf.server.bind, conf.server.port, f.allow_remote, &plan,
+                              conf.server.write_token);
     if (listen_fd < 0) {
         rc = listen_fd == -2 ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
         goto out;

@@ -42,6 +42,7 @@ struct route {
      * "GET /queries/{backend}?queries=N". */
     const char *usage;
     bool post;                     /* POST only; else GET and HEAD */
+    bool writes;                   /* it writes: the server's write_token is asked for */
     enum route_path path;
     /* Its query parameters (params.h), {NULL}-ended; at most
      * ROUTE_MAX_PARAMS. Any other is refused (400). */

@@ -167,14 +167,14 @@ static void teardown(struct server *srv, void *shared)
 }
 
 const struct route update_route = {
-    .name = "update", .usage = "POST /update/{backend}/{code}", .post = true,
+    .name = "update", .usage = "POST /update/{backend}/{code}", .post = true, .writes = true,
     .path = ROUTE_BACKEND_KEY, .params = update_params,
     .state_size = sizeof(struct update_request), .setup = setup, .teardown = teardown,
     .serve = serve_one,
 };
 
 const struct route updates_route = {
-    .name = "updates", .usage = "POST /updates/{backend}?queries=N", .post = true,
+    .name = "updates", .usage = "POST /updates/{backend}?queries=N", .post = true, .writes = true,
     .path = ROUTE_BACKEND, .params = updates_params, .shares = &update_route,
     .state_size = sizeof(struct update_request), .serve = serve_many,
 };

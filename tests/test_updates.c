@@ -595,6 +595,50 @@ START_TEST(lookups_still_answer_and_tables_are_unchanged)
 }
 END_TEST
 
+/* Writes reachable from another host need a credential: a server bound
+ * to a non-loopback address with writes on and no write_token refuses
+ * to start (before it listens); with a token, a write without it, or
+ * with another, is 401 (WWW-Authenticate: Bearer) and changes nothing,
+ * with it 200; the token never reaches the log. */
+START_TEST(writes_need_the_token_when_set)
+{
+    SETUP_OK();
+    char out[8192];
+    int rc = run_cmd(out, sizeof out, "timeout -k 1 10 %s --conf %s --port %d --bind 0.0.0.0 --allow-remote "
+                     "--backends pg 2>&1", prog("server"), conf, test_port(18127));
+    ck_assert_msg(rc == 2 && strstr(out, "write_token"), "exit %d: %s", rc, out);
+    char log[1200], args[256];
+    int port = test_port(18128);
+    snprintf(log, sizeof log, "%s/token.log", dir);
+    snprintf(args, sizeof args, "--backends pg --set server.write_token=s3cret-t0ken");
+    out[0] = 0;
+    pid_t pid = fixture_server(conf, port, log, args, out, sizeof out);
+    ck_assert_msg(pid > 0 && !out[0], "%s", out);
+    uint64_t held = stored_stamp(1, code);
+    static const char *const auth[] = { "", "Authorization: Bearer wrong\r\n",
+                                        "Authorization: Basic s3cret-t0ken\r\n",
+                                        "Authorization: Bearer s3cret-t0ke\r\n" };
+    for (size_t i = 0; i < sizeof auth / sizeof auth[0]; i++) {
+        char req[512], raw[8192];
+        int n = snprintf(req, sizeof req, "POST /update/pg/%s HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Length: 0\r\n%sConnection: close\r\n\r\n", code, auth[i]);
+        ck_assert_int_gt(http_exchange(port, req, (size_t)n, raw, sizeof raw, 10000), 0);
+        ck_assert_msg(http_status(raw) == 401 && strstr(raw, "\r\nWWW-Authenticate: Bearer"),
+                      "%s", raw);
+    }
+    ck_assert_uint_eq(stored_stamp(1, code), held);
+    char req[512], raw[8192];
+    int n = snprintf(req, sizeof req, "POST /update/pg/%s HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                     "0\r\nAuthorization: Bearer s3cret-t0ken\r\nConnection: close\r\n\r\n", code);
+    ck_assert_int_gt(http_exchange(port, req, (size_t)n, raw, sizeof raw, 10000), 0);
+    ck_assert_msg(http_status(raw) == 200, "%s", raw);
+    ck_assert_uint_gt(stored_stamp(1, code), held);
+    term_server(pid);
+    run_cmd(out, sizeof out, "cat '%s'", log);
+    ck_assert_msg(!strstr(out, "s3cret"), "the token is in the log: %s", out);
+}
+END_TEST
+
 /* The new keys are checked where the config is read: writes a boolean,
  * SQLite's journal_mode and synchronous among their values. */
 START_TEST(config_keys_are_checked)
@@ -636,6 +680,7 @@ Suite *suite_updates(void)
         writes_off_answer_403_and_change_nothing, update_on_every_backend_is_in_its_row,
         updates_of_n_codes, methods_bodies_bad_and_unknown_codes, every_strategy_writes,
         sqlite_locked_503_then_writes, no_acknowledged_write_lost_at_c50,
+        writes_need_the_token_when_set,
         lookups_still_answer_and_tables_are_unchanged));
     TCase *keys = tier(test_case("update keys", NULL, NULL, 0, TESTS(config_keys_are_checked)),
                        TIER_UNIT);
