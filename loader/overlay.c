@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "names.h"
 #include "overlay.h"
 
 void overlay_name(const char *file, char *name, size_t len)
@@ -36,8 +37,14 @@ int overlay_check_name(const char *name, struct zb_err *err)
     bool ok = (isalpha((unsigned char)name[0]) || name[0] == '_') && strlen(name) <= 63;
     for (const char *p = name; *p && ok; p++)
         ok = isalnum((unsigned char)*p) || *p == '_';
-    return ok ? 0 : zb_fail(err, ZB_ERR_INPUT, "--name: '%s' is not a dataset name (letters, "
-                            "digits and _, a letter first, at most 63)", name);
+    if (!ok)
+        return zb_fail(err, ZB_ERR_INPUT, "--name: '%s' is not a dataset name (letters, digits "
+                       "and _, a letter first, at most 63)", name);
+    if (names_is_route(name))
+        return zb_fail(err, ZB_ERR_INPUT, "--csv: the dataset would be named %s, which is the "
+                       "server's route /%s/ (server --list-routes): give it another with --name "
+                       "NAME", name, name);
+    return 0;
 }
 
 /* The delimiter a CSV's first line suggests: "tab" or ";" when the line

@@ -196,6 +196,59 @@ START_TEST(values_that_would_fail_later)
 }
 END_TEST
 
+/* One registry of the names the tree derives: a backend's table that is
+ * another's write table (or its stamps, or a dataset's table) in the
+ * same database is refused naming both, and so is a dataset named as a
+ * server route (or zip); a name two backends use for the same thing (a
+ * pooler's way to pg's table) is fine, and so are the same names in
+ * other databases. Before, a second pg backend with table = zipcode_hits
+ * loaded over pg's write table; a dataset named cached took /cached/. */
+START_TEST(derived_names_are_one_registry)
+{
+    static const char pg[] = "[backend pg]\ndriver = pg\ndatabase = z\ntable = zipcode\n\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s[backend pg2]\ndriver = pg\ndatabase = z\ntable = zipcode_hits\n",
+             pg);
+    expect_error(text, ":7: [backend pg2]: the table zipcode_hits would be backend pg2's table, "
+                       "but it is backend pg's write table (of zipcode) (");
+    snprintf(text, sizeof text, "%s[backend pg2]\ndriver = pg\ndatabase = z\n"
+             "table = zipcode_hits_stamp\n", pg);
+    expect_error(text, ":7: [backend pg2]: the table zipcode_hits_stamp would be backend pg2's");
+    snprintf(text, sizeof text, "%s[backend pg2]\ndriver = pg\ndatabase = z\ntable = zb_loads\n",
+             pg);
+    expect_error(text, ":7: [backend pg2]: the table zb_loads would be backend pg2's table");
+    /* A dataset whose table on pg is pg's table. */
+    snprintf(text, sizeof text, "%s[dataset zipcode]\nfile = z.csv\ntable = zip\n\n"
+             "[backend code]\ndriver = pg\ndatabase = z\ntable = zip_pg\n", pg);
+    expect_error(text, ":11: [backend code]: the table zip_pg would be backend code's table, but "
+                       "it is dataset zipcode's table on backend pg");
+    static const char *const routes[] = { "cached", "list", "queries", "update", "updates",
+                                          "health", "stats", "zip" };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        snprintf(text, sizeof text, "%s[dataset %s]\nfile = d.csv\n", pg, routes[i]);
+        char want[200];
+        snprintf(want, sizeof want, ":7: [dataset %s]: the name is the server's route /%s/",
+                 routes[i], routes[i]);
+        expect_error(text, want);
+    }
+    /* The same table from two backends of one database, and the same
+     * names in another database: fine. */
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    snprintf(text, sizeof text, "%s[backend pool]\ndriver = pg\ndatabase = z\ntable = zipcode\n\n"
+             "[backend other]\ndriver = pg\ndatabase = y\ntable = zipcode_hits\n", pg);
+    ck_assert_msg(load_text(&c, text, &err) == 0, "%s", err.msg);
+    conf_free(&c);
+    /* --set too. */
+    ck_assert_msg(conf_load(&c, "conf/zipbench.conf", &err) == 0, "%s", err.msg);
+    const char *sets[] = { "pg_bouncer.table=zipcode_hits" };
+    ck_assert_int_eq(conf_apply_sets(&c, sets, 1, &err), -1);
+    ck_assert_msg(strstr(err.msg, "--set pg_bouncer.table=zipcode_hits: ") &&
+                  strstr(err.msg, "backend pg's write table"), "%s", err.msg);
+    conf_free(&c);
+}
+END_TEST
+
 /* `include = PATTERN` reads overlays of [dataset NAME] sections after the
  * config, in name order; what is wrong in one names its own file and line,
  * and the include that read it. */
@@ -359,7 +412,7 @@ Suite *suite_conf(void)
 {
     TCase *t = tier(test_case("conf", NULL, NULL, 0, TESTS(
         shipped_config_loads, errors_name_file_line_and_key, environment_variables_in_values,
-        long_lines_are_an_error, values_that_would_fail_later, include_reads_overlays,
+        long_lines_are_an_error, values_that_would_fail_later, derived_names_are_one_registry, include_reads_overlays,
         port_variable_and_starter_are_kept, zbconf_prints_values_as_programs_read_them,
         zbconf_overlay_applies_differences)),
         TIER_UNIT);
