@@ -151,8 +151,13 @@ static bool find_target(struct http_request *h)
         }
         return true;
     }
-    if (rq->route->path == ROUTE_DATASET)
+    if (rq->route->path == ROUTE_DATASET) {
         d = route_dataset(srv, h->path + 1, (size_t)(p - h->path - 1));
+        if (!strchr(p + 1, '/')) {   /* /{dataset}/{backend} names no key */
+            no_route(rq);
+            return false;
+        }
+    }
     /* {backend} up to the next slash ({key} is the rest: "" if none). */
     const char *slash = p && rq->route->path != ROUTE_BACKEND ? strchr(p + 1, '/') : NULL;
     if (p)

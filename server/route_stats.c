@@ -155,17 +155,19 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
         JB_LIT(b, "\"keys_age_s\":null,");
     put_latency(b, &h);
     /* The tables routes added beside it. */
-    for (int k = srv->nserved; k < srv->nlanes; k++) {
+    JB_LIT(b, ",\"tables\":{");
+    for (int k = srv->nserved, first = 1; k < srv->nlanes; k++) {
         const struct served *pair = srv->served[k];
         if (pair->owner != sb)
             continue;
         struct sums ps;
         lane_sums(srv, pair, &ps);
-        jb_printf(b, ",\"%s\":{", pair->role);
+        jb_printf(b, "%s\"%s\":{", first ? "" : ",", pair->role);
         table_json(srv, pair, &ps, b);
         JB_LIT(b, "}");
+        first = 0;
     }
-    JB_LIT(b, "}");
+    JB_LIT(b, "}}");
 }
 
 static void serve(struct request *rq)

@@ -441,7 +441,7 @@ START_TEST(answers_show_no_paths)
              "--set sqlite.path=%s/no/such/dir/x.sqlite", sets, dir);
     pid_t pid = spawn_server(conf, PORT2, log, args);
     ck_assert_msg(await_server(pid, PORT2), "server did not start");
-    ck_assert_int_eq(get(PORT2, "/health"), 503);
+    ck_assert_msg(get(PORT2, "/health") == 503, "%s", raw);
     ck_assert_msg(strstr(raw, "\"name\":\"innodb\"") && strstr(raw, "\"name\":\"sqlite\"") &&
                   !strstr(raw, "nonexistent") && !strstr(raw, "/no/such/") && !strstr(raw, dir),
                   "%s", raw);
