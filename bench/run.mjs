@@ -39,7 +39,13 @@ const callersPath = p => (p === undefined ? p : path.resolve(callerDir, p));
 process.chdir(root);
 
 const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
-const STRATEGIES = ['pooled', 'per-request', 'pipelined'];
+// The server's strategies, from the server: its list is the one list
+// (null before it is built: the server then refuses an unknown one).
+const STRATEGIES = (() => {
+  const r = spawnSync(path.join(process.env.ZB_BUILD || 'build', 'bin', 'server'), ['--list-strategies'],
+                      { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.split('\n').filter(Boolean) : null;
+})();
 const usage = `Usage: scripts/run [OPTIONS]   (./zipbench run, make run)
 
 Loads the postal-code list (or, with --csv, a CSV of one's own) into each
@@ -110,7 +116,7 @@ if (args.help) { console.log(usage); process.exit(0); }
 const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
 const backends = list(args.backends), strategies = list(args.strategies);
 for (const b of backends) if (!BACKENDS.includes(b)) usageError(`--backends: no backend '${b}' (known: ${BACKENDS.join(', ')})`);
-for (const s of strategies) if (!STRATEGIES.includes(s)) usageError(`--strategies: no strategy '${s}' (known: ${STRATEGIES.join(', ')})`);
+for (const s of strategies) if (STRATEGIES && !STRATEGIES.includes(s)) usageError(`--strategies: no strategy '${s}' (known: ${STRATEGIES.join(', ')})`);
 const seconds = Number(args.duration), runs = Number(args.runs);
 const levels = list(args.concurrency).map(Number);
 if (!backends.length || !strategies.length) usageError('--backends and --strategies take at least one name');

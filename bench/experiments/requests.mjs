@@ -71,7 +71,8 @@ async function measure(ctx, { port, seconds, levels, keys, jis, avail, skipped }
     const g = rateRun(r);
     if (!before || !r) return g;
     const after = await stats(hits);
-    const h = (after.cache_hits ?? NaN) - (before.cache_hits ?? NaN), m = (after.cache_misses ?? NaN) - (before.cache_misses ?? NaN);
+    const cache = x => x?.routes?.cached ?? { hits: 0, misses: 0 };
+    const h = cache(after).hits - cache(before).hits, m = cache(after).misses - cache(before).misses;
     return { ...g, hitRate: h / (h + m) };
   }, { warm: () => warmRun(ctx, { url, c, keys: k, extra }), runsPerVisit: 3 });
 

@@ -548,13 +548,14 @@ async function balanceRuns(ctx, port, srv, backends, keys, threads) {
 
 function statsTable(stats) {
   if (!stats || !stats.backends) return 'Server counters: /stats did not answer.\n';
-  const rows = stats.backends.map(b => [b.name, b.requests, b.errors_5xx, b.connects, b.connects_per_request,
-                                        b.reconnects, b.latency_us?.p50, b.latency_us?.p99]);
+  const rows = stats.backends.map(b => [b.name, b.requests, b.errors_5xx, b.connects,
+                                        b.strategies?.['per-request']?.connects ?? 0,
+                                        b.strategies?.pooled?.reconnects ?? 0, b.latency_us?.p50, b.latency_us?.p99]);
   let text = 'Server counters after the runs (`GET /stats`), per backend: requests, 5xx, connects, ' +
              'reconnects, p50/p99 latency inside the server (µs):\n\n' +
              table(['backend', 'requests', '5xx', 'connects', 'per-request connects', 'reconnects', 'p50 µs', 'p99 µs'], rows);
   const n5 = stats.backends.reduce((s, b) => s + (b.errors_5xx || 0), 0);
-  const nre = stats.backends.reduce((s, b) => s + (b.reconnects || 0), 0);
+  const nre = stats.backends.reduce((s, b) => s + (b.strategies?.pooled?.reconnects || 0), 0);
   if (n5 || nre)
     text += `\nNote: the server answered ${n5} requests with 5xx and replaced ${nre} lost pool connections ` +
             'during this run (warm-ups included). No rate above counts a 5xx: cells marked `E` show them ' +

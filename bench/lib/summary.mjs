@@ -37,7 +37,6 @@ function fmtRatioCI(r) {
   return Number.isFinite(r.lo) ? `${r.value.toFixed(d)}x [${r.lo.toFixed(d)}-${r.hi.toFixed(d)}]` : `${r.value.toFixed(d)}x (n=${r.n})`;
 }
 const usText = x => (x && Number.isFinite(x.median) ? x.median.toFixed(1) : '-');
-const STRATEGY = { pooled: 'pooled', 'per-request': 'per-request', pipelined: 'pipelined' };
 
 // The answer: markdown lines, from the data files in dataDir: the server
 // experiment's answer.json (one run, one machine: its figures, intervals,
@@ -160,7 +159,7 @@ function lookups(ans) {
       const h = per[H];
       const cpu = h?.cpu;
       const own = cpu ? cpu.server.median + (Number.isFinite(cpu.db.median) ? cpu.db.median : 0) : NaN;
-      rows.push([LABEL[b], STRATEGY[s] || s, ...levels.map(c => fmtRate(per[c])), fmtRatioCI(h?.over_nginx),
+      rows.push([LABEL[b], s, ...levels.map(c => fmtRate(per[c])), fmtRatioCI(h?.over_nginx),
                  s === 'per-request' ? '-' : fmtRatioCI(h?.over_per_request),
                  cpu ? `${usText(cpu.client)} / ${usText(cpu.server)} / ${b === 'sqlite' ? 'in the server' : usText(cpu.db)}` : NOT,
                  Number.isFinite(own) ? big(1e6 / own) : '-']);
