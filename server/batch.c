@@ -69,6 +69,6 @@ void batch_start(struct batch *b, struct lane *lane, enum strategy_id strategy, 
         lk->arg = it;
         lk->done = item_done;
         lk->overloaded = false;
-        lookup_start(lk, false);
+        lookup_start(lk);
     }
 }

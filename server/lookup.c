@@ -119,7 +119,7 @@ void lookup_wind_down(struct lane *lane, const struct zb_err *err)
             lane->way[i].st->fail_all(lane->way[i].state, err);
 }
 
-void lookup_start(struct lookup *lk, bool health)
+void lookup_start(struct lookup *lk)
 {
     struct lane *lane = lk->lane;
     struct served *sb = lane->sb;
@@ -127,8 +127,6 @@ void lookup_start(struct lookup *lk, bool health)
     lk->rows = 0;
     lk->retried = false;
     lk->since_ns = 0;
-    if (health)
-        atomic_store(&sb->next_probe_ns, 0);   /* /health always tries: it is rare */
     if (!served_may_try(sb, &lk->probe)) {
         struct zb_err err;
         served_down_error(sb, &err);

@@ -46,9 +46,8 @@ struct lookup {
 };
 
 /* Runs lk (lane, strategy, key, on_row, done set) on its lane's way for
- * lk->strategy; done() may come before this returns. health: a real round
- * trip even while down (/health). */
-void lookup_start(struct lookup *lk, bool health);
+ * lk->strategy; done() may come before this returns. */
+void lookup_start(struct lookup *lk);
 /* The end of lk: counts, probe bookkeeping, then done(). */
 void lookup_finish(struct lookup *lk, int rc, const struct zb_err *err);
 /* The end of lk that waited past acquire_timeout_ms for a connection

@@ -229,7 +229,7 @@ void request_lookup(struct request *rq, struct lookup *lk, const char *key, size
     lk->on_row = put_row;
     lk->arg = rq;
     lk->done = done;
-    lookup_start(lk, false);
+    lookup_start(lk);
 }
 
 bool request_went_on(struct request *rq, struct lookup *lk, int rc, const struct zb_err *err,

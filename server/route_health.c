@@ -89,7 +89,8 @@ static void serve(struct request *rq)
         memcpy(it->lk.key, key, it->lk.keylen + 1);
         it->lk.on_row = NULL;
         it->lk.done = item_done;
-        lookup_start(&it->lk, true);
+        served_probe_now(srv->served[i]);   /* /health always tries: it is rare */
+        lookup_start(&it->lk);
     }
     settle(h);
 }

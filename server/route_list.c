@@ -78,7 +78,7 @@ static void serve(struct request *rq)
     lk->on_row = add_row;
     lk->arg = rq;
     lk->done = done;
-    lookup_start(lk, false);
+    lookup_start(lk);
 }
 
 /* A load replaced the table: the listing's connections, prepared against

@@ -1,23 +1,24 @@
 /* The one table of routes (route.h): a line per request type, in the
- * order the 404's list shows them. */
+ * order the 404's list shows them; route_NAME.c defines NAME_route. */
 #include <stdio.h>
 #include <string.h>
 
 #include "route.h"
 
-extern const struct route lookup_route, queries_route, cached_route, list_route, update_route,
-    updates_route, health_route, stats_route;
+#define ROUTES(X) \
+    X(lookup) \
+    X(queries) \
+    X(cached) \
+    X(list) \
+    X(update) \
+    X(updates) \
+    X(health) \
+    X(stats)
 
-const struct route *const route_table[] = {
-    &lookup_route,
-    &queries_route,
-    &cached_route,
-    &list_route,
-    &update_route,
-    &updates_route,
-    &health_route,
-    &stats_route,
-};
+#define ROUTE_DECLARE(name) extern const struct route name##_route;
+ROUTES(ROUTE_DECLARE)
+#define ROUTE_ENTRY(name) &name##_route,
+const struct route *const route_table[] = { ROUTES(ROUTE_ENTRY) };
 const int nroutes = sizeof route_table / sizeof route_table[0];
 
 const struct route *route_named(const char *s, size_t len)

@@ -197,6 +197,11 @@ void served_end_probe(struct served *sb)
     atomic_compare_exchange_strong(&sb->next_probe_ns, &probing, zb_now_ns() + PROBE_NS);
 }
 
+void served_probe_now(struct served *sb)
+{
+    atomic_store(&sb->next_probe_ns, 0);
+}
+
 int served_start(struct served *sb, struct zb_err *err)
 {
     struct backend b;

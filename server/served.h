@@ -112,6 +112,9 @@ void served_destroy(struct served *sb);
  * probe (*probe set) must be ended with served_end_probe. */
 bool served_may_try(struct served *sb, bool *probe);
 void served_end_probe(struct served *sb);
+/* The next lookup may probe at once, even within PROBE_NS of the last
+ * (/health: a real round trip even while down). */
+void served_probe_now(struct served *sb);
 void served_mark_down(struct served *sb, const struct zb_err *err);
 void served_mark_up(struct served *sb);
 /* Logs an error of the database's (500), at most once a second per loop. */

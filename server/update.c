@@ -130,7 +130,7 @@ static void start_one(struct update_job *u)
         lk->on_row = got_stamp;
         lk->done = written;
     }
-    lookup_start(lk, false);
+    lookup_start(lk);
 }
 
 static void start_step(struct update_job *u)
