@@ -13,7 +13,8 @@
     X(update) \
     X(updates) \
     X(health) \
-    X(stats)
+    X(stats) \
+    /* a new route's line above */
 
 #define ROUTE_DECLARE(name) extern const struct route name##_route;
 ROUTES(ROUTE_DECLARE)

@@ -27,7 +27,8 @@
 #define STRATEGIES(X) \
     X(pooled, "pooled") \
     X(per_request, "per-request") \
-    X(pipelined, "pipelined")
+    X(pipelined, "pipelined") \
+    /* a new strategy's line above */
 
 #define STRATEGY_ID(token, name) STRATEGY_##token,
 enum strategy_id { STRATEGIES(STRATEGY_ID) NSTRATEGIES };
