@@ -26,7 +26,7 @@
 
 static const struct backend_async *async_of(const struct dbconn *dc)
 {
-    return dc->lane->sb->drv->async;
+    return dc->lane->sv->drv->async;
 }
 
 /* Watches the driver's socket for wants (ZB_WANT_*). */
@@ -36,7 +36,7 @@ static int set_watch(struct dbconn *dc, int wants, struct zb_err *err)
     int fd = async_of(dc)->socket(dc->db);
     uint32_t events = (wants & ZB_WANT_READ ? EPOLLIN : 0) | (wants & ZB_WANT_WRITE ? EPOLLOUT : 0);
     if (fd < 0)
-        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lane->sb->label);
+        return zb_fail(err, ZB_ERR_CONN, "%s: no socket", dc->lane->sv->label);
     /* While connecting, libpq may close the socket of a host that failed
      * and open the next host's, which often gets the same number: the
      * closed one left the epoll set, so the same number is watched anew. */
@@ -68,17 +68,17 @@ struct dbconn *dbconn_open(struct lane *lane, const struct strategy *st, void *o
     dc->owner = owner;
     dc->connect_limit_s = connect_limit_s;
     dc->fd = -1;
-    dc->gen = atomic_load(&lane->sb->gen);
+    dc->gen = atomic_load(&lane->sv->gen);
     dc->since_ns = lane->loop->now;
     APR_RING_INIT(&dc->sent, lookup, link);
-    int wants = async_of(dc)->connect_start(&lane->sb->conf, &dc->db, err);
+    int wants = async_of(dc)->connect_start(&lane->sv->conf, &dc->db, err);
     /* Connected at once: carry on when the socket says it is writable,
      * so the strategy hears of it from the loop, not from here. */
     dc->state = wants == 0 ? DC_PREPARING : DC_CONNECTING;
     if (wants < 0 || set_watch(dc, wants == 0 ? ZB_WANT_WRITE : wants, err) < 0) {
         BUMP(lane->st.connect_failures);
         if (dc->db)
-            lane->sb->drv->close(dc->db);
+            lane->sv->drv->close(dc->db);
         free(dc);
         return NULL;
     }
@@ -88,7 +88,7 @@ struct dbconn *dbconn_open(struct lane *lane, const struct strategy *st, void *o
 
 uint64_t dbconn_deadline(const struct dbconn *dc)
 {
-    const struct backend_conf *bc = &dc->lane->sb->conf;
+    const struct backend_conf *bc = &dc->lane->sv->conf;
     if (dc->state != DC_READY)
         return dc->since_ns + (uint64_t)dc->connect_limit_s * 1000000000u;
     if (dc->nsent == 0 || bc->query_timeout_ms <= 0)
@@ -98,7 +98,7 @@ uint64_t dbconn_deadline(const struct dbconn *dc)
 
 bool dbconn_expired(struct dbconn *dc, uint64_t now, uint64_t *next)
 {
-    const struct backend_conf *bc = &dc->lane->sb->conf;
+    const struct backend_conf *bc = &dc->lane->sv->conf;
     uint64_t d = dbconn_deadline(dc);
     if (!d || d > now) {
             *next = deadline_min(*next, d);
@@ -125,7 +125,7 @@ void dbconn_close(struct dbconn *dc)
     struct loop *l = dc->lane->loop;
     if (dc->fd >= 0)
         loop_unwatch(l, dc->fd);
-    dc->lane->sb->drv->close(dc->db);
+    dc->lane->sv->drv->close(dc->db);
     dc->db = NULL;
     loop_retire(l, &dc->w, free_conn);
 }
@@ -174,7 +174,7 @@ static int send_lookup(struct dbconn *dc, struct lookup *lk, struct zb_err *err)
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&dc->sent, lk, lookup, link);
     dc->nsent++;
-    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sb->sql, lane->sb->nparams, lk->params, err);
+    int wants = async_of(dc)->send(dc->db, dc->lookup, lane->sv->sql, lane->sv->nparams, lk->params, err);
     if (wants >= 0 && dc->nsent == 1)
         loop_deadline(lane->loop, dbconn_deadline(dc));
     return wants;
@@ -213,7 +213,7 @@ bool dbconn_flush(struct dbconn *dc)
 
 int dbconn_prepare(struct dbconn *dc, struct zb_err *err)
 {
-    return async_of(dc)->prepare(dc->db, dc->lane->sb->sql, dc->lane->sb->nparams, &dc->lookup, err) < 0 ? -1 : 1;
+    return async_of(dc)->prepare(dc->db, dc->lane->sv->sql, dc->lane->sv->nparams, &dc->lookup, err) < 0 ? -1 : 1;
 }
 
 int dbconn_prepare_pipelined(struct dbconn *dc, struct zb_err *err)

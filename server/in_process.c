@@ -62,15 +62,15 @@ struct in_process {
 
 static struct in_process_conn *conn_open(struct lane *lane, struct zb_err *err)
 {
-    struct served *sb = lane->sb;
+    struct served *sv = lane->sv;
     struct in_process_conn *ic = calloc(1, sizeof *ic);
     if (!ic) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");
         return NULL;
     }
-    ic->gen = atomic_load(&sb->gen);
-    if (backend_open(&ic->b, &sb->conf, err) < 0 ||
-        ic->b.drv->prepare(ic->b.db, sb->sql, sb->nparams, &ic->lookup, err) < 0) {
+    ic->gen = atomic_load(&sv->gen);
+    if (backend_open(&ic->b, &sv->conf, err) < 0 ||
+        ic->b.drv->prepare(ic->b.db, sv->sql, sv->nparams, &ic->lookup, err) < 0) {
         backend_close(&ic->b);
         free(ic);
         BUMP(lane->st.connect_failures);
@@ -96,21 +96,21 @@ static void conn_close(struct lane *lane, struct in_process_conn *ic)
 static int query_kept(struct in_process *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
-    struct served *sb = lane->sb;
+    struct served *sv = lane->sv;
     struct in_process_conn *ic = w->idle;
     w->idle = NULL;
-    if (ic && ic->gen != atomic_load(&sb->gen)) {
+    if (ic && ic->gen != atomic_load(&sv->gen)) {
         conn_close(lane, ic);
         BUMP(w->fig[DISCARDED]);
         ic = NULL;
     }
     if (!ic && !(ic = conn_open(lane, err)))
         return -1;
-    if (!w->txn && !sb->autocommit && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0)
+    if (!w->txn && !sv->autocommit && ic->b.drv->exec(ic->b.db, "BEGIN", NULL) == 0)
         w->txn = true;   /* committed at the end of the iteration */
     int rc = ic->b.drv->run(ic->lookup, lk->params, lookup_row, lk, NULL, err);
     if (rc < 0 && !ic->b.drv->alive(ic->b.db)) {
-        served_bump_gen(sb, ic->gen);
+        served_bump_gen(sv, ic->gen);
         conn_close(lane, ic);   /* its transaction with it */
         w->txn = false;
         BUMP(w->fig[DISCARDED]);
@@ -124,15 +124,15 @@ static int query_kept(struct in_process *w, struct lookup *lk, struct zb_err *er
 static int query_fresh(struct in_process *w, struct lookup *lk, struct zb_err *err)
 {
     struct lane *lane = w->lane;
-    struct served *sb = lane->sb;
+    struct served *sv = lane->sv;
     struct backend b;
-    if (backend_open(&b, &sb->conf, err) < 0) {
+    if (backend_open(&b, &sv->conf, err) < 0) {
         BUMP(lane->st.connect_failures);
         return -1;
     }
     BUMP(lane->st.connects);
     BUMP(w->fig[CONNECTS]);
-    int rc = b.drv->query(b.db, sb->sql, sb->nparams, lk->params, lookup_row, lk, NULL, err);
+    int rc = b.drv->query(b.db, sv->sql, sv->nparams, lk->params, lookup_row, lk, NULL, err);
     backend_close(&b);
     return rc;
 }
@@ -149,7 +149,7 @@ static bool wait_lock(struct in_process *w, struct lookup *lk, const struct zb_e
     if (!lk->since_ns) {
         lk->since_ns = now;
         BUMP(w->fig[LOCK_WAITS]);
-    } else if (now - lk->since_ns >= (uint64_t)lane->sb->conf.acquire_timeout_ms * 1000000u) {
+    } else if (now - lk->since_ns >= (uint64_t)lane->sv->conf.acquire_timeout_ms * 1000000u) {
         return false;
     }
     APR_RING_INSERT_TAIL(&w->waiting, lk, lookup, link);
@@ -191,7 +191,7 @@ static uint64_t deadlines(void *state, uint64_t now)
     struct lookup_list due;
     APR_RING_INIT(&due, lookup, link);
     APR_RING_CONCAT(&due, &w->waiting, lookup, link);
-    uint64_t limit = (uint64_t)lane->sb->conf.acquire_timeout_ms * 1000000u;
+    uint64_t limit = (uint64_t)lane->sv->conf.acquire_timeout_ms * 1000000u;
     bool locked = false;
     while (!APR_RING_EMPTY(&due, lookup, link)) {
         struct lookup *lk = APR_RING_FIRST(&due);
@@ -203,7 +203,7 @@ static uint64_t deadlines(void *state, uint64_t now)
         } else {
             struct zb_err err;
             zb_fail(&err, ZB_ERR_BUSY, "backend %s: the file stayed locked for %d ms "
-                    "(acquire_timeout_ms)", lane->sb->label, lane->sb->conf.acquire_timeout_ms);
+                    "(acquire_timeout_ms)", lane->sv->label, lane->sv->conf.acquire_timeout_ms);
             lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
         }
     }

@@ -28,9 +28,9 @@
 #define MAX_HOOKS 4
 
 struct keyset {
-    struct served *sb;
+    struct served *sv;
     /* What runs when the generation moved, before the codes are read. */
-    struct { void (*fn)(void *arg, struct served *sb); void *arg; } hook[MAX_HOOKS];
+    struct { void (*fn)(void *arg, struct served *sv); void *arg; } hook[MAX_HOOKS];
     int nhooks;
     _Atomic uint64_t serial;       /* bumped when the generation moved (and at the first read) */
     struct loop *const *loops;
@@ -87,9 +87,9 @@ static int cmp_u32(const void *a, const void *b)
 /* Every code of the table, sorted, on a connection of its own: a bigger
  * query than a lookup, so more time, still bounded, as a frozen database
  * must not hold the stop (which joins the watcher). NULL with err. */
-static struct key_set *read_codes(struct served *sb, struct zb_err *err)
+static struct key_set *read_codes(struct served *sv, struct zb_err *err)
 {
-    struct backend_conf bc = sb->conf;
+    struct backend_conf bc = sv->conf;
     if (bc.query_timeout_ms > 0 && bc.query_timeout_ms < READ_TIMEOUT_MS)
         bc.query_timeout_ms = READ_TIMEOUT_MS;
     struct backend b;
@@ -97,7 +97,7 @@ static struct key_set *read_codes(struct served *sb, struct zb_err *err)
     int rc = backend_open(&b, &bc, err);
     if (rc == 0) {
         char sql[256];
-        snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sb->conf.table);
+        snprintf(sql, sizeof sql, "SELECT DISTINCT zip_code FROM %s", sv->conf.table);
         rc = b.drv->query(b.db, sql, 0, NULL, add_code, &c, NULL, err);
     }
     backend_close(&b);
@@ -134,17 +134,17 @@ static int first_text(void *arg, int ncols, const char *const *vals, const size_
 /* The generation of the table's last load into out ("" when none is
  * recorded): 0, or -1 with err (the connection is closed then, and opened
  * again next time). */
-static int table_generation(struct served *sb, struct backend *vb, const struct backend_conf *vc,
+static int table_generation(struct served *sv, struct backend *vb, const struct backend_conf *vc,
                          char *out, size_t len, struct zb_err *err)
 {
     if (!vb->db && backend_open(vb, vc, err) < 0) {
         backend_close(vb);
         return -1;
     }
-    const char *params[] = { sb->conf.table };
+    const char *params[] = { sv->conf.table };
     struct text t = { out, len };
     out[0] = 0;
-    if (vb->drv->query(vb->db, sb->drv->generation_sql, 1, params, first_text, &t, NULL,
+    if (vb->drv->query(vb->db, sv->drv->generation_sql, 1, params, first_text, &t, NULL,
                        err) < 0) {
         if (err->kind != ZB_ERR_BUSY)   /* a lock: the connection is fine */
             backend_close(vb);
@@ -174,14 +174,14 @@ static void retire(struct keyset *ks, struct key_set *old)
  * not known). Wakes every loop: requests waiting for a set go on. */
 static void read_now(struct keyset *ks, const char *version)
 {
-    struct served *sb = ks->sb;
+    struct served *sv = ks->sv;
     struct zb_err err = { 0 };
-    struct key_set *set = read_codes(sb, &err);
+    struct key_set *set = read_codes(sv, &err);
     if (set) {
         struct key_set *old = atomic_exchange(&ks->set, set);
         if (old)
             srv_log("server: backend %s: the table was replaced: /random draws from its %zu "
-                    "codes now (%zu before)", sb->label, set->n, old->n);
+                    "codes now (%zu before)", sv->label, set->n, old->n);
         atomic_store(&ks->loading, false);
         loop_wake_all(ks->loops[0]);
         retire(ks, old);
@@ -194,10 +194,10 @@ static void read_now(struct keyset *ks, const char *version)
     ks->failed_ns = zb_now_ns();
     pthread_mutex_unlock(&ks->lock);
     if (!again)
-        srv_log("server: backend %s: keys not loaded, will retry on demand%s: %s", sb->label,
+        srv_log("server: backend %s: keys not loaded, will retry on demand%s: %s", sv->label,
                 version ? " or once the table changes" : "", err.msg);
     if (err.kind == ZB_ERR_CONN || err.kind == ZB_ERR_REFUSED || err.kind == ZB_ERR_TIMEOUT)
-        served_mark_down(sb, &err);
+        served_mark_down(sv, &err);
     atomic_store(&ks->loading, false);
     loop_wake_all(ks->loops[0]);
 }
@@ -208,20 +208,20 @@ static void read_now(struct keyset *ks, const char *version)
  * the old one is told, before the codes are read. */
 static void renewed(struct keyset *ks)
 {
-    struct served *sb = ks->sb;
+    struct served *sv = ks->sv;
     atomic_fetch_add(&ks->serial, 1);
     for (int i = 0; i < ks->nhooks; i++)
-        ks->hook[i].fn(ks->hook[i].arg, sb);
+        ks->hook[i].fn(ks->hook[i].arg, sv);
     /* Connections prepared against the old table are replaced. */
-    atomic_fetch_add(&sb->gen, 1);
+    atomic_fetch_add(&sv->gen, 1);
 }
 
 static void *watch(void *arg)
 {
     struct keyset *ks = arg;
-    struct served *sb = ks->sb;
+    struct served *sv = ks->sv;
     /* Polls are a lookup's size: a lookup's time limit at most. */
-    struct backend_conf vc = sb->conf;
+    struct backend_conf vc = sv->conf;
     if (vc.query_timeout_ms <= 0 || vc.query_timeout_ms > POLL_TIMEOUT_MS)
         vc.query_timeout_ms = POLL_TIMEOUT_MS;
     struct backend vb = { 0 };
@@ -231,23 +231,23 @@ static void *watch(void *arg)
         uint64_t next = zb_now_ns() + KEYSET_CHECK_MS * 1000000ull;
         bool asked = atomic_load(&ks->loading);
         int v = -1;
-        if (asked || atomic_load(&sb->up)) {
+        if (asked || atomic_load(&sv->up)) {
             struct zb_err err = { 0 };
-            v = table_generation(sb, &vb, &vc, generation, sizeof generation, &err);
+            v = table_generation(sv, &vb, &vc, generation, sizeof generation, &err);
             if (v < 0 && err.kind == ZB_ERR_SQL) {
                 /* No load recorded in this database (no ZB_LOADS_TABLE): a
                  * table made by other means, or by an older loader. */
                 if (!unrecorded)
                     srv_log("server: backend %s: no load of %s is recorded (%s): its keys are "
                             "read once, and a reload is not followed until the loader records "
-                            "one", sb->label, sb->conf.table, err.msg);
+                            "one", sv->label, sv->conf.table, err.msg);
                 unrecorded = true;
                 generation[0] = 0;
                 v = 0;
             }
             if (v < 0 && !poll_failed && err.kind != ZB_ERR_BUSY)
                 srv_log("server: backend %s: cannot tell whether the table was replaced: %s",
-                        sb->label, err.msg);
+                        sv->label, err.msg);
             poll_failed = v < 0 && err.kind != ZB_ERR_BUSY;   /* a lock: next time */
         }
         bool have = atomic_load(&ks->set) != NULL;
@@ -284,38 +284,38 @@ static void *watch(void *arg)
 
 /* ---- the loops' side ---- */
 
-int keyset_prepare(struct served *sb, struct zb_err *err)
+int keyset_prepare(struct served *sv, struct zb_err *err)
 {
-    if (sb->key_kind != KEY_POSTAL || sb->owner)
+    if (sv->key_kind != KEY_POSTAL || sv->owner)
         return 0;
     struct keyset *ks = calloc(1, sizeof *ks);
     if (!ks)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
-    ks->sb = sb;
-    sb->keyset = ks;
+    ks->sv = sv;
+    sv->keyset = ks;
     return 0;
 }
 
-int keyset_hook(struct served *sb, void (*fn)(void *arg, struct served *sb), void *arg,
+int keyset_hook(struct served *sv, void (*fn)(void *arg, struct served *sv), void *arg,
                 struct zb_err *err)
 {
-    struct keyset *ks = sb->keyset;
+    struct keyset *ks = sv->keyset;
     if (!ks || ks->nhooks == MAX_HOOKS)
-        return zb_fail(err, ZB_ERR_SYS, "backend %s: %s", sb->label,
+        return zb_fail(err, ZB_ERR_SYS, "backend %s: %s", sv->label,
                        ks ? "too many hooks on its load" : "no load followed (not postal)");
     ks->hook[ks->nhooks].fn = fn;
     ks->hook[ks->nhooks++].arg = arg;
     return 0;
 }
 
-uint64_t keyset_serial(const struct served *sb)
+uint64_t keyset_serial(const struct served *sv)
 {
-    return sb->keyset ? atomic_load_explicit(&sb->keyset->serial, memory_order_acquire) : 0;
+    return sv->keyset ? atomic_load_explicit(&sv->keyset->serial, memory_order_acquire) : 0;
 }
 
-int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struct zb_err *err)
+int keyset_start(struct served *sv, struct loop *const *loops, int nloops, struct zb_err *err)
 {
-    struct keyset *ks = sb->keyset;
+    struct keyset *ks = sv->keyset;
     if (!ks)
         return 0;
     uint64_t *turns = calloc((size_t)nloops, sizeof *turns);
@@ -332,20 +332,20 @@ int keyset_start(struct served *sb, struct loop *const *loops, int nloops, struc
     pthread_condattr_destroy(&ca);
     atomic_init(&ks->set, NULL);
     atomic_init(&ks->stop, false);
-    atomic_init(&ks->loading, atomic_load(&sb->up));   /* the first read, unless down */
+    atomic_init(&ks->loading, atomic_load(&sv->up));   /* the first read, unless down */
     int rc = pthread_create(&ks->thread, NULL, watch, ks);
     if (rc) {
         atomic_store(&ks->loading, false);
-        return zb_fail(err, ZB_ERR_SYS, "backend %s: the key set's thread: %s", sb->label,
+        return zb_fail(err, ZB_ERR_SYS, "backend %s: the key set's thread: %s", sv->label,
                        strerror(rc));
     }
     ks->started = true;
     return 0;
 }
 
-void keyset_stop(struct served *sb)
+void keyset_stop(struct served *sv)
 {
-    struct keyset *ks = sb->keyset;
+    struct keyset *ks = sv->keyset;
     if (!ks)
         return;
     pthread_mutex_lock(&ks->lock);
@@ -361,15 +361,15 @@ void keyset_stop(struct served *sb)
     }
     free(ks->turns);
     free(ks);
-    sb->keyset = NULL;
+    sv->keyset = NULL;
 }
 
-const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err)
+const struct key_set *keyset_get(struct served *sv, bool *loading, struct zb_err *err)
 {
-    struct keyset *ks = sb->keyset;
+    struct keyset *ks = sv->keyset;
     *loading = false;
     if (!ks) {
-        zb_fail(err, ZB_ERR_INPUT, "backend %s: no key set (not the postal dataset)", sb->label);
+        zb_fail(err, ZB_ERR_INPUT, "backend %s: no key set (not the postal dataset)", sv->label);
         return NULL;
     }
     const struct key_set *set = atomic_load(&ks->set);
@@ -382,25 +382,25 @@ const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err
     }
     *loading = atomic_load(&ks->loading);
     if (!*loading) {
-        if (!atomic_load(&sb->up))
-            served_down_error(sb, err);
+        if (!atomic_load(&sv->up))
+            served_down_error(sv, err);
         else
-            zb_fail(err, ks->error_kind, "backend %s: keys not loaded: %.400s", sb->label,
+            zb_fail(err, ks->error_kind, "backend %s: keys not loaded: %.400s", sv->label,
                     ks->error);
     }
     pthread_mutex_unlock(&ks->lock);
     return NULL;
 }
 
-bool keyset_pending(struct served *sb)
+bool keyset_pending(struct served *sv)
 {
-    struct keyset *ks = sb->keyset;
+    struct keyset *ks = sv->keyset;
     return ks && !atomic_load(&ks->set) && atomic_load(&ks->loading);
 }
 
-size_t keyset_size(struct served *sb, double *age_s)
+size_t keyset_size(struct served *sv, double *age_s)
 {
-    const struct key_set *set = sb->keyset ? atomic_load(&sb->keyset->set) : NULL;
+    const struct key_set *set = sv->keyset ? atomic_load(&sv->keyset->set) : NULL;
     *age_s = set ? (double)(zb_now_ns() - set->loaded_ns) / 1e9 : -1;
     return set ? set->n : 0;
 }
@@ -447,7 +447,7 @@ void keyset_waiters_init(struct key_waiters *ws, struct loop *l)
 
 static uint64_t due_of(const struct key_wait *w)
 {
-    return w->since_ns + (uint64_t)w->sb->conf.acquire_timeout_ms * 1000000u;
+    return w->since_ns + (uint64_t)w->sv->conf.acquire_timeout_ms * 1000000u;
 }
 
 void keyset_wait(struct key_waiters *ws, struct key_wait *w)
@@ -464,7 +464,7 @@ void keyset_woken(struct key_waiters *ws)
     struct key_wait *w = APR_RING_FIRST(&ws->list), *nx;
     for (; w != APR_RING_SENTINEL(&ws->list, key_wait, link); w = nx) {
         nx = APR_RING_NEXT(w, link);
-        if (!keyset_pending(w->sb)) {
+        if (!keyset_pending(w->sv)) {
             APR_RING_REMOVE(w, link);
             APR_RING_INSERT_TAIL(&over, w, key_wait, link);
         }
@@ -489,7 +489,7 @@ uint64_t keyset_deadlines(struct key_waiters *ws, uint64_t now)
             continue;
         }
         APR_RING_REMOVE(w, link);
-        const struct backend_conf *bc = &w->sb->conf;
+        const struct backend_conf *bc = &w->sv->conf;
         struct zb_err err;
         zb_fail(&err, ZB_ERR_TIMEOUT, "backend %s: its keys were not loaded within %d ms",
                 bc->name, bc->acquire_timeout_ms);

@@ -35,32 +35,32 @@ struct key_set {
     uint32_t keys[];
 };
 
-/* sb's key set made (a postal served table's; a no-op for the others),
+/* sv's key set made (a postal served table's; a no-op for the others),
  * before the routes are set up, which may hook onto it. */
-int  keyset_prepare(struct served *sb, struct zb_err *err);
-/* fn(arg, sb) runs on the watcher's thread each time the generation of
- * sb's table moved (a load replaced it), before its codes are read again:
+int  keyset_prepare(struct served *sv, struct zb_err *err);
+/* fn(arg, sv) runs on the watcher's thread each time the generation of
+ * sv's table moved (a load replaced it), before its codes are read again:
  * what a route derives from the table follows it. At most 4. */
-int  keyset_hook(struct served *sb, void (*fn)(void *arg, struct served *sb), void *arg,
+int  keyset_hook(struct served *sv, void (*fn)(void *arg, struct served *sv), void *arg,
                  struct zb_err *err);
-/* A number that changes whenever sb's table was replaced (0: no key set):
+/* A number that changes whenever sv's table was replaced (0: no key set):
  * what is kept from a table (/cached's answers) is kept with it. */
-uint64_t keyset_serial(const struct served *sb);
-/* The watcher of sb's key set started (a no-op without one), for the
- * server's loops[0..nloops); the first read begins at once when sb is
+uint64_t keyset_serial(const struct served *sv);
+/* The watcher of sv's key set started (a no-op without one), for the
+ * server's loops[0..nloops); the first read begins at once when sv is
  * up. */
-int  keyset_start(struct served *sb, struct loop *const *loops, int nloops,
+int  keyset_start(struct served *sv, struct loop *const *loops, int nloops,
                   struct zb_err *err);
 /* The watcher ended (after the loops were joined), every set freed. */
-void keyset_stop(struct served *sb);
-/* sb's key set, or NULL: then *loading says whether a read is under way
+void keyset_stop(struct served *sv);
+/* sv's key set, or NULL: then *loading says whether a read is under way
  * (asked for here, unless one failed in the last second), and err why
  * there is none. */
-const struct key_set *keyset_get(struct served *sb, bool *loading, struct zb_err *err);
+const struct key_set *keyset_get(struct served *sv, bool *loading, struct zb_err *err);
 /* Requests waiting for a key set wait on: none yet, and a read under way. */
-bool keyset_pending(struct served *sb);
+bool keyset_pending(struct served *sv);
 /* What /stats says: the set's size, and its age in seconds (-1: none). */
-size_t keyset_size(struct served *sb, double *age_s);
+size_t keyset_size(struct served *sv, double *age_s);
 /* A key of set drawn with rng: one in the set, or with probability miss
  * (or from an empty set) a 7-digit code that is not. */
 uint32_t keyset_pick(const struct key_set *set, double miss, uint64_t *rng);
@@ -75,7 +75,7 @@ struct key_wait;
 APR_RING_HEAD(key_wait_list, key_wait);
 struct key_wait {
     APR_RING_ENTRY(key_wait) link;
-    struct served *sb;
+    struct served *sv;
     uint64_t since_ns;
     bool (*over)(struct key_wait *w, const struct zb_err *err);
 };
@@ -87,7 +87,7 @@ struct key_waiters {
 };
 
 void keyset_waiters_init(struct key_waiters *ws, struct loop *l);
-/* w (sb and over set) waits, at most sb's acquire_timeout_ms. */
+/* w (sv and over set) waits, at most sv's acquire_timeout_ms. */
 void keyset_wait(struct key_waiters *ws, struct key_wait *w);
 /* The loop was woken (a key set was published, or a read failed): the
  * waiters whose read is over hear over(w, NULL). */

@@ -3,11 +3,11 @@
 
 #include "lane.h"
 
-void lane_init(struct lane *lane, struct loop *l, struct served *sb, struct lane *const *peers)
+void lane_init(struct lane *lane, struct loop *l, struct served *sv, struct lane *const *peers)
 {
     memset(lane, 0, sizeof *lane);
     lane->loop = l;
-    lane->sb = sb;
+    lane->sv = sv;
     lane->peers = peers;
     hist_init(&lane->st.latency);
 }
@@ -15,7 +15,7 @@ void lane_init(struct lane *lane, struct loop *l, struct served *sb, struct lane
 void lane_down(struct lane *lane, const struct zb_err *err)
 {
     if (!atomic_load_explicit(lane->loop->shutdown, RELAXED))
-        served_mark_down(lane->sb, err);
+        served_mark_down(lane->sv, err);
 }
 
 bool lane_connect_failed(struct lane *lane, const struct zb_err *err, bool live)
@@ -31,6 +31,6 @@ bool lane_connect_failed(struct lane *lane, const struct zb_err *err, bool live)
     /* A fault, not load (the database refused the PREPARE: a pooler in
      * transaction mode with named statements): said, and the waiting
      * lookups fail with it. */
-    served_log_error(lane->sb, "connect failed", err->msg);
+    served_log_error(lane->sv, "connect failed", err->msg);
     return true;
 }

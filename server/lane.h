@@ -45,7 +45,7 @@ struct lane_way {
 
 struct lane {
     struct loop *loop;
-    struct served *sb;
+    struct served *sv;
     /* This backend's lane on every loop, by loop id (this one among them). */
     struct lane *const *peers;
     struct lane_way way[NSTRATEGIES];   /* by enum strategy_id */
@@ -55,9 +55,9 @@ struct lane {
     struct lane_stats st;
 };
 
-/* lane set up for loop l serving sb, with no strategy yet (lookup_init
- * adds them); peers is every loop's lane of sb. */
-void lane_init(struct lane *lane, struct loop *l, struct served *sb, struct lane *const *peers);
+/* lane set up for loop l serving sv, with no strategy yet (lookup_init
+ * adds them); peers is every loop's lane of sv. */
+void lane_init(struct lane *lane, struct loop *l, struct served *sv, struct lane *const *peers);
 /* The backend is down (err says why), unless the server is stopping: the
  * lookups it fails then say so, the database is fine. */
 void lane_down(struct lane *lane, const struct zb_err *err);

@@ -37,15 +37,15 @@ static const struct strategy *way_for(const struct backend_driver *drv, enum str
     return s && s->takes(drv) ? s : NULL;
 }
 
-const char *lookup_cannot(const struct served *sb, enum strategy_id st)
+const char *lookup_cannot(const struct served *sv, enum strategy_id st)
 {
-    return way_for(sb->drv, st) ? NULL : strategies[st]->cannot;
+    return way_for(sv->drv, st) ? NULL : strategies[st]->cannot;
 }
 
 int lookup_init(struct lane *lane, struct zb_err *err)
 {
     for (int i = 0; i < NSTRATEGIES; i++) {
-        const struct strategy *s = way_for(lane->sb->drv, (enum strategy_id)i);
+        const struct strategy *s = way_for(lane->sv->drv, (enum strategy_id)i);
         if (!s)
             continue;
         if (!(lane->way[i].state = s->init(lane, lane->way[i].figures, err)))
@@ -55,29 +55,29 @@ int lookup_init(struct lane *lane, struct zb_err *err)
     return 0;
 }
 
-int lookup_shared_init(struct served *sb, struct zb_err *err)
+int lookup_shared_init(struct served *sv, struct zb_err *err)
 {
     for (int i = 0; i < NSTRATEGIES; i++) {
-        const struct strategy *s = way_for(sb->drv, (enum strategy_id)i);
-        if (s && s->shared_init && !(sb->shared[i] = s->shared_init(sb, err)))
+        const struct strategy *s = way_for(sv->drv, (enum strategy_id)i);
+        if (s && s->shared_init && !(sv->shared[i] = s->shared_init(sv, err)))
             return -1;
     }
     return 0;
 }
 
-void lookup_shared_free(struct served *sb)
+void lookup_shared_free(struct served *sv)
 {
     for (int i = 0; i < NSTRATEGIES; i++) {
-        const struct strategy *s = way_for(sb->drv, (enum strategy_id)i);
-        if (s && s->shared_free && sb->shared[i])
-            s->shared_free(sb->shared[i]);
-        sb->shared[i] = NULL;
+        const struct strategy *s = way_for(sv->drv, (enum strategy_id)i);
+        if (s && s->shared_free && sv->shared[i])
+            s->shared_free(sv->shared[i]);
+        sv->shared[i] = NULL;
     }
 }
 
-const struct strategy *lookup_way(const struct served *sb, enum strategy_id st)
+const struct strategy *lookup_way(const struct served *sv, enum strategy_id st)
 {
-    return way_for(sb->drv, st);
+    return way_for(sv->drv, st);
 }
 
 void lookup_destroy(struct lane *lane)
@@ -122,14 +122,14 @@ void lookup_wind_down(struct lane *lane, const struct zb_err *err)
 void lookup_start(struct lookup *lk)
 {
     struct lane *lane = lk->lane;
-    struct served *sb = lane->sb;
+    struct served *sv = lane->sv;
     lk->params[0] = lk->key;
     lk->rows = 0;
     lk->retried = false;
     lk->since_ns = 0;
-    if (!served_may_try(sb, &lk->probe)) {
+    if (!served_may_try(sv, &lk->probe)) {
         struct zb_err err;
-        served_down_error(sb, &err);
+        served_down_error(sv, &err);
         BUMP(lane->st.down);
         lk->done(lk, LOOKUP_UNAVAILABLE, &err);
         return;
@@ -156,16 +156,16 @@ int lookup_rc_of(const struct zb_err *err)
 /* The end of lk; a 503 counted as overload or, the backend down, as down. */
 static void finish(struct lookup *lk, int rc, const struct zb_err *err, bool overload)
 {
-    struct served *sb = lk->lane->sb;
+    struct served *sv = lk->lane->sv;
     if (rc == LOOKUP_OK)
-        served_mark_up(sb);
+        served_mark_up(sv);
     else if (rc == LOOKUP_UNAVAILABLE && overload)
         BUMP(lk->lane->st.overload);
-    else if (rc == LOOKUP_UNAVAILABLE && !atomic_load_explicit(&sb->up, RELAXED))
+    else if (rc == LOOKUP_UNAVAILABLE && !atomic_load_explicit(&sv->up, RELAXED))
         BUMP(lk->lane->st.down);
     if (lk->probe) {
         lk->probe = false;
-        served_end_probe(sb);
+        served_end_probe(sv);
     }
     lk->overloaded = rc == LOOKUP_UNAVAILABLE && overload;
     lk->done(lk, rc, rc == LOOKUP_OK ? NULL : err);
@@ -191,13 +191,13 @@ int lookup_row(void *arg, int n, const char *const *v, const size_t *l)
 const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool stopping,
                        const char *what, const char *log_as, char *buf, size_t len)
 {
-    struct served *sb = lk->lane->sb;
+    struct served *sv = lk->lane->sv;
     if (stopping) {
         snprintf(buf, len, "the server is stopping");
         return buf;
     }
     bool unavailable = lookup_rc_of(err) == LOOKUP_UNAVAILABLE;
-    if (!unavailable || (!lk->overloaded && atomic_load(&sb->up)))
-        served_log_error(sb, log_as, err->msg);
-    return reason_for_client(sb, err, lk->overloaded, what, buf, len);
+    if (!unavailable || (!lk->overloaded && atomic_load(&sv->up)))
+        served_log_error(sv, log_as, err->msg);
+    return reason_for_client(sv, err, lk->overloaded, what, buf, len);
 }

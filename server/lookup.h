@@ -67,17 +67,17 @@ int  lookup_row(void *lk, int ncols, const char *const *vals, const size_t *lens
  * it is the server's own state (overloaded). */
 const char *lookup_why(const struct lookup *lk, const struct zb_err *err, bool stopping,
                        const char *what, const char *log_as, char *buf, size_t len);
-/* Can lookups on sb take strategy st? NULL if so, else why not, after
+/* Can lookups on sv take strategy st? NULL if so, else why not, after
  * "the DRIVER driver " (pipelined needs a driver that can pipeline). */
-const char *lookup_cannot(const struct served *sb, enum strategy_id st);
-/* The instance that serves strategy st's lookups on sb (its in-process one
- * where sb's driver is in-process), or NULL. */
-const struct strategy *lookup_way(const struct served *sb, enum strategy_id st);
-/* Each strategy's state shared by the loops on sb made (before the loops
+const char *lookup_cannot(const struct served *sv, enum strategy_id st);
+/* The instance that serves strategy st's lookups on sv (its in-process one
+ * where sv's driver is in-process), or NULL. */
+const struct strategy *lookup_way(const struct served *sv, enum strategy_id st);
+/* Each strategy's state shared by the loops on sv made (before the loops
  * run), and freed (after they stopped). */
-int  lookup_shared_init(struct served *sb, struct zb_err *err);
-void lookup_shared_free(struct served *sb);
-/* Every strategy sb's driver can take set up on lane (after lane_init). */
+int  lookup_shared_init(struct served *sv, struct zb_err *err);
+void lookup_shared_free(struct served *sv);
+/* Every strategy sv's driver can take set up on lane (after lane_init). */
 int  lookup_init(struct lane *lane, struct zb_err *err);
 /* Every strategy's deadlines on lane due by now; returns the next (0: none). */
 uint64_t lookup_deadlines(struct lane *lane, uint64_t now);

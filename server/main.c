@@ -86,7 +86,7 @@ static const char usage[] =
 "    -D, --datasets LIST   serve these [dataset NAME]s of the config,\n"
 "                          comma-separated (default: postal). Each is served\n"
 "                          from every backend, from the table the loader\n"
-"                          made there (loader --dataset NAME), each pair with\n"
+"                          made there (loader --dataset NAME), each table with\n"
 "                          its own pool, pool_hard_max each, and outage state.\n"
 "                          The columns are described as the loader does: a\n"
 "                          dataset whose config gives every column and type\n"
@@ -323,7 +323,7 @@ static long raise_fd_limit(long want)
 /* The fds the server needs besides its clients, estimated high: the
  * standard three, the listening socket, the key-set loaders and slack;
  * per loop its epoll set, wake fd and libmicrohttpd's own; per (dataset,
- * backend) pair its pooled connections (pool_hard_max across loops), each
+ * backend) table its pooled connections (pool_hard_max across loops), each
  * loop's pipeline connections and, for SQLite, a database, its journal
  * and WAL index per loop. Per-request lookups open a connection each
  * while they run: when fds run out for those, that lookup gets 503. */

@@ -33,7 +33,7 @@ static void submit(void *state, struct lookup *lk)
     struct lane *lane = f->lane;
     struct zb_err err = { 0 };
     struct dbconn *dc = dbconn_open(lane, &per_request_strategy, f,
-                                    lane->sb->conf.per_request_connect_timeout_s, &err);
+                                    lane->sv->conf.per_request_connect_timeout_s, &err);
     if (!dc) {
         lookup_finish(lk, LOOKUP_UNAVAILABLE, &err);
         return;

@@ -78,7 +78,7 @@ static void open_one(struct pipelined *ps)
     if (lane->loop->now < lane->grow_after_ns)
         return;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lane, &pipelined_strategy, ps, lane->sb->conf.connect_timeout_s,
+    struct dbconn *dc = dbconn_open(lane, &pipelined_strategy, ps, lane->sv->conf.connect_timeout_s,
                                     &err);
     if (!dc) {
         connect_failed(ps, &err);
@@ -101,11 +101,11 @@ static void remove_at(struct pipelined *ps, int i)
  * open others. */
 static void retire(struct pipelined *ps)
 {
-    struct served *sb = ps->lane->sb;
+    struct served *sv = ps->lane->sv;
     for (int i = 0; i < ps->n; i++) {
         struct dbconn *dc = ps->pipe[i].dc;
         if (dc->state == DC_READY && !dc->nsent && !ps->pipe[i].unflushed &&
-            (!sb->drv->alive(dc->db) || dc->gen != atomic_load(&sb->gen))) {
+            (!sv->drv->alive(dc->db) || dc->gen != atomic_load(&sv->gen))) {
             remove_at(ps, i--);
             dbconn_close(dc);
         }
@@ -123,7 +123,7 @@ static void queue_on(struct pipelined *ps, int i, struct lookup *lk)
         return;   /* it was lost, and is gone */
     BUMP(ps->fig[SENT]);
     ps->pipe[i].unflushed = true;
-    if (ps->lane->sb->autocommit) {
+    if (ps->lane->sv->autocommit) {
         ps->pipe[i].unflushed = false;
         BUMP(ps->fig[BATCHES]);
         dbconn_flush(ps->pipe[i].dc);
@@ -145,7 +145,7 @@ static void submit(void *state, struct lookup *lk)
     }
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&ps->waiting, lk, lookup, link);
-    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sb->conf.acquire_timeout_ms * 1000000u);
+    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sv->conf.acquire_timeout_ms * 1000000u);
     if (ps->n < ps->target)
         open_one(ps);
 }
@@ -187,7 +187,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
     struct lookup_list lost;
     APR_RING_INIT(&lost, lookup, link);
     APR_RING_CONCAT(&lost, &dc->sent, lookup, link);
-    served_bump_gen(lane->sb, dc->gen);
+    served_bump_gen(lane->sv, dc->gen);
     dbconn_close(dc);
     bool stale = err->kind == ZB_ERR_STALE;
     if (!stale)
@@ -210,7 +210,7 @@ static uint64_t deadlines(void *state, uint64_t now)
 {
     struct pipelined *ps = state;
     struct lane *lane = ps->lane;
-    const struct backend_conf *bc = &lane->sb->conf;
+    const struct backend_conf *bc = &lane->sv->conf;
     uint64_t next = 0;
     for (int i = 0; i < ps->n; i++)
         if (dbconn_expired(ps->pipe[i].dc, now, &next))
@@ -257,7 +257,7 @@ static void flush_all(void *state)
 
 static void *init(struct lane *lane, counter *figures, struct zb_err *err)
 {
-    int want = lane->sb->conf.pipeline_connections;
+    int want = lane->sv->conf.pipeline_connections;
     struct pipelined *ps = calloc(1, sizeof *ps);
     if (!ps) {
         zb_fail(err, ZB_ERR_SYS, "out of memory");

@@ -99,7 +99,7 @@ static uint64_t bit_of(struct pooled *p) { return 1ull << (p->lane->loop->id % 6
 static bool take_budget(struct pooled *p)
 {
     int n = atomic_load(&p->budget->pooled);
-    while (n < p->lane->sb->conf.pool_hard_max)
+    while (n < p->lane->sv->conf.pool_hard_max)
         if (atomic_compare_exchange_weak(&p->budget->pooled, &n, n + 1))
             return true;
     return false;
@@ -233,7 +233,7 @@ static void connect_failed(struct pooled *p, const struct zb_err *err)
 static bool grow(struct pooled *p, bool for_waiters)
 {
     struct lane *lane = p->lane;
-    struct served *sb = lane->sb;
+    struct served *sv = lane->sv;
     if (lane->loop->now < lane->grow_after_ns)
         return false;   /* the last connect failed under load: not yet */
     if (!take_budget(p)) {
@@ -243,7 +243,7 @@ static bool grow(struct pooled *p, bool for_waiters)
     }
     p->npooled++;
     struct zb_err err = { 0 };
-    struct dbconn *dc = dbconn_open(lane, &pooled_strategy, p, sb->conf.connect_timeout_s, &err);
+    struct dbconn *dc = dbconn_open(lane, &pooled_strategy, p, sv->conf.connect_timeout_s, &err);
     if (!dc) {
         give_budget(p);
         connect_failed(p, &err);   /* counted by dbconn_open */
@@ -258,12 +258,12 @@ static void submit(void *state, struct lookup *lk)
 {
     struct pooled *p = state;
     struct lane *lane = p->lane;
-    unsigned gen = atomic_load_explicit(&lane->sb->gen, RELAXED);
+    unsigned gen = atomic_load_explicit(&lane->sv->gen, RELAXED);
     while (!APR_RING_EMPTY(&p->idle, dbconn, link)) {
         struct dbconn *dc = APR_RING_FIRST(&p->idle);
         /* Not alive: the driver wants it replaced (pg: a connection that
          * fell back to another host than its turn's, that host may be back). */
-        if (dc->gen == gen && lane->sb->drv->alive(dc->db)) {
+        if (dc->gen == gen && lane->sv->drv->alive(dc->db)) {
             use(p, dc, lk);
             return;
         }
@@ -272,7 +272,7 @@ static void submit(void *state, struct lookup *lk)
     lk->since_ns = lane->loop->now;
     APR_RING_INSERT_TAIL(&p->waiting, lk, lookup, link);
     p->nwaiting++;
-    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sb->conf.acquire_timeout_ms * NS_PER_MS);
+    loop_deadline(lane->loop, lk->since_ns + (uint64_t)lane->sv->conf.acquire_timeout_ms * NS_PER_MS);
     if (p->nopening >= p->nwaiting || !grow(p, true))
         BUMP(p->fig[WAITS]);
 }
@@ -296,7 +296,7 @@ static void conn_ready(struct dbconn *dc)
         }
     }
     APR_RING_REMOVE(dc, link);
-    if (dc->gen != atomic_load_explicit(&lane->sb->gen, RELAXED)) {
+    if (dc->gen != atomic_load_explicit(&lane->sv->gen, RELAXED)) {
         /* Opened before the last failure. */
         APR_RING_INSERT_TAIL(&p->idle, dc, dbconn, link);
         p->nidle++;
@@ -358,7 +358,7 @@ static void conn_failed(struct dbconn *dc, const struct zb_err *err)
     if (!opening) {
         /* Lost, or its plan stale (every connection opened before holds
          * the same stale plan): all are replaced. */
-        served_bump_gen(lane->sb, dc->gen);
+        served_bump_gen(lane->sv, dc->gen);
         BUMP(p->fig[DISCARDED]);
         p->owed++;
     }
@@ -385,7 +385,7 @@ static uint64_t deadlines(void *state, uint64_t now)
 {
     struct pooled *p = state;
     struct lane *lane = p->lane;
-    const struct backend_conf *bc = &lane->sb->conf;
+    const struct backend_conf *bc = &lane->sv->conf;
     uint64_t next = 0;
     /* Waiting too long for a connection. */
     uint64_t wait_ns = (uint64_t)bc->acquire_timeout_ms * NS_PER_MS;
@@ -428,7 +428,7 @@ static uint64_t deadlines(void *state, uint64_t now)
     }
     /* The min share, kept open while the backend is up, and while no
      * other loop has lookups waiting for the budget. */
-    while (p->npooled < p->min_share && atomic_load_explicit(&lane->sb->up, RELAXED) &&
+    while (p->npooled < p->min_share && atomic_load_explicit(&lane->sv->up, RELAXED) &&
            !(atomic_load_explicit(&p->budget->starving, RELAXED) & ~bit_of(p)) && grow(p, false))
         ;
     return next;
@@ -438,7 +438,7 @@ static uint64_t deadlines(void *state, uint64_t now)
  * the remainder. */
 static void *init(struct lane *lane, counter *figures, struct zb_err *err)
 {
-    const struct backend_conf *bc = &lane->sb->conf;
+    const struct backend_conf *bc = &lane->sv->conf;
     int n = lane->loop->npeers, i = lane->loop->id;
     struct pooled *p = calloc(1, sizeof *p);
     if (!p) {
@@ -446,7 +446,7 @@ static void *init(struct lane *lane, counter *figures, struct zb_err *err)
         return NULL;
     }
     p->lane = lane;
-    p->budget = lane->sb->shared[STRATEGY_pooled];
+    p->budget = lane->sv->shared[STRATEGY_pooled];
     p->fig = figures;
     APR_RING_INIT(&p->idle, dbconn, link);
     APR_RING_INIT(&p->busy, dbconn, link);
@@ -498,9 +498,9 @@ static int prepare(struct dbconn *dc, struct zb_err *err)
     return dbconn_prepare(dc, err);
 }
 
-static void *shared_init(struct served *sb, struct zb_err *err)
+static void *shared_init(struct served *sv, struct zb_err *err)
 {
-    (void)sb;
+    (void)sv;
     struct budget *b = calloc(1, sizeof *b);
     if (!b)
         zb_fail(err, ZB_ERR_SYS, "out of memory");

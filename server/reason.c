@@ -35,20 +35,20 @@ static void by_kind(enum zb_err_kind kind, const char *what, char *buf, size_t l
     }
 }
 
-const char *reason_for_client(struct served *sb, const struct zb_err *err, bool overload,
+const char *reason_for_client(struct served *sv, const struct zb_err *err, bool overload,
                               const char *what, char *buf, size_t len)
 {
     enum zb_err_kind kind = err ? err->kind : ZB_ERR_CONN;
     bool unavailable = kind != ZB_ERR_SQL && kind != ZB_ERR_SYS && kind != ZB_ERR_INPUT;
-    if (unavailable && !atomic_load(&sb->up)) {
+    if (unavailable && !atomic_load(&sv->up)) {
         char why[400];
-        by_kind(served_down_kind(sb), "the lookup", why, sizeof why);
+        by_kind(served_down_kind(sv), "the lookup", why, sizeof why);
         snprintf(buf, len, "backend %s is down: %s; the server tries it again on its own",
-                 sb->conf.name, why);
+                 sv->conf.name, why);
     } else if (overload) {
         snprintf(buf, len, "no free connection to the database within %d ms "
                  "(acquire_timeout_ms): the backend is overloaded; try again",
-                 sb->conf.acquire_timeout_ms);
+                 sv->conf.acquire_timeout_ms);
     } else {
         by_kind(kind, what, buf, len);
     }

@@ -15,10 +15,10 @@
 
 #include "served.h"
 
-/* Why `what` ("the lookup", ...) failed on sb with err, written into buf
+/* Why `what` ("the lookup", ...) failed on sv with err, written into buf
  * (len bytes) and returned. overload: it waited past acquire_timeout_ms
  * for a connection while the backend was up. */
-const char *reason_for_client(struct served *sb, const struct zb_err *err, bool overload,
+const char *reason_for_client(struct served *sv, const struct zb_err *err, bool overload,
                               const char *what, char *buf, size_t len);
 
 #endif

@@ -291,7 +291,7 @@ void request_when_keys(struct request *rq, bool (*start)(struct request *rq))
 {
     rq->keyed = start;
     if (!start(rq)) {
-        rq->kw.sb = rq->sv;
+        rq->kw.sv = rq->sv;
         rq->kw.over = keys_over;
         keyset_wait(&rq->loop->keys, &rq->kw);
     }

@@ -36,15 +36,15 @@ static void answer(struct health *h)
     b->n = 0;
     jb_printf(b, "{\"status\":\"%s\",\"backends\":[", all ? "ok" : "degraded");
     for (int i = 0; i < srv->nserved; i++) {
-        struct served *sb = srv->served[i];
+        struct served *sv = srv->served[i];
         jb_printf(b, "%s{\"name\":", i ? "," : "");
-        jb_cstr(b, sb->conf.name);
-        if (sb->key_kind != KEY_POSTAL) {
+        jb_cstr(b, sv->conf.name);
+        if (sv->key_kind != KEY_POSTAL) {
             JB_LIT(b, ",\"dataset\":");
-            jb_cstr(b, sb->data->conf->name);
+            jb_cstr(b, sv->data->conf->name);
         }
         JB_LIT(b, ",\"driver\":");
-        jb_cstr(b, sb->conf.driver);
+        jb_cstr(b, sv->conf.driver);
         jb_printf(b, ",\"up\":%s", h->item[i].up ? "true" : "false");
         if (!h->item[i].up) {
             JB_LIT(b, ",\"error\":");

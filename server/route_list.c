@@ -104,7 +104,7 @@ static int setup(struct server *srv, void **shared, struct zb_err *err)
         struct zb_table tb = dataset_table(main->data, &main->conf, name, sizeof name);
         tb.key = 0;                /* jis_code, KEN_ALL's first column */
         struct served *sv = served_add(srv->served, &srv->nlanes, srv->pool, err);
-        if (!sv || served_init_pair(sv, main, "list", NULL, 1, false, sv->index, err) < 0 ||
+        if (!sv || served_init_beside(sv, main, "list", NULL, 1, false, sv->index, err) < 0 ||
             served_select(sv, tb, "listing", err) < 0)
             return -1;
         t->of[i] = sv;

@@ -22,7 +22,7 @@ struct queries_request {
 static int put_item_row(struct lookup *lk, int ncols, const char *const *vals, const size_t *lens)
 {
     struct batch_item *it = lk->arg;
-    return request_put_row(&it->body, lk->lane->sb, lk->rows, ncols, vals, lens);
+    return request_put_row(&it->body, lk->lane->sv, lk->rows, ncols, vals, lens);
 }
 
 /* All ended: one answer of them all, or the worst of their failures. */

@@ -123,31 +123,31 @@ static void table_json(struct server *srv, const struct served *sv, const struct
 static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist *all)
 {
     static _Thread_local struct hist h;
-    struct served *sb = srv->served[i];
-    const struct backend_conf *bc = &sb->conf;
+    struct served *sv = srv->served[i];
+    const struct backend_conf *bc = &sv->conf;
     struct sums s;
-    lane_sums(srv, sb, &s);
+    lane_sums(srv, sv, &s);
     hist_init(&h);
     for (int k = 0; k < srv->nloops; k++)
         hist_merge_live(&h, &srv->loops[k].lanes[i].st.latency);
     hist_merge(all, &h);
     jb_printf(b, "%s{\"name\":", i ? "," : "");
     jb_cstr(b, bc->name);
-    if (sb->key_kind != KEY_POSTAL) {
+    if (sv->key_kind != KEY_POSTAL) {
         JB_LIT(b, ",\"dataset\":");
-        jb_cstr(b, sb->data->conf->name);
+        jb_cstr(b, sv->data->conf->name);
     }
     JB_LIT(b, ",\"driver\":");
     jb_cstr(b, bc->driver);
-    jb_printf(b, ",\"strategy\":\"%s\",", strategy_names[sb->strategy]);
-    table_json(srv, sb, &s, b);
+    jb_printf(b, ",\"strategy\":\"%s\",", strategy_names[sv->strategy]);
+    table_json(srv, sv, &s, b);
     jb_printf(b, ",\"pool\":{\"min\":%d,\"soft_max\":%d,\"hard_max\":%d,\"ttl_s\":%d,"
               "\"acquire_timeout_ms\":%d},",
               bc->pool_min, bc->pool_soft_max, bc->pool_hard_max, bc->pool_ttl_s,
               bc->acquire_timeout_ms);
-    routes_json(srv, sb, b);
+    routes_json(srv, sv, b);
     double keys_age_s;
-    size_t nkeys = keyset_size(sb, &keys_age_s);
+    size_t nkeys = keyset_size(sv, &keys_age_s);
     jb_printf(b, ",\"keys\":%zu,", nkeys);
     if (keys_age_s >= 0)
         jb_printf(b, "\"keys_age_s\":%.1f,", keys_age_s);
@@ -157,13 +157,13 @@ static void backend_json(struct server *srv, int i, struct jbuf *b, struct hist 
     /* The tables routes added beside it. */
     JB_LIT(b, ",\"tables\":{");
     for (int k = srv->nserved, first = 1; k < srv->nlanes; k++) {
-        const struct served *pair = srv->served[k];
-        if (pair->owner != sb)
+        const struct served *beside = srv->served[k];
+        if (beside->owner != sv)
             continue;
         struct sums ps;
-        lane_sums(srv, pair, &ps);
-        jb_printf(b, "%s\"%s\":{", first ? "" : ",", pair->role);
-        table_json(srv, pair, &ps, b);
+        lane_sums(srv, beside, &ps);
+        jb_printf(b, "%s\"%s\":{", first ? "" : ",", beside->role);
+        table_json(srv, beside, &ps, b);
         JB_LIT(b, "}");
         first = 0;
     }

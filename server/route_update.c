@@ -143,10 +143,10 @@ static int setup(struct server *srv, void **shared, struct zb_err *err)
         if (main->drv->stamp_sql(hits, write, sizeof write) < 0)
             return zb_fail(err, ZB_ERR_INPUT, "backend %s: table name too long", main->label);
         struct served *r = served_add(srv->served, &srv->nlanes, srv->pool, err);
-        if (!r || served_init_pair(r, main, "read", read, 1, false, r->index, err) < 0)
+        if (!r || served_init_beside(r, main, "read", read, 1, false, r->index, err) < 0)
             return -1;
         struct served *w = served_add(srv->served, &srv->nlanes, srv->pool, err);
-        if (!w || served_init_pair(w, main, "write", write, 1, true, w->index, err) < 0)
+        if (!w || served_init_beside(w, main, "write", write, 1, true, w->index, err) < 0)
             return -1;
         t->read[i] = r;
         t->write[i] = w;

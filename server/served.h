@@ -2,7 +2,7 @@
  * loop: its statement, its outage state, each strategy's shared state
  * (opaque) and (postal) its load generation and keys.
  *
- * Contract: written at start (served_init, served_init_pair,
+ * Contract: written at start (served_init, served_init_beside,
  * served_start) by main's thread; after that read by every loop, and
  * changed only through the atomics and locks below (the outage state: up,
  * gen, probes) and by the parts that own the opaque state (the
@@ -24,7 +24,7 @@
 #include "strategy.h"
 #include "util.h"
 
-/* (dataset, backend) pairs the server can serve: --datasets times
+/* Served tables the server can hold: --datasets times
  * --backends. */
 #define SRV_MAX_SERVED 32
 /* The longest key a request may name, in bytes after percent-decoding: the
@@ -45,7 +45,7 @@ struct json_key {
 
 struct served {
     /* Copy of the [backend NAME] section, read_only forced on: the server
-     * never writes, but through the pairs a write route adds (writable,
+     * never writes, but through the tables a write route adds (writable,
      * never waiting). Strings still point into the zb_conf, which outlives
      * us. */
     struct backend_conf conf;
@@ -59,11 +59,11 @@ struct served {
     char label[160];               /* "pg" for postal, "cities/pg" else: for messages */
     char sql[1024];                /* the statement its lookups run */
     int nparams;                   /* sql's parameters: 1, the key */
-    /* Each statement commits on its own (a write route's pairs): in-process
+    /* Each statement commits on its own (a write route's tables): in-process
      * lookups do not share the iteration's read transaction, and a
      * pipeline syncs after each one. */
     bool autocommit;
-    /* A pair a route added beside a served table (its statement differs:
+    /* A table a route added beside a served one (its statement differs:
      * the listing's, the write table's): the table it serves for, and its
      * role, the name /stats shows it by; NULL for a served table itself. */
     const struct served *owner;
@@ -89,39 +89,39 @@ struct served {
     struct keyset *keyset;
 };
 
-int  served_init(struct served *sb, const struct backend_conf *bc,
+int  served_init(struct served *sv, const struct backend_conf *bc,
                  const struct dataset *data, int index, struct zb_err *err);
-/* sb (index) set up as a pair beside owner (a route's: served.h's owner
+/* sv (index) set up as a table beside owner (a route's: served.h's owner
  * and role), on owner's backend with its own statement sql of nparams
  * parameters (the key first; sql NULL: served_select makes it). writable: it writes, each statement
  * committed on its own, and never waits for another's lock. */
-int  served_init_pair(struct served *sb, const struct served *owner, const char *role,
+int  served_init_beside(struct served *sv, const struct served *owner, const char *role,
                       const char *sql, int nparams, bool writable, int index, struct zb_err *err);
-/* sb's statement: every column of the rows of t whose key column (t.key)
+/* sv's statement: every column of the rows of t whose key column (t.key)
  * is the one parameter (what: "lookup", for a message), and its columns'
  * JSON keys. */
-int  served_select(struct served *sb, struct zb_table t, const char *what, struct zb_err *err);
+int  served_select(struct served *sv, struct zb_table t, const char *what, struct zb_err *err);
 /* A served table more, appended to list[*n] (SRV_MAX_SERVED at most) from
  * pool, its index *n; NULL with err when the list is full. */
 struct served *served_add(struct served **list, int *n, apr_pool_t *pool, struct zb_err *err);
 /* One synchronous connect at start, so a backend down is reported before
  * the loops run. */
-int  served_start(struct served *sb, struct zb_err *err);
-void served_destroy(struct served *sb);
+int  served_start(struct served *sv, struct zb_err *err);
+void served_destroy(struct served *sv);
 /* Outage state. may_try: true if a lookup may go to the database now; a
  * probe (*probe set) must be ended with served_end_probe. */
-bool served_may_try(struct served *sb, bool *probe);
-void served_end_probe(struct served *sb);
+bool served_may_try(struct served *sv, bool *probe);
+void served_end_probe(struct served *sv);
 /* The next lookup may probe at once, even within PROBE_NS of the last
  * (/health: a real round trip even while down). */
-void served_probe_now(struct served *sb);
-void served_mark_down(struct served *sb, const struct zb_err *err);
-void served_mark_up(struct served *sb);
+void served_probe_now(struct served *sv);
+void served_mark_down(struct served *sv, const struct zb_err *err);
+void served_mark_up(struct served *sv);
 /* Logs an error of the database's (500), at most once a second per loop. */
-void served_log_error(const struct served *sb, const char *what, const char *msg);
+void served_log_error(const struct served *sv, const char *what, const char *msg);
 /* Everything opened before the connection that failed is suspect. */
-void served_bump_gen(struct served *sb, unsigned seen);
-void served_down_error(struct served *sb, struct zb_err *err);
-/* The kind of the error that marked sb down last. */
-enum zb_err_kind served_down_kind(struct served *sb);
+void served_bump_gen(struct served *sv, unsigned seen);
+void served_down_error(struct served *sv, struct zb_err *err);
+/* The kind of the error that marked sv down last. */
+enum zb_err_kind served_down_kind(struct served *sv);
 #endif

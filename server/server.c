@@ -25,7 +25,7 @@ struct worker {
     struct loop_figures fig;
     struct accept_loop accept;
     struct http_loop http;
-    struct lane *lanes;            /* the database side: one lane per served pair */
+    struct lane *lanes;            /* the database side: one lane per served table */
     int nlanes;
 };
 
@@ -40,7 +40,7 @@ struct crew {
     int n;
     struct accept_shared accepting;   /* what the loops' acceptors share */
     struct accept_loop **accepts;  /* [n]: accepting's peers */
-    struct lane **lane_peers;      /* [nserved][n]: each pair's lane on every loop */
+    struct lane **lane_peers;      /* [nserved][n]: each served table's lane on every loop */
     struct worker w[];
 };
 
@@ -166,14 +166,14 @@ static void loop_teardown(struct worker *w)
     free(w->lanes);
 }
 
-/* sb's default strategy must be one its driver can take. */
-static int check_strategy(const struct served *sb, struct zb_err *err)
+/* sv's default strategy must be one its driver can take. */
+static int check_strategy(const struct served *sv, struct zb_err *err)
 {
-    const char *cannot = lookup_cannot(sb, sb->strategy);
+    const char *cannot = lookup_cannot(sv, sv->strategy);
     if (!cannot)
         return 0;
     return zb_fail(err, ZB_ERR_INPUT, "backend %s: strategy %s: the %s driver %s",
-                   sb->conf.name, strategy_names[sb->strategy], sb->conf.driver, cannot);
+                   sv->conf.name, strategy_names[sv->strategy], sv->conf.driver, cannot);
 }
 
 /* Each route's state in the server (the tables it adds among them), in
@@ -220,10 +220,10 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     }
     for (int d = 0; d < ndatasets; d++)
         for (int i = 0; i < nchosen; i++) {
-            struct served *sb = served_add(srv->served, &srv->nlanes, pool, err);
+            struct served *sv = served_add(srv->served, &srv->nlanes, pool, err);
             srv->nserved = srv->nlanes;
-            if (!sb || served_init(sb, chosen[i], datasets[d], sb->index, err) < 0 ||
-                check_strategy(sb, err) < 0 || keyset_prepare(sb, err) < 0)
+            if (!sv || served_init(sv, chosen[i], datasets[d], sv->index, err) < 0 ||
+                check_strategy(sv, err) < 0 || keyset_prepare(sv, err) < 0)
                 goto fail;
         }
     if (setup_routes(srv, err) < 0)
@@ -263,16 +263,16 @@ int server_start(struct server *srv, struct zb_conf *conf, const struct dataset 
     size_t nn = 0;
     names[0] = 0;
     for (int i = 0; i < srv->nserved; i++) {
-        struct served *sb = srv->served[i];
+        struct served *sv = srv->served[i];
         struct zb_err e = { 0 };
-        bool ok = served_start(sb, &e) == 0;
+        bool ok = served_start(sv, &e) == 0;
         char next[300];
         if (!ok)
             srv_log("server: backend %s: not available at start, will retry on demand: %s%s",
-                    sb->label, e.msg, backend_next_step(&sb->conf, &e, next, sizeof next));
-        if (keyset_start(sb, srv->cores, srv->nloops, err) < 0)
+                    sv->label, e.msg, backend_next_step(&sv->conf, &e, next, sizeof next));
+        if (keyset_start(sv, srv->cores, srv->nloops, err) < 0)
             goto fail;
-        int w = snprintf(names + nn, nameslen - nn, " %s%s", sb->label, ok ? "" : " (down)");
+        int w = snprintf(names + nn, nameslen - nn, " %s%s", sv->label, ok ? "" : " (down)");
         if (w > 0)
             nn = nn + (size_t)w < nameslen ? nn + (size_t)w : nameslen - 1;
     }

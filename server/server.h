@@ -33,10 +33,10 @@
 
 #include "shared.h"
 
-/* Starts every (dataset, backend) pair of datasets x chosen (each backend
+/* Starts a served table for each dataset of datasets on each of chosen (each backend
  * probed once), conf->server.threads loops and the acceptor on listen_fd,
  * which it takes over. datasets must outlive the server. names gets
- * " LABEL" per pair, " LABEL (down)" for one not reachable now. On failure
+ * " LABEL" per table, " LABEL (down)" for one not reachable now. On failure
  * everything started is stopped again: -1 with err. */
 int  server_start(struct server *srv, struct zb_conf *conf,
                   const struct dataset *const *datasets, int ndatasets,
