@@ -263,28 +263,18 @@ function zb_code_answer(string $backend, string $code, bool $persistent, string 
     return [200, ['backend' => $backend, 'code' => $code, 'rows' => $out]];
 }
 
-/* A stamp unique to this write: the wall clock in microseconds times 1000
- * plus the process id's last three digits (several FPM children or Apache
- * workers write at once), kept increasing within the request. Not on the
- * C server's scale (its counter starts at the wall clock in microseconds):
- * a table is written by one of them in a run. */
-function zb_stamp(): int
-{
-    static $last = 0;
-    $now = (int)(microtime(true) * 1e6) * 1000 + getmypid() % 1000;
-    $last = $now > $last ? $now : $last + 1000;
-    return $last;
-}
-
-/* Reads the stamp of code in {table}_hits, then writes a new one (the
- * same statements as the C server's, update.h): [was, stamp], or null when
- * the table has no row for code. Each statement autocommits. */
+/* Reads the stamp of code in {table}_hits, then writes a new one made by
+ * the database (the same statements as the C server's drivers,
+ * backend.h's stamp_sql: a sequence's next value, or SQLite's largest
+ * plus one), so stamps are unique and increasing across every writer,
+ * this page's and the C server's: [was, stamp], or null when the table
+ * has no row for code (or lost it before the write). Each statement
+ * autocommits. */
 function zb_write(string $backend, string $code, bool $persistent): ?array
 {
     $hits = zb_table($backend) . '_hits';
     $read = "SELECT stamp FROM $hits WHERE zip_code = ";
-    $write = "UPDATE $hits SET stamp = %s WHERE zip_code = %s AND stamp < %s";
-    $stamp = zb_stamp();
+    $stamp = false;
     switch ($backend) {
     case 'pg':
         $conn = zb_pg_conninfo('direct');
@@ -295,8 +285,13 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
         if ($res === false)
             throw new RuntimeException(pg_last_error($db));
         $was = pg_fetch_result($res, 0, 0);
-        if ($was !== false && @pg_query_params($db, sprintf($write, '$1', '$2', '$3'), [$stamp, $code, $stamp]) === false)
-            throw new RuntimeException(pg_last_error($db));
+        if ($was !== false) {
+            $res = @pg_query_params($db, "UPDATE $hits SET stamp = nextval('{$hits}_stamp') " .
+                                    'WHERE zip_code = $1 RETURNING stamp', [$code]);
+            if ($res === false)
+                throw new RuntimeException(pg_last_error($db));
+            $stamp = pg_fetch_result($res, 0, 0);
+        }
         if (!$persistent)
             pg_close($db);
         break;
@@ -311,8 +306,13 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
         $st = $pdo->prepare($read . '?');
         $st->execute([$code]);
         $was = $st->fetchColumn();
-        if ($was !== false)
-            $pdo->prepare(sprintf($write, '?', '?', '?'))->execute([$stamp, $code, $stamp]);
+        if ($was !== false) {
+            $st = $pdo->prepare("UPDATE $hits SET stamp = (SELECT COALESCE(MAX(stamp), 0) + 1 " .
+                                "FROM $hits) WHERE zip_code = ? RETURNING stamp");
+            $st->execute([$code]);
+            $stamp = $st->fetchColumn();
+            $st->closeCursor();
+        }
         break;
     case 'innodb':
     case 'myisam':
@@ -324,9 +324,12 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
         $st->close();
         $was = $row === null ? false : $row[0];
         if ($was !== false) {
-            $st = $my->prepare(sprintf($write, '?', '?', '?'));
-            $st->bind_param('isi', $stamp, $code, $stamp);
+            $st = $my->prepare("UPDATE $hits SET stamp = LAST_INSERT_ID(NEXTVAL({$hits}_stamp)) " .
+                               'WHERE zip_code = ?');
+            $st->bind_param('s', $code);
             $st->execute();
+            if ($st->affected_rows === 1)
+                $stamp = $st->insert_id;
             $st->close();
         }
         if (!$persistent)
@@ -335,7 +338,7 @@ function zb_write(string $backend, string $code, bool $persistent): ?array
     default:
         throw new DomainException('unknown backend');
     }
-    return $was === false ? null : [(int)$was, $stamp];
+    return $was === false || $stamp === false ? null : [(int)$was, (int)$stamp];
 }
 
 function zb_html(string $s): string
