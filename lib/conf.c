@@ -151,7 +151,7 @@ static const struct field server_fields[] = {
     S(bind), I(port, 1, 65535), I(threads, 1, 256), I(connection_timeout_s, 1, 3600),
     I(header_timeout_s, 0, 3600),
     I(max_connections, 1, 1000000), I(max_request_bytes, 1024, 16 * 1024 * 1024),
-    I(cache_entries, 0, 10000000), S(write_token),
+    I(cache_entries, 0, 10000000), S(write_token), I(spin_us, 0, 1000000),
     { "pin", F_BOOL, offsetof(struct server_conf, pin), 0, 0 },
 };
 #undef S

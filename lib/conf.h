@@ -99,6 +99,7 @@ struct server_conf {
     int max_request_bytes; /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
     bool pin;              /* loop i runs on CPU i (modulo the CPUs online) */
     int cache_entries;     /* /cached: answers kept per loop and backend (0: no cache) */
+    int spin_us;           /* a loop that just had work polls this long before it sleeps (0: never) */
     /* The credential a write must carry (Authorization: Bearer TOKEN);
      * NULL: none asked (loopback only: a server reachable from another
      * host with writes on refuses to start without one). */

@@ -70,6 +70,10 @@ struct loop {
     struct loop *const *peers;     /* every loop of the server, by id, this one among them */
     int npeers;
     struct watch *retired;         /* released at the end of the iteration */
+    /* A loop that just had work polls before it sleeps, this long (0:
+     * never): [server] spin_us. */
+    uint64_t spin_ns;
+    _Atomic uint64_t spun_ns;      /* time spent so (one writer, /stats reads) */
 };
 
 /* The earlier of two deadlines, 0 meaning none. */

@@ -199,11 +199,11 @@ static void serve(struct request *rq)
         const struct loop *l = srv->loops[i].loop;
         const struct loop_figures *f = srv->loops[i].fig;
         jb_printf(b, "%s{\"id\":%d,\"tid\":%d,\"requests\":%llu,\"connections\":%llu,"
-                  "\"accepted\":%llu,\"cpu_s\":%.3f}", i ? "," : "", i,
+                  "\"accepted\":%llu,\"cpu_s\":%.3f,\"spin_s\":%.3f}", i ? "," : "", i,
                   atomic_load_explicit(&l->tid, RELAXED),
                   (unsigned long long)READ(f->requests), (unsigned long long)READ(f->open),
                   (unsigned long long)(READ(f->open) + READ(f->closed)),
-                  thread_cpu_s(l->thread));
+                  thread_cpu_s(l->thread), (double)READ(l->spun_ns) / 1e9);
     }
     JB_LIT(b, "]}}");
     request_answer(rq, 200);

@@ -132,6 +132,7 @@ static int loop_setup(struct server *srv, struct crew *crew, int id, struct zb_e
     if (loop_init(l, id, srv->cores, srv->conf->server.threads, &hooks, &srv->shutdown,
                   srv->conf->server.pin, err) < 0)
         return -1;
+    l->spin_ns = (uint64_t)srv->conf->server.spin_us * 1000u;
     if (!(w->lanes = calloc((size_t)srv->nlanes, sizeof *w->lanes)))
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     srv->loops[id].lanes = w->lanes;
