@@ -238,8 +238,9 @@ static bool is_json_number(const char *s, size_t len)
     return i == len;
 }
 
-/* One row as a JSON object: the dataset's column names as keys, numbers
- * as numbers, NULL as null, the rest as strings. */
+/* One row as a JSON object: the dataset's field names as keys, numbers
+ * as numbers (reals in their one text, json.h), NULL as null, the rest
+ * as strings. */
 static int put_row_in(struct jbuf *b, const struct served *sb, long nth, int ncols,
                       const char *const *vals, const size_t *lens)
 {
@@ -253,6 +254,8 @@ static int put_row_in(struct jbuf *b, const struct served *sb, long nth, int nco
         jb_put(b, sb->colkey[i].s, sb->colkey[i].len);
         if (!vals[i])
             JB_LIT(b, "null");
+        else if (col[i].type == ZB_REAL)
+            jb_real(b, vals[i], lens[i]);
         else if (col[i].type != ZB_TEXT && is_json_number(vals[i], lens[i]))
             jb_put(b, vals[i], lens[i]);
         else
