@@ -6,7 +6,10 @@
  * dataset's columns are given in the config (`columns = id integer, name
  * text, ...`), or named by its header; a column given without a type gets
  * one inferred from the first sample_rows rows, and the loader shows what
- * it inferred. The dataset called "postal" is the default: its tables are
+ * it inferred: integer or real only when the answer, the database's value
+ * written back, is the file's number (a value past 64 bits, 007, +5, -0,
+ * NaN keep the column text). A header's texts name the answers' fields
+ * exactly; the tables' columns get names of their own (dataset.names). The dataset called "postal" is the default: its tables are
  * the backends' own `table`; any other dataset's table on backend B is
  * TABLE_B, since backends may share one database (innodb and myisam do).
  *
@@ -14,7 +17,7 @@
  * (or real) in such a column, a NULL in a NOT NULL column (the key is one),
  * a key no lookup can name (empty, or longer than ZB_KEY_MAX bytes), or a
  * row with too few or too many fields is an error naming
- * file:line:column and the column's name. An empty unquoted field, or the
+ * file:line:column and the column's field name. An empty unquoted field, or the
  * dataset's `null` text, is SQL NULL; "" (quoted) is an empty string. */
 #ifndef ZB_DATASET_H
 #define ZB_DATASET_H

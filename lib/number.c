@@ -43,6 +43,47 @@ static int shortest_digits(double v, char digits[SIG_MAX], int *exp10)
     return n;
 }
 
+/* The fast way for a (>= 1e-6, < 1e15) whose shortest text has at most 15
+ * digits, most data's reals (prices, coordinates): the fewest decimals p
+ * with a = m / 10^p exactly in doubles (m an integer below 1e15; the
+ * division is rounded as strtod rounds that decimal). Such a decimal is
+ * the one of at most 15 digits that reads back as a, so the shortest.
+ * Writes it positional into o and returns its length, or 0: not found
+ * (printf's exact digits then). */
+static int fewest_decimals(double a, char *o)
+{
+    static const double pow10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21 };
+    if (!(a >= 1e-6 && a < 1e15))
+        return 0;
+    for (int p = 0; p < (int)(sizeof pow10 / sizeof pow10[0]); p++) {
+        double m = nearbyint(a * pow10[p]);
+        if (m >= 1e15)
+            return 0;
+        if (m / pow10[p] != a)
+            continue;
+        char d[24];
+        int k = snprintf(d, sizeof d, "%llu", (unsigned long long)m), n = 0;
+        if (k > p) {                          /* 671, 3.25 */
+            memcpy(o, d, (size_t)(k - p));
+            n = k - p;
+        } else {                              /* 0.000123 */
+            o[n++] = '0';
+        }
+        if (p) {
+            o[n++] = '.';
+            for (int z = k; z < p; z++)
+                o[n++] = '0';
+            memcpy(o + n, d + (k > p ? k - p : 0), (size_t)(k < p ? k : p));
+            n += k < p ? k : p;
+        }
+        o[n] = 0;
+        return n;
+    }
+    return 0;
+}
+
 size_t zb_real_text(double v, char out[ZB_REAL_TEXT_MAX])
 {
     if (isnan(v))
@@ -54,6 +95,9 @@ size_t zb_real_text(double v, char out[ZB_REAL_TEXT_MAX])
     char *o = out;
     if (v < 0)
         *o++ = '-';
+    int fast = fewest_decimals(fabs(v), o);
+    if (fast)
+        return (size_t)(o - out + fast);
     char d[SIG_MAX];
     int e, k = shortest_digits(fabs(v), d, &e), n = e + 1;   /* n: the point after n digits */
     if (k <= n && n <= 21) {                 /* 671, 1e20 as 100000000000000000000 */
@@ -104,12 +148,13 @@ static bool decimal_form(const char *s, char sig[SIG_MAX], long *exp10)
         }
         if (first < 0)
             first = n;
-        if (n - first >= SIG_MAX - 1)
+        long at = n++ - first;
+        if (at < SIG_MAX - 1)
+            sig[at] = *s;
+        else if (*s != '0')   /* more digits than a double's text: trailing zeros aside */
             return false;
-        sig[n - first] = *s;
-        n++;
         if (*s != '0')
-            kept = (int)(n - first);
+            kept = (int)at + 1;
     }
     sig[kept] = 0;
     long e = 0;

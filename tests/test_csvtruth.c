@@ -26,15 +26,10 @@ static const char *const backends[] = { "sqlite", "pg", "innodb", "myisam" };
  * file are in it. */
 static void fresh_dir(const char *name, char *dir, size_t dirlen, char *conf, size_t conflen)
 {
-    char include[1100], sqlite_file[1100], why[256];
+    char why[256];
     snprintf(dir, dirlen, "%s", test_dir(name));
     snprintf(conf, conflen, "%s/truth.conf", dir);
-    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
-    snprintf(sqlite_file, sizeof sqlite_file, "%s/truth.sqlite", dir);
-    const struct conf_change changes[] = { { "", "include", include },
-                                           { "backend sqlite", "path", sqlite_file },
-                                           { NULL, NULL, NULL } };
-    ck_assert_msg(write_conf_copy(conf, changes, NULL, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(write_conf_in_dir(conf, dir, why, sizeof why) == 0, "%s", why);
 }
 
 /* The body of GET path from the server on port (200 or the test fails). */
