@@ -40,6 +40,7 @@
 
 #include "backend.h"
 #include "names.h"
+#include "number.h"
 
 struct db {
     sqlite3 *h;
@@ -266,6 +267,7 @@ static int sqlite_run(struct stmt *st, const char *const *params, row_fn fn, voi
     int ncols = sqlite3_column_count(s);
     const char *vals[64];
     size_t lens[64];
+    char reals[64][ZB_REAL_TEXT_MAX];
     if (ncols > 64)
         ncols = 64;
     int rc = sqlite3_step(s), stop = 0;
@@ -276,6 +278,13 @@ static int sqlite_run(struct stmt *st, const char *const *params, row_fn fn, voi
     while (rc == SQLITE_ROW) {
         if (fn) {
             for (int c = 0; c < ncols; c++) {
+                if (sqlite3_column_type(s, c) == SQLITE_FLOAT) {
+                    /* The double itself: SQLite's text of it keeps 15 digits
+                     * (0.30000000000000004 would be 0.3). */
+                    lens[c] = zb_real_text(sqlite3_column_double(s, c), reals[c]);
+                    vals[c] = reals[c];
+                    continue;
+                }
                 vals[c] = (const char *)sqlite3_column_text(s, c);
                 lens[c] = (size_t)sqlite3_column_bytes(s, c);
             }

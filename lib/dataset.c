@@ -11,6 +11,7 @@
 
 #include "csv.h"
 #include "kenall.h"
+#include "number.h"
 
 static const char *const type_names[] = { [ZB_TEXT] = "text", [ZB_INTEGER] = "integer",
                                           [ZB_REAL] = "real" };
@@ -58,13 +59,14 @@ static bool is_real(const char *s)
 }
 
 /* What inference takes for a number: no leading zeros ("02" is a code, and
- * stays text), no "-0". */
+ * stays text), no negative zero ("-0", "-0.0": a database keeps no sign
+ * of zero's). */
 static bool is_canonical_number(const char *s)
 {
     const char *p = s + (*s == '-');
     if (p[0] == '0' && isdigit((unsigned char)p[1]))
         return false;
-    return !(*s == '-' && !strcmp(p, "0"));
+    return !(*s == '-' && strspn(p, "0.") == strcspn(p, "eE") && strchr(p, '0'));
 }
 
 /* ---- the config's values ---- */
@@ -211,6 +213,30 @@ static int describe_kenall(struct dataset *d)
     return 0;
 }
 
+/* Column i's header text f as its field: the answers' name for it, so
+ * no longer than ZB_FIELD_MAX and like no other byte for byte. */
+static int header_field(struct dataset *d, struct csv_reader *r, int i, const char *f,
+                        struct zb_err *err)
+{
+    size_t len = strlen(f);
+    if (len > ZB_FIELD_MAX)
+        return csv_fail(r, i + 1, err, "the header's name '%.40s...' is %zu bytes, more than the "
+                        "%d a field of the answers may have", f, len, ZB_FIELD_MAX);
+    for (int k = 0; k < i; k++)
+        if (!strcmp(d->field[k], f))
+            return csv_fail(r, 0, err, "columns %d and %d are both named '%.80s': the answers "
+                            "name each field by its header, so each must be its own", k + 1,
+                            i + 1, f);
+    memcpy(d->field[i], f, len + 1);
+    d->has_field[i] = true;
+    return 0;
+}
+
+const char *dataset_field(const struct dataset *d, int i)
+{
+    return d->has_field[i] ? d->field[i] : d->col[i].name;
+}
+
 /* Names from the header or the config, and the given types. */
 static int name_columns(struct dataset *d, struct csv_reader *r, struct zb_err *err)
 {
@@ -237,6 +263,8 @@ static int name_columns(struct dataset *d, struct csv_reader *r, struct zb_err *
                             nspec);
         d->ncols = n;
         for (int i = 0; i < n; i++) {
+            if (header_field(d, r, i, f[i], err) < 0)
+                return -1;
             column_name(f[i], i, d->names[i], sizeof d->names[i]);
             for (int k = 0, dup = 2; k < i; k++)  /* two headers may map to one name */
                 if (!strcmp(d->names[k], d->names[i])) {
@@ -279,9 +307,11 @@ static int infer_types(struct dataset *d, struct dataset_reader *r, struct zb_er
             if (!d->inferred[i] || !f[i])
                 continue;
             seen[i] = true;
+            /* A real only if the answer, the double's text, is the file's
+             * number: 2^63 and 1.23456789012345678 stay text. */
             bool canonical = is_canonical_number(f[i]);
             maybe_int[i] &= canonical && is_integer(f[i]);
-            maybe_real[i] &= canonical && is_real(f[i]);
+            maybe_real[i] &= canonical && is_real(f[i]) && zb_real_is_exact(f[i]);
         }
     }
     if (d->sampled < d->conf->sample_rows && rc < 0)
@@ -291,6 +321,34 @@ static int infer_types(struct dataset *d, struct dataset_reader *r, struct zb_er
             d->col[i].type = !seen[i] ? ZB_TEXT : maybe_int[i] ? ZB_INTEGER
                            : maybe_real[i] ? ZB_REAL : ZB_TEXT;
     return 0;
+}
+
+/* The key names no column: said with the ones near it (alike but for
+ * case, spaces or punctuation) and every column. */
+static int no_key(const struct dataset *d, bool by_header, struct zb_err *err)
+{
+    const struct dataset_conf *dc = d->conf;
+    char near[400] = "", all[1200] = "", want[64], have[64];
+    size_t nn = 0, na = 0;
+    column_name(dc->key, 0, want, sizeof want);
+    for (int i = 0; i < d->ncols; i++) {
+        const char *name = by_header ? d->field[i] : d->names[i];
+        column_name(name, 0, have, sizeof have);
+        bool alike = !strcasecmp(name, dc->key) || (strpbrk(want, "abcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789") && !strcmp(have, want));
+        if (alike && nn < sizeof near)
+            nn += (size_t)snprintf(near + nn, sizeof near - nn, "%s'%s'", nn ? ", " : "", name);
+        if (na < sizeof all)
+            na += (size_t)snprintf(all + na, sizeof all - na, "%s'%s'", i ? ", " : "", name);
+    }
+    char where[300];
+    if (by_header)
+        snprintf(where, sizeof where, "%s:1: key", dc->file);
+    else
+        snprintf(where, sizeof where, "[dataset %s]: key", dc->name);
+    return zb_fail(err, ZB_ERR_INPUT, "%s: no column '%.80s'%s (%s%s%sits columns: %s)", where,
+                   dc->key, by_header ? " in the header, byte for byte" : "",
+                   near[0] ? "near: " : "", near, near[0] ? "; " : "", all);
 }
 
 int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb_err *err)
@@ -311,18 +369,14 @@ int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb
         return -1;
     d->key = 0;
     if (dc->key) {
+        /* The header's texts unless the config names the columns. */
+        bool by_header = dc->header && !dc->columns;
         d->key = -1;
         for (int i = 0; i < d->ncols; i++)
-            if (!strcmp(d->names[i], dc->key))
+            if (!strcmp(by_header ? d->field[i] : d->names[i], dc->key))
                 d->key = i;
-        if (d->key < 0) {
-            char names[400] = "";
-            for (int i = 0, n = 0; i < d->ncols && n < (int)sizeof names; i++)
-                n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "",
-                              d->names[i]);
-            return zb_fail(err, ZB_ERR_INPUT, "[dataset %s]: key: no column '%s' (its columns: "
-                           "%s)", dc->name, dc->key, names);
-        }
+        if (d->key < 0)
+            return no_key(d, by_header, err);
     }
     d->col[d->key].not_null = true;  /* a row nobody can look up is a mistake */
     bool infer = false;
@@ -366,6 +420,18 @@ void dataset_columns_text(const struct dataset *d, bool mark, char *buf, size_t 
         n += (size_t)snprintf(buf + n, len - n, "%s%s %s%s%s", i ? ", " : "", d->col[i].name,
                               type_names[d->col[i].type], d->col[i].not_null ? " not null" : "",
                               mark && d->inferred[i] ? " (inferred)" : "");
+}
+
+void dataset_fields_text(const struct dataset *d, char *buf, size_t len)
+{
+    bool same = true;
+    for (int i = 0; i < d->ncols; i++)
+        same &= !strcmp(dataset_field(d, i), d->col[i].name);
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < d->ncols && !same && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s'%s' (%s)", i ? ", " : "", dataset_field(d, i),
+                              d->col[i].name);
 }
 
 /* ---- rows ---- */
@@ -429,25 +495,26 @@ static int check_row(struct dataset_reader *r, int n, const char *const *f, stru
             v = NULL;
         r->out[i] = v;
         const struct zb_column *c = &d->col[i];
+        const char *name = dataset_field(d, i);   /* as the file's reader knows it */
         if (!v) {
             if (c->not_null)
                 return csv_fail(r->csv, i + 1, err, "%s: no value (NULL) in a column that must "
-                                "have one%s", c->name, i == d->key ? " (the key)" : "");
+                                "have one%s", name, i == d->key ? " (the key)" : "");
             continue;
         }
         size_t len = strlen(v);
         if (i == d->key && (len == 0 || len > ZB_KEY_MAX))   /* no lookup could find the row */
             return len ? csv_fail(r->csv, i + 1, err, "%s: the key is %zu bytes, more than the %d "
-                                  "a lookup can name (the server answers 414)", c->name, len,
+                                  "a lookup can name (the server answers 414)", name, len,
                                   ZB_KEY_MAX)
                        : csv_fail(r->csv, i + 1, err, "%s: the key is empty (\"\"): no lookup "
-                                  "can name it (the server answers 400)", c->name);
+                                  "can name it (the server answers 400)", name);
         if ((c->type == ZB_INTEGER && !is_integer(v)) || (c->type == ZB_REAL && !is_real(v))) {
             char why[96] = "";
             if (d->inferred[i] && d->sampled)
                 snprintf(why, sizeof why, "; its type was inferred from the first %ld rows: "
                          "give it in columns =", d->sampled);
-            return csv_fail(r->csv, i + 1, err, "%s: '%.60s%s' is not %s%s", c->name, v,
+            return csv_fail(r->csv, i + 1, err, "%s: '%.60s%s' is not %s%s", name, v,
                             strlen(v) > 60 ? "..." : "",
                             c->type == ZB_INTEGER ? "an integer (64-bit)" : "a real number", why);
         }

@@ -6,7 +6,10 @@
  * dataset's columns are given in the config (`columns = id integer, name
  * text, ...`), or named by its header; a column given without a type gets
  * one inferred from the first sample_rows rows, and the loader shows what
- * it inferred. The dataset called "postal" is the default: its tables are
+ * it inferred: integer or real only when the answer, the database's value
+ * written back, is the file's number (a value past 64 bits, 007, +5, -0,
+ * NaN keep the column text). A header's texts name the answers' fields
+ * exactly; the tables' columns get names of their own (dataset.names). The dataset called "postal" is the default: its tables are
  * the backends' own `table`; any other dataset's table on backend B is
  * TABLE_B, since backends may share one database (innodb and myisam do).
  *
@@ -14,7 +17,7 @@
  * (or real) in such a column, a NULL in a NOT NULL column (the key is one),
  * a key no lookup can name (empty, or longer than ZB_KEY_MAX bytes), or a
  * row with too few or too many fields is an error naming
- * file:line:column and the column's name. An empty unquoted field, or the
+ * file:line:column and the column's field name. An empty unquoted field, or the
  * dataset's `null` text, is SQL NULL; "" (quoted) is an empty string. */
 #ifndef ZB_DATASET_H
 #define ZB_DATASET_H
@@ -31,6 +34,10 @@
  * refuses a longer key, which no lookup could ever find. */
 #define ZB_KEY_MAX 255
 
+/* The longest header text a column may have, in bytes: the answers name
+ * each field by it. */
+#define ZB_FIELD_MAX 255
+
 struct dataset {
     const struct dataset_conf *conf;
     int ncols;
@@ -38,12 +45,26 @@ struct dataset {
     bool inferred[ZB_MAX_COLUMNS];  /* its type was guessed from the sample */
     int key;                        /* the column lookups go by */
     long sampled;                   /* rows the inference read (0: none needed) */
+    /* Two names per column. names[]: the column's in SQL (col[i].name),
+     * the config's (`columns =`), or made from the header (ASCII letters,
+     * digits and _, unique); field[]: the answer's, the header's text
+     * exactly (valid UTF-8, unique byte for byte), or names[] when the file
+     * has no header. dataset_field() reads it. */
     char names[ZB_MAX_COLUMNS][64];
+    char field[ZB_MAX_COLUMNS][ZB_FIELD_MAX + 1];
+    bool has_field[ZB_MAX_COLUMNS];  /* false: a dataset made by hand, its names[] serve */
 };
 
 /* Describes dc: reads the header and the sample where it must. Returns 0,
- * or -1 with err ("file:line:column: ..." or "config: [dataset x]: ..."). */
+ * or -1 with err ("file:line:column: ..." or "config: [dataset x]: ...").
+ * The key names one of the config's columns when `columns =` gives them,
+ * else one of the header's texts, byte for byte; a key that names none
+ * (the near ones suggested), two header texts alike byte for byte, or
+ * one longer than ZB_FIELD_MAX is refused with file:1. */
 int dataset_describe(struct dataset *d, const struct dataset_conf *dc, struct zb_err *err);
+
+/* Column i's name in the answers (field[], or its SQL name). */
+const char *dataset_field(const struct dataset *d, int i);
 
 /* The dataset's table on backend bc: name written into name[len]. */
 struct zb_table dataset_table(const struct dataset *d, const struct backend_conf *bc, char *name,
@@ -56,6 +77,10 @@ void dataset_table_name(const struct dataset_conf *dc, const struct backend_conf
 /* The columns as a `columns =` value that gives them all ("id integer,
  * name text, ..."); inferred ones marked "(inferred)" when `mark`. */
 void dataset_columns_text(const struct dataset *d, bool mark, char *buf, size_t len);
+
+/* The answers' field names, each with its column's SQL name ("'Name'
+ * (name), 'name' (name_2)"), or "" when every field is its column's name. */
+void dataset_fields_text(const struct dataset *d, char *buf, size_t len);
 
 /* Rows of the dataset's file, checked against its columns. */
 struct dataset_reader;

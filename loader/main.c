@@ -46,8 +46,11 @@ static const char usage[] =
     "                       --key COLUMN benchmarks it. The delimiter is a comma,\n"
     "                       or a tab or ';' when the first line holds one of those\n"
     "                       and no comma\n"
-    "      --key COLUMN     with --csv: the column lookups go by (its values must\n"
-    "                       be there, at most 255 bytes)\n"
+    "      --key COLUMN     with --csv: the column lookups go by, its header's text\n"
+    "                       byte for byte (its values must be there, at most 255\n"
+    "                       bytes). The answers name each field by the header's\n"
+    "                       text and give each value as the file has it (a real as\n"
+    "                       the shortest text of its double: docs/LOADER.md)\n"
     "      --name NAME      with --csv: the dataset's name (default: the file's\n"
     "                       base name, products.csv is products)\n"
     "  -b, --backend NAMES  comma-separated backend names from the config, or 'all'\n"
@@ -191,6 +194,21 @@ static int not_kenall(const struct dataset_conf *dc)
     return -1;
 }
 
+/* --describe's key and (when the header's texts are not the columns'
+ * names) the answers' field names. */
+static void print_fields(const struct dataset *data)
+{
+    const char *key = data->col[data->key].name, *field = dataset_field(data, data->key);
+    if (strcmp(key, field))
+        printf("key      '%s' (%s)\n", field, key);
+    else
+        printf("key      %s\n", key);
+    char fields[ZB_MAX_COLUMNS * (ZB_FIELD_MAX + 72)];
+    dataset_fields_text(data, fields, sizeof fields);
+    if (fields[0])
+        printf("fields   %s\n", fields);
+}
+
 /* loader --csv FILE --key COLUMN [--name NAME]: the dataset described
  * (every type inferred from every row), its overlay written into the
  * config's include directory, the config read again (conf, from the same
@@ -225,7 +243,7 @@ static int csv_overlay(struct zb_conf *conf, const char *conf_path, const char *
         if (dataset_describe(data, &dc, &err) == 0)
             for (int i = 0, n = 0; i < data->ncols && n < (int)sizeof names; i++)
                 n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : " (one of: ",
-                              data->col[i].name);
+                              dataset_field(data, i));
         fprintf(stderr, "loader: --csv %s needs --key COLUMN, the column lookups go by%s%s\n", csv,
                 names, names[0] ? ")" : "");
         return ZB_EXIT_USAGE;
@@ -250,9 +268,10 @@ static int csv_overlay(struct zb_conf *conf, const char *conf_path, const char *
     char columns[4096];
     dataset_columns_text(data, !describe, columns, sizeof columns);
     if (describe) {
-        printf("dataset  %s\nfile     %s\nformat   csv\ncolumns  %s\nkey      %s\nsample   "
-               "types inferred from all %ld rows\noverlay  %s (not written: --describe)\n", name,
-               file, columns, data->col[data->key].name, data->sampled, overlay);
+        printf("dataset  %s\nfile     %s\nformat   csv\ncolumns  %s\n", name, file, columns);
+        print_fields(data);
+        printf("sample   types inferred from all %ld rows\noverlay  %s (not written: --describe)\n",
+               data->sampled, overlay);
         return ZB_EXIT_OK;
     }
     if (overlay_write(dir, data, overlay, overlay_len, &err) < 0) {
@@ -332,8 +351,9 @@ static void print_description(const struct dataset_conf *dc, const struct datase
                               const char *columns, const struct backend_conf *const *chosen,
                               int nchosen)
 {
-    printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\nkey      %s\n", dc->name,
-           dc->file, dc->format, columns, data->col[data->key].name);
+    printf("dataset  %s\nfile     %s\nformat   %s\ncolumns  %s\n", dc->name, dc->file,
+           dc->format, columns);
+    print_fields(data);
     if (data->sampled)
         printf("sample   types inferred from the first %ld rows\n", data->sampled);
     for (int i = 0; i < nchosen; i++) {

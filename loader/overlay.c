@@ -131,7 +131,9 @@ int overlay_write(const char *dir, const struct dataset *d, char *path, size_t l
     dataset_columns_text(d, false, columns, sizeof columns);
     fprintf(f, "; Written by loader --csv: the dataset %s, a CSV of one's own, read through\n"
                "; the include of the config. Its types were inferred from its %ld rows; edit\n"
-               "; them here, or run loader --csv again, which writes this file anew.\n",
+               "; them here, or run loader --csv again, which writes this file anew. The\n"
+               "; names here are the tables' columns; the answers name each field by the\n"
+               "; file's header.\n",
             dc->name, d->sampled);
     fprintf(f, "[dataset %s]\nfile = %s\nformat = csv\nheader = yes\n", dc->name, dc->file);
     if (dc->delimiter)

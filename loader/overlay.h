@@ -21,14 +21,16 @@ int overlay_check_name(const char *name, struct zb_err *err);
 
 /* A dataset for the CSV at path (made absolute into file[file_len], so the
  * overlay holds wherever zipbench runs from): format csv, the first line
- * naming the columns, key `key`, the delimiter guessed from the first line
- * (a tab or a semicolon when it holds one of those and no comma), every
+ * naming the columns, key `key` (a header's text, byte for byte), the
+ * delimiter guessed from the first line (a tab or a semicolon when it
+ * holds one of those and no comma), every
  * type inferred from every row. Its strings point into name and file.
  * Returns 0, or -1 with err (the file cannot be opened). */
 int overlay_dataset(struct dataset_conf *dc, const char *name, const char *path, char *file,
                     size_t file_len, const char *key, struct zb_err *err);
 
-/* Writes d's section, its columns with the types described, to
+/* Writes d's section, its columns (their SQL names: the key too) with the
+ * types described, to
  * DIR/NAME.conf (path into path[len]), through a file beside it renamed
  * into place. Returns 0, or -1 with err. */
 int overlay_write(const char *dir, const struct dataset *d, char *path, size_t len,

@@ -1,10 +1,12 @@
 /* The JSON writer: a growable buffer and what goes in it. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
+#include "number.h"
 #include "util.h"
 
 bool jb_reserve(struct jbuf *b, size_t more)
@@ -93,6 +95,21 @@ void jb_str(struct jbuf *b, const char *s, size_t len)
 }
 
 void jb_cstr(struct jbuf *b, const char *s) { jb_str(b, s, strlen(s)); }
+
+void jb_real(struct jbuf *b, const char *s, size_t len)
+{
+    char in[64], *end, out[ZB_REAL_TEXT_MAX];
+    if (len < sizeof in) {
+        memcpy(in, s, len);
+        in[len] = 0;
+        double v = strtod(in, &end);
+        if (len && end == in + len && isfinite(v)) {
+            jb_put(b, out, zb_real_text(v, out));
+            return;
+        }
+    }
+    jb_str(b, s, len);
+}
 
 void jb_printf(struct jbuf *b, const char *fmt, ...)
 {

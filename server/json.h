@@ -23,6 +23,10 @@ void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string, vali
 /* How many bytes from s on are whole UTF-8 sequences (len if all are). */
 size_t utf8_valid_prefix(const char *s, size_t len);
 void jb_cstr(struct jbuf *b, const char *s);
+/* A database's text of a real (s[0..len)) as the one text of its double
+ * (lib/number.h), whichever backend wrote it; a text that is no finite
+ * number (NaN) as a string. */
+void jb_real(struct jbuf *b, const char *s, size_t len);
 void jb_printf(struct jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

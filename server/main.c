@@ -120,7 +120,7 @@ static const char usage[] =
 "                              \"key\":..,\"rows\":[{COLUMN:VALUE,..},..]},\n"
 "                              integer and real columns as JSON numbers,\n"
 "                              NULL as null; 404 if none; 400 unless KEY is\n"
-"                              an integer ('-' and 1 to 18 digits) for an\n"
+"                              an integer ('-', 1-19 digits, 64 bits) for an\n"
 "                              integer key column, or non-empty for a text\n"
 "                              one; 414 if longer than 255 bytes. KEY is a\n"
 "                              bound parameter, never part of the SQL.\n"

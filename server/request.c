@@ -2,7 +2,9 @@
  * errors, its rows as JSON, its lookup, its keys. Every route answers
  * through here, so an answer is counted once, on its lane, and its shape
  * (the error object, a row) is written in one place. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,11 +98,20 @@ static bool is_digits(const char *s, size_t len)
     return len > 0;
 }
 
-/* An integer key: an optional '-' and 1-18 digits (within 64 bits). */
+/* An integer key: an optional '-' and 1-19 digits, within 64 bits. */
 static bool is_integer(const char *s, size_t len)
 {
     size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
-    return len - i <= 18 && is_digits(s + i, len - i);
+    if (len - i > 19 || !is_digits(s + i, len - i))
+        return false;
+    if (len - i < 19)
+        return true;
+    char buf[24];
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    errno = 0;
+    strtoll(buf, NULL, 10);
+    return errno != ERANGE;
 }
 
 const char *request_bad_key(const struct served *sv, const char *key, size_t len,
@@ -116,7 +127,7 @@ const char *request_bad_key(const struct served *sv, const char *key, size_t len
         if (is_integer(key, len))
             return NULL;
         snprintf(msg, msglen, "the key of dataset %s must be an integer (an optional '-' and 1 to "
-                 "18 digits)%s", sv->data->conf->name, strcmp(key, "random") ? "" :
+                 "19 digits, within 64 bits)%s", sv->data->conf->name, strcmp(key, "random") ? "" :
                  "; /random is the postal dataset's: for random keys give loadgen --keys a "
                  "file from loader --write-keys");
         return msg;
@@ -184,6 +195,8 @@ int request_put_row(struct jbuf *b, const struct served *sv, long nth, int ncols
         jb_put(b, sv->colkey[i].s, sv->colkey[i].len);
         if (!vals[i])
             JB_LIT(b, "null");
+        else if (col[i].type == ZB_REAL)
+            jb_real(b, vals[i], lens[i]);
         else if (col[i].type != ZB_TEXT && is_json_number(vals[i], lens[i]))
             jb_put(b, vals[i], lens[i]);
         else

@@ -83,7 +83,8 @@ const char *request_bad_key(const struct served *sv, const char *key, size_t len
  * {"backend":..,"code":..,"rows":[ (postal), {"dataset":..,"key":.. else. */
 void request_rows_begin(struct jbuf *b, const struct served *sv, const char *key, size_t len);
 /* One row as a JSON object (the nth, from 1), into b: the dataset's
- * column names as keys, numbers as numbers, NULL as null. */
+ * field names as keys, numbers as numbers (reals in their one text,
+ * json.h's jb_real), NULL as null, the rest as strings. */
 int  request_put_row(struct jbuf *b, const struct served *sv, long nth, int ncols,
                      const char *const *vals, const size_t *lens);
 /* Looks key up on rq's lane by rq's strategy, its rows into rq->body

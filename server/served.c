@@ -19,13 +19,20 @@
 static int column_keys(struct served *sv, struct zb_err *err)
 {
     const struct dataset *d = sv->data;
+    size_t room = 0, n = 0;
+    for (int i = 0; i < d->ncols; i++)
+        room += ZB_JSON_QUOTED_MAX(strlen(dataset_field(d, i))) + 2;
+    if (!(sv->keytext = malloc(room ? room : 1)))
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
     for (int i = 0; i < d->ncols; i++) {
+        const char *field = dataset_field(d, i);
         struct json_key *k = &sv->colkey[i];
-        int n = snprintf(k->s, sizeof k->s, "%s\"%s\":", i ? "," : "", d->col[i].name);
-        if (n < 0 || (size_t)n >= sizeof k->s)
-            return zb_fail(err, ZB_ERR_INPUT, "dataset %s: column name %s too long",
-                           d->conf->name, d->col[i].name);
-        k->len = (unsigned char)n;
+        k->s = sv->keytext + n;
+        if (i)
+            sv->keytext[n++] = ',';
+        n += zb_json_quote(sv->keytext + n, field, strlen(field));
+        sv->keytext[n++] = ':';
+        k->len = (unsigned short)(sv->keytext + n - k->s);
     }
     return 0;
 }
@@ -217,5 +224,7 @@ int served_start(struct served *sv, struct zb_err *err)
 
 void served_destroy(struct served *sv)
 {
+    free(sv->keytext);
+    sv->keytext = NULL;
     pthread_mutex_destroy(&sv->reason_lock);
 }

@@ -36,11 +36,12 @@
  * digits, or a text key column's any non-empty bytes. */
 enum key_kind { KEY_POSTAL, KEY_INTEGER, KEY_TEXT };
 
-/* A column's name as a JSON key, written once: `"name":` (`,"name":` after
- * the first). */
+/* A column's field name (the file's header text, dataset_field) as a JSON
+ * key, written once: `"name":` (`,"name":` after the first); s points
+ * into the served's keytext. */
 struct json_key {
-    char s[72];
-    unsigned char len;
+    const char *s;
+    unsigned short len;
 };
 
 struct served {
@@ -69,6 +70,7 @@ struct served {
     const struct served *owner;
     const char *role;
     struct json_key colkey[ZB_MAX_COLUMNS];
+    char *keytext;                 /* every colkey's text (malloc'd; served_destroy frees) */
 
     /* Outage handling: a connection error marks the backend down and bumps
      * gen, so every connection opened before it is discarded when next

@@ -369,6 +369,17 @@ int write_conf_with_words(const char *path, const char *words, const char *text,
     return write_conf_copy(path, NULL, dataset, why, whylen);
 }
 
+int write_conf_in_dir(const char *path, const char *dir, char *why, size_t whylen)
+{
+    char include[1100], sqlite_file[1100];
+    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
+    snprintf(sqlite_file, sizeof sqlite_file, "%s/test.sqlite", dir);
+    const struct conf_change changes[] = { { "", "include", include },
+                                           { "backend sqlite", "path", sqlite_file },
+                                           { NULL, NULL, NULL } };
+    return write_conf_copy(path, changes, NULL, why, whylen);
+}
+
 int write_refusing_conf(const char *path, const char *dir, const char *var, int port, bool tcp,
                         char *why, size_t whylen)
 {

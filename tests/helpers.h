@@ -47,6 +47,10 @@ int write_conf_copy(const char *path, const struct conf_change *changes, const c
  * with why. */
 int write_conf_with_words(const char *path, const char *words, const char *text,
                           const char *columns, char *why, size_t whylen);
+/* The tests' config at path, its overlays (include) read from dir/conf.d
+ * and its SQLite file dir/test.sqlite: for loader --csv, whose overlay
+ * and tables then stay in the test's directory. 0, or -1 with why. */
+int write_conf_in_dir(const char *path, const char *dir, char *why, size_t whylen);
 /* The tests' config at path, with databases that refuse: pg's socket
  * directory and innodb's socket file are in dir, where nothing listens
  * (tcp: pg on 127.0.0.1 instead, where nothing listens on the port

@@ -55,10 +55,13 @@ START_TEST(hdrlog_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/hdrlog", 
 END_TEST
 START_TEST(mix_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/mix", fuzz_mix), 0); }
 END_TEST
+START_TEST(number_corpus) { ck_assert_int_gt(replay("tests/fuzz/corpus/number", fuzz_number), 0); }
+END_TEST
 
 Suite *suite_fuzz(void)
 {
     TCase *t = tier(test_case("corpus", NULL, NULL, 60, TESTS(
-        kenall_corpus, csv_corpus, conf_corpus, http_corpus, resp_corpus, hdrlog_corpus, mix_corpus)), TIER_UNIT);
+        kenall_corpus, csv_corpus, conf_corpus, http_corpus, resp_corpus, hdrlog_corpus, mix_corpus,
+        number_corpus)), TIER_UNIT);
     return suite_of("fuzz", t, NULL);
 }

@@ -18,6 +18,8 @@ int fuzz_http(const uint8_t *data, size_t size);
 int fuzz_resp(const uint8_t *data, size_t size);
 int fuzz_hdrlog(const uint8_t *data, size_t size);
 int fuzz_mix(const uint8_t *data, size_t size);
+/* A real's one text and which decimals keep their value (lib/number.c). */
+int fuzz_number(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_LIBFUZZER
 #define FUZZ_ENTRY(fn) \
