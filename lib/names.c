@@ -30,14 +30,15 @@ struct use {
 
 #define MAX_USES (ZB_MAX_BACKENDS * (ZB_MAX_DATASETS + 4))
 
-/* The database backend b's tables are in. */
+/* The database backend b's tables are in: its driver and database (or
+ * file). Host and port are not compared: a pooler in front of a server
+ * (pg_bouncer) reaches the server's database by another port. */
 static void db_of(const struct backend_conf *b, char *out, size_t len)
 {
-    if (b->path)
-        snprintf(out, len, "%s file %s", b->driver ? b->driver : "?", b->path);
+    if (b->database)
+        snprintf(out, len, "%s database %s", b->driver ? b->driver : "?", b->database);
     else
-        snprintf(out, len, "%s database %s", b->driver ? b->driver : "?",
-                 b->database ? b->database : "");
+        snprintf(out, len, "%s file %s", b->driver ? b->driver : "?", b->path ? b->path : "");
 }
 
 static void where_of(const struct zb_conf *conf, const struct backend_conf *b, char *out,

@@ -9,8 +9,8 @@
  * take turns (the second says it waits): each owns the staging table and
  * the swap, and one that exits 0 installed exactly its own rows. The '$'
  * of derived names (ZB_STAGING_SUFFIX) keeps them off every name a config
- * can give; load_check_tables refuses two configured pairs that would
- * share one table. */
+ * can give; two tables a config would give one name are refused when it is
+ * read (lib/names.c). */
 #include "load.h"
 
 #include <stdio.h>
@@ -252,45 +252,6 @@ int load_check_names(const struct backend_conf *bc, const struct load_opts *o, s
                    name, len, name, longest, len + extra, drv->name, max,
                    !strcmp(drv->name, "pg") ? "cut, which can make it the live table's name"
                                             : "refused", max - extra);
-}
-
-/* Whether a and b reach one database: the same driver and database (or
- * file). Host and port are not compared: a pooler in front of a server
- * (pg_bouncer) reaches the server's database by another port. */
-static bool same_database(const struct backend_conf *a, const struct backend_conf *b)
-{
-    const char *da = a->database ? a->database : a->path, *db = b->database ? b->database : b->path;
-    return !strcmp(a->driver, b->driver) && (da == db || (da && db && !strcmp(da, db)));
-}
-
-int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
-                      const struct load_opts *o, struct zb_err *err)
-{
-    const struct dataset_conf *mine = o->data->conf;
-    char name[160], other[160];
-    dataset_table_name(mine, bc, name, sizeof name);
-    for (int b = 0; b < conf->nbackends; b++) {
-        const struct backend_conf *ob = &conf->backend[b];
-        if (!same_database(bc, ob))
-            continue;
-        for (int d = 0; d < conf->ndatasets; d++) {
-            const struct dataset_conf *od = &conf->dataset[d];
-            /* One dataset on two backends of one database (pg and a pooler
-             * in front of it) is one table by design: the same rows. */
-            if (!strcmp(od->name, mine->name))
-                continue;
-            dataset_table_name(od, ob, other, sizeof other);
-            if (strcmp(name, other))
-                continue;
-            return zb_fail(err, ZB_ERR_INPUT, "%s: table %s of dataset %s on backend %s is also "
-                           "the table of dataset %s on backend %s (one %s database, %s): a load "
-                           "of either would replace the other's; nothing was changed: give one "
-                           "of them another name (table = in its [dataset] or [backend] section)",
-                           bc->name, name, mine->name, bc->name, od->name, ob->name, bc->driver,
-                           bc->database ? bc->database : bc->path ? bc->path : "(default)");
-        }
-    }
-    return 0;
 }
 
 /* A sized_text driver's column types (backend.h): VARCHAR(n), n the most

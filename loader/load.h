@@ -49,13 +49,6 @@ const char *load_mode_name(enum load_mode m);
  * 0, or -1 with err saying which name is too long and the longest table
  * name the backend can take. */
 int load_check_names(const struct backend_conf *bc, const struct load_opts *o, struct zb_err *err);
-/* Checks that the load's table on bc is no other dataset's table on any
- * backend of conf that reaches the same database (a dataset named
- * zipcode has table zipcode_innodb on innodb: innodb's postal table),
- * before anything is created or dropped. 0, or -1 with err naming both
- * (dataset, backend) pairs. */
-int load_check_tables(const struct zb_conf *conf, const struct backend_conf *bc,
-                      const struct load_opts *o, struct zb_err *err);
 int load_mode_parse(const char *s, enum load_mode *m);
 
 /* Loads into a fresh table and swaps it in only once its row count matches

@@ -77,6 +77,8 @@ static enum MHD_Result one(void *cls, enum MHD_ValueKind kind, const char *name,
 {
     (void)kind;
     struct parsing *ps = cls;
+    if (!*name && (!value || !*value))
+        return MHD_YES;   /* an empty piece ("?&a=1", "a=1&&b=2", "&="): nothing said */
     int i = 0;
     while (ps->rules && ps->rules[i].name && strcmp(ps->rules[i].name, name))
         i++;

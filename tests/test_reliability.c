@@ -217,12 +217,17 @@ START_TEST(percent_encoding)
         /* Still there, all of it. */
         ck_assert_int_eq(get("/zip/%s/%s", bs[b], code), 200);
     }
-    /* Query strings: NUL and junk in values are refused, odd shapes are
-     * harmless. */
+    /* Query strings: NUL and junk in values are refused, and so are a
+     * parameter the route does not take and one given twice (params.h);
+     * empty pieces are harmless. */
     ck_assert_int_eq(get("/zip/sqlite/%s?strategy=%%00", code), 400);
     ck_assert_int_eq(get("/zip/sqlite/%s?strategy=pooled%%00junk", code), 400);
     ck_assert_int_eq(get("/zip/sqlite/random?miss=0.1%%27"), 400);
-    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&a&=b&strategy=pooled&strategy=per-request", code), 200);
+    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&a&=b&strategy=pooled&strategy=per-request", code), 400);
+    ck_assert_msg(strstr(body(), "unknown parameter 'a'"), "%s", raw);
+    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&strategy=pooled&strategy=per-request", code), 400);
+    ck_assert_msg(strstr(body(), "parameter strategy given twice"), "%s", raw);
+    ck_assert_int_eq(get("/zip/sqlite/%s?&&=&&strategy=pooled&", code), 200);
     ck_assert_int_eq(get("/zip/sqlite/random?miss=%%30"), 200);
 }
 END_TEST
@@ -278,8 +283,9 @@ static int connect_nb(int port)
 }
 
 /* Counts the sockets of fds the server has closed (readable with EOF or
- * an error), within wait_ms. */
-static int count_closed(int *fds, int n, int wait_ms)
+ * an error), within wait_ms; with opened (each one's open time, ns) only
+ * those opened after since_ns. */
+static int count_closed(int *fds, int n, int wait_ms, const uint64_t *opened, uint64_t since_ns)
 {
     struct pollfd *p = calloc((size_t)n, sizeof *p);
     for (int i = 0; i < n; i++)
@@ -287,7 +293,7 @@ static int count_closed(int *fds, int n, int wait_ms)
     int closed = 0;
     if (poll(p, (nfds_t)n, wait_ms) > 0)
         for (int i = 0; i < n; i++)
-            if (p[i].revents) {
+            if (p[i].revents && (!opened || opened[i] > since_ns)) {
                 char c;
                 if (read(fds[i], &c, 1) <= 0)
                     closed++;
@@ -307,9 +313,11 @@ START_TEST(ten_thousand_idle_connections)
     setrlimit(RLIMIT_NOFILE, &rl);
 
     static int fds[IDLE];
+    static uint64_t opened[IDLE];
     uint64_t t0 = zb_now_ns();
     int open = 0;
     for (int i = 0; i < IDLE; i++) {
+        opened[i] = zb_now_ns();
         fds[i] = connect_nb(PORT);
         ck_assert_msg(fds[i] >= 0, "connection %d: %s", i, strerror(errno));
         open++;
@@ -328,14 +336,20 @@ START_TEST(ten_thousand_idle_connections)
     ck_assert_int_eq(get("/zip/pg/%s", code), 200);
     ck_assert_int_eq(get("/zip/innodb/%s", code), 200);
     ck_assert_msg(worst < 1000, "a request took %.0f ms with %d idle connections", worst, open);
-    int early = count_closed(fds, IDLE, 0);
-    ck_assert_msg(early < IDLE / 100, "%d of %d idle connections closed before the timeout", early,
-                  IDLE);
+    /* None closed before its own connection_timeout_s: on a busy machine
+     * the first may be older than that by now (opening took long). */
+    uint64_t now = zb_now_ns(), young = now - TIMEOUT_S * 1000000000ull;
+    int nyoung = 0;
+    for (int i = 0; i < IDLE; i++)
+        nyoung += opened[i] > young;
+    int early = count_closed(fds, IDLE, 0, opened, young);
+    ck_assert_msg(early <= nyoung / 100, "%d of the %d idle connections opened less than %d s ago "
+                  "closed (opening the %d took %.0f ms)", early, nyoung, TIMEOUT_S, IDLE, open_ms);
     /* After connection_timeout_s the server has closed them all. */
     uint64_t t1 = zb_now_ns();
     int closed = 0;
     while (closed < IDLE && zb_now_ns() - t1 < (TIMEOUT_S + 8) * 1000000000ull) {
-        int c = count_closed(fds, IDLE, 500);
+        int c = count_closed(fds, IDLE, 500, NULL, 0);
         closed = c > closed ? c : closed;
     }
     double closed_s = (double)(zb_now_ns() - t0) / 1e9;
@@ -388,7 +402,7 @@ START_TEST(slow_clients)
             answered++;
     }
     /* The stalled ones: closed after connection_timeout_s of silence. */
-    int stalled_closed = count_closed(fds + SLOW, STALL, (TIMEOUT_S + 3) * 1000);
+    int stalled_closed = count_closed(fds + SLOW, STALL, (TIMEOUT_S + 3) * 1000, NULL, 0);
     for (int i = 0; i < SLOW + STALL; i++)
         close(fds[i]);
     figure("slow clients: %d sending 1 byte / 100 ms for %.1f s: %d answered 200; %d stalled half "
