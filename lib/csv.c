@@ -1,4 +1,5 @@
 #include "csv.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <iconv.h>
@@ -100,40 +101,6 @@ static int fail_at(const struct csv_reader *r, long line, int column, struct zb_
 }
 
 /* ---- encodings ---- */
-
-/* Length of the UTF-8 character at s[0..n), or 0 if it is not one (a bad
- * byte, or a character cut by the end of s). */
-static size_t utf8_char_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (!len || len > n || (len == 2 && c < 0xC2))
-        return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    if (len == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)))
-        return 0;
-    if (len == 4 && ((c == 0xF0 && s[1] < 0x90) || c > 0xF4 || (c == 0xF4 && s[1] >= 0x90)))
-        return 0;
-    return len;
-}
-
-/* Length of the valid UTF-8 prefix of s[0..n); ASCII runs go fast. */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
-{
-    size_t i = 0, len;
-    while (i < n) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        if (!(len = utf8_char_len(s + i, n - i)))
-            break;
-        i += len;
-    }
-    return i;
-}
 
 /* Whether a sample that is not UTF-8 is plausibly CP932 (what Japan Post's
  * "Shift_JIS" is). Read as CP932, plausible means all of:
@@ -417,7 +384,7 @@ static int read_line(struct csv_reader *r, const char **text, size_t *len, const
         inleft -= 3;
     }
     if (r->utf8) {
-        size_t ok = utf8_valid_prefix((unsigned char *)in, inleft);
+        size_t ok = utf8_valid_prefix(in, inleft);
         if (ok != inleft)
             return fail_at(r, r->lineno, 0, err, "invalid UTF-8 byte 0x%02X at byte %zu (%s)",
                            (unsigned char)in[ok], (size_t)(in - r->raw) + ok + 1, r->why);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "utf8.h"
 #include "number.h"
 #include "util.h"
 
@@ -32,34 +33,6 @@ void jb_put(struct jbuf *b, const char *s, size_t len)
         memcpy(b->p + b->n, s, len);
         b->n += len;
     }
-}
-
-/* The length of the UTF-8 sequence at s[0..len) (RFC 3629: no overlong
- * form, no surrogate, nothing past U+10FFFF), or 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s, size_t len)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-               : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-    if (!n || n > len)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-        return 0;
-    return n;
-}
-
-size_t utf8_valid_prefix(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, n;
-    while (i < len && (n = utf8_seq(u + i, len - i)))
-        i += n;
-    return i;
 }
 
 /* A JSON string (lib/util's one writer). The loader stores only UTF-8,

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "utf8.h"
+
 /* A JSON body being built. */
 struct jbuf {
     char *p;
@@ -20,8 +22,6 @@ bool jb_reserve(struct jbuf *b, size_t more);
 void jb_put(struct jbuf *b, const char *s, size_t len);
 #define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
 void jb_str(struct jbuf *b, const char *s, size_t len);   /* a JSON string, valid UTF-8 */
-/* How many bytes from s on are whole UTF-8 sequences (len if all are). */
-size_t utf8_valid_prefix(const char *s, size_t len);
 void jb_cstr(struct jbuf *b, const char *s);
 /* A database's text of a real (s[0..len)) as the one text of its double
  * (lib/number.h), whichever backend wrote it; a text that is no finite
