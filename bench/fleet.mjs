@@ -192,8 +192,11 @@ let startMarginMs = 500;
 // Each agent's share of the cell's concurrency c (at least 1 each).
 const shares = c => clients.map((_, i) => Math.max(1, Math.floor(c / clients.length) + (i < c % clients.length ? 1 : 0)));
 
+// The host's time printed beside a /proc/stat sample ("t EPOCH.US").
+const stamp = text => Number((text.match(/^t ([\d.]+)$/m) || [])[1]);
 // The busy share of the CPUs this process may use, from /proc/stat lines
-// before and after, over `secs` of the run.
+// before and after, `secs` apart (the agent's whole window: the wait for
+// --start-at, which is short, included).
 function busyShare(allowed, before, after, secs, hz = 100) {
   const cpus = new Set();
   for (const part of allowed.split(',')) {
@@ -233,10 +236,10 @@ async function fleetRun(url, c, { warm = false } = {}) {
   const cpu0 = warm ? 0 : await serverTicks();
   const t0 = Date.now();
   const outs = await Promise.all(clients.map((h, i) => sh(h, [
-    'grep ^Cpus_allowed_list /proc/self/status; grep "^cpu[0-9]" /proc/stat; echo =====',
+    'grep ^Cpus_allowed_list /proc/self/status; echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====',
     `build/bin/loadgen -q --json --start-at ${at} --hdr-log build/fleet/agent.hlog ${keys} --seed ${runNo * 100 + i} ` +
     `-k -c ${share[i]} -t ${secs} -n 50000000 ${q(url)}; echo "===== $?"`,
-    'grep "^cpu[0-9]" /proc/stat; echo =====; cat build/fleet/agent.hlog'].join('\n'), secs * 4 + 60)
+    'echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====; cat build/fleet/agent.hlog'].join('\n'), secs * 4 + 60)
     .catch(e => { ctx.log(e.message); return ''; })));
   const took = Date.now() - t0;
   const cpu1 = warm ? 0 : await serverTicks();
@@ -251,7 +254,7 @@ async function fleetRun(url, c, { warm = false } = {}) {
     const allowed = (parts[0].match(/Cpus_allowed_list:\s*(\S+)/) || [])[1] || '';
     fs.writeFileSync(path.join(dir, `${clients[i].name}.hlog`), parts[3].replace(/^\n/, ''));
     agents.push({ host: clients[i].name, c: share[i], rps: report.rps, completed: report.completed,
-                  busy: busyShare(allowed, parts[0], parts[2], report.seconds) });
+                  busy: busyShare(allowed, parts[0], parts[2], stamp(parts[2]) - stamp(parts[0])) });
   }
   const merged = await run(ctx.bin('loadgen'), ['merge', '--json', ...clients.map(h => path.join(dir, `${h.name}.hlog`))],
                            { log: ctx.logFile });
