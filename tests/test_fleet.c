@@ -178,9 +178,10 @@ START_TEST(setup_up_load_run_down)
 
     /* down: nothing left on any host, no copied password. */
     ck_assert_msg(fleet("down", "%s", "") == 0, "down: %s", out);
-    ck_assert_msg(run_cmd(out, sizeof out, "pgrep -af -- '%s/lab/fleet/' || true; "
+    /* "[/]..." so that pgrep does not find the shell that runs it. */
+    ck_assert_msg(run_cmd(out, sizeof out, "pgrep -af -- '[/]%s/lab/fleet/' || true; "
                           "ls '%s'/lab/fleet/*/build/fleet/db.pgpass '%s'/lab/fleet/*/build/fleet/primary.pgpass 2>/dev/null || true; "
-                          "pgrep -af -- 'ControlPath=%s' || true", dir, dir, dir, state) == 0 && !out[0],
+                          "pgrep -af -- '[C]ontrolPath=%s' || true", dir + 1, dir, dir, state) == 0 && !out[0],
                   "left after down: %s", out);
     for (int i = 0; i < 3; i++) {
         static const char *const hosts[] = { "db", "app", "db2" };
