@@ -191,7 +191,7 @@ START_TEST(setup_up_load_run_down)
     }
     /* The lab's down takes its keys with it. */
     ck_assert_msg(lab("down") == 0, "%s", out);
-    ck_assert_msg(run_cmd(out, sizeof out, "ls -d '%s'/lab/ssh '%s' 2>/dev/null || true; pgrep -af sshd.*'%s' || true",
+    ck_assert_msg(run_cmd(out, sizeof out, "ls -d '%s'/lab/ssh '%s' 2>/dev/null || true; pgrep -af '[s]shd.*%s' || true",
                           dir, inv, dir) == 0 && !out[0], "left after scripts/lab down: %s", out);
 }
 END_TEST
