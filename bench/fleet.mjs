@@ -1,0 +1,391 @@
+// The measurement of `scripts/fleet run` (./zipbench fleet run), on the
+// controller, against a fleet that `scripts/fleet up` started: the cells of
+// `make run` (backend x strategy x concurrency; with --php, nginx + PHP-FPM
+// on the app host beside them, as scripts/bench's php experiment; with
+// --cells network, the network experiment's strategies), each run one
+// loadgen agent per client host, started together (--start-at) over SSH,
+// their HdrHistogram logs merged (loadgen merge) into the run's figure;
+// cells interleaved round by round (lib/cells.mjs), the median with its
+// 95% interval. Before the first run: the clock offset between the client
+// hosts (refused above --max-clock-offset) and the round-trip time between
+// the tiers. Beside each cell: every agent's own rate, the client hosts'
+// CPU (a cell whose client hosts were above 70% busy is flagged: the
+// client, not the app, was then the bottleneck) and the server's CPU per
+// answered lookup. The inventory (roles, hosts, each host's CPU model and
+// cores, the RTTs, the clock offsets) is in the provenance of the report,
+// of --json and of --section.
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { run, runMain } from './lib/run.mjs';
+import { loadgenReport } from './lib/clients.mjs';
+import { table, fmtRatio } from './lib/table.mjs';
+import { rateRun, fmtErrors, cellErrors } from './lib/goodput.mjs';
+import { Cells, fmtCell } from './lib/cells.mjs';
+import { median, summarize } from './lib/stats.mjs';
+import { provenance, provenanceLine } from './lib/provenance.mjs';
+import { STRATEGIES as NETWORK, PHP_STRATEGIES as NETWORK_PHP } from './experiments/network.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const callerDir = process.env.ZB_CALLER_DIR || process.cwd();
+const callersPath = p => (p === undefined ? p : path.resolve(callerDir, p));
+process.chdir(root);
+
+// Above this share of their CPUs busy, the client hosts were the bottleneck.
+export const CLIENT_BUSY = 0.7;
+
+const usage = `Usage: scripts/fleet run [-i INVENTORY] [OPTIONS]   (./zipbench fleet run)
+
+Measures random-key lookups against the fleet's app host as scripts/run
+does on one machine: every cell (backend x strategy x concurrency) repeated,
+the runs of all cells interleaved round by round, each run after a warm-up,
+reported as the median with its 95% interval. Each run is one loadgen agent
+per client host, started together (--start-at) and merged (loadgen merge);
+a cell's concurrency is the agents' total, split among them.
+
+Options:
+      --backends LIST     sqlite, pg, innodb, myisam (default sqlite,pg)
+      --strategies LIST   pooled, per-request, pipelined (default
+                          pooled,per-request; pipelined is pg only)
+      --concurrency LIST  total concurrent connections (default "1 10 100")
+      --php               also nginx + PHP-FPM on the app host (zip.php,
+                          persistent and per-request), per backend
+      --cells network     the network experiment's cells instead: its pg and
+                          innodb strategies and PHP-FPM's through the poolers
+      --duration S        seconds of one measured run (default 1)
+      --runs N            measured runs per cell (default 10)
+      --max-clock-offset MS  refuse when two client hosts' clocks differ
+                          by more (default 5)
+      --json FILE         also write every cell, its runs and agents, and
+                          the provenance with the inventory, as JSON
+      --section FILE      also write the report as a Markdown section
+      --title TEXT        the section's title
+  -h, --help              this text
+
+Exit status: 0 when every cell was measured without errors, 1 when a run
+failed or answered errors, 2 on bad usage, 3 when the clocks disagree.`;
+
+function usageError(msg) {
+  console.error(`scripts/fleet run: ${msg}\n(scripts/fleet run --help)`);
+  process.exit(2);
+}
+
+let args;
+try {
+  args = parseArgs({ options: {
+    fleet: { type: 'string' }, backends: { type: 'string', default: 'sqlite,pg' },
+    strategies: { type: 'string', default: 'pooled,per-request' }, concurrency: { type: 'string', default: '1 10 100' },
+    php: { type: 'boolean' }, cells: { type: 'string' }, duration: { type: 'string', default: '1' },
+    runs: { type: 'string', default: '10' }, 'max-clock-offset': { type: 'string', default: '5' },
+    json: { type: 'string' }, section: { type: 'string' }, title: { type: 'string' },
+    help: { type: 'boolean', short: 'h' } } }).values;
+} catch (e) { usageError(e.message); }
+if (args.help) { console.log(usage); process.exit(0); }
+const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
+const backends = list(args.backends), strategies = list(args.strategies);
+const levels = list(args.concurrency).map(Number);
+const seconds = Number(args.duration), runs = Number(args.runs), maxOffsetMs = Number(args['max-clock-offset']);
+for (const b of backends) if (!['sqlite', 'pg', 'innodb', 'myisam'].includes(b)) usageError(`--backends: no backend '${b}'`);
+for (const s of strategies) if (!['pooled', 'per-request', 'pipelined'].includes(s)) usageError(`--strategies: no strategy '${s}'`);
+if (!levels.length || !levels.every(c => Number.isInteger(c) && c >= 1 && c <= 10000)) usageError(`--concurrency: '${args.concurrency}' is not whole numbers 1-10000`);
+if (!(seconds > 0 && seconds <= 3600)) usageError(`--duration: '${args.duration}' is not seconds in (0, 3600]`);
+if (!(Number.isInteger(runs) && runs >= 1 && runs <= 1000)) usageError(`--runs: '${args.runs}' is not a whole number 1-1000`);
+if (!(maxOffsetMs > 0)) usageError(`--max-clock-offset: '${args['max-clock-offset']}' is not milliseconds > 0`);
+if (args.cells !== undefined && args.cells !== 'network') usageError(`--cells: '${args.cells}' is not network`);
+if (!args.fleet) usageError('--fleet FILE is given by scripts/fleet run (fleet/run.yml writes it)');
+const fleet = JSON.parse(fs.readFileSync(args.fleet, 'utf8'));
+const jsonOut = callersPath(args.json), sectionOut = callersPath(args.section);
+
+const build = process.env.ZB_BUILD || 'build';
+const work = path.join(path.dirname(args.fleet), 'run');
+const cpDir = process.env.ZB_FLEET_CP_DIR || path.dirname(args.fleet);
+const ctx = {
+  root, build, quick: false, work, logFile: path.join(work, 'fleet.log'),
+  bin: name => path.join(build, 'bin', name),
+  repeat: { minRuns: runs, maxRuns: runs, target: 0.05, budgetS: Infinity },
+  log: line => fs.appendFileSync(ctx.logFile, `${line}\n`), warn: line => console.error(line),
+};
+
+// ---- the hosts, over SSH as Ansible reaches them --------------------------
+
+const hostsOf = role => fleet.roles[role].map(name => ({ name, ...fleet.hosts[name] }));
+const q = s => `'${String(s).replace(/'/g, "'\\''")}'`;
+
+// The argv that runs a bash script on host (as its login user, in its
+// project directory): ssh with the inventory's own options (bash splits
+// them, as Ansible does), sharing Ansible's connection; or bash here.
+function onHost(host, script) {
+  const remote = `cd ${q(host.dir)} && exec bash -c ${q(script)}`;
+  if (host.connection === 'local') return ['bash', ['-c', remote]];
+  const opts = ['-o', 'ControlMaster=auto', '-o', `ControlPath=${cpDir}/%C`, '-o', 'ControlPersist=300', '-o', 'BatchMode=yes',
+                ...(host.ssh_key ? ['-i', host.ssh_key] : []), ...(host.ssh_port ? ['-p', String(host.ssh_port)] : []),
+                ...(host.ssh_user ? ['-l', host.ssh_user] : [])];
+  return ['bash', ['-c', `exec ssh ${host.ssh_args} "$@"`, 'ssh', ...opts, host.ssh_host, remote]];
+}
+async function sh(host, script, timeoutS = 120) {
+  const [cmd, a] = onHost(host, script);
+  const r = await run(cmd, a, { log: ctx.logFile, timeoutS });
+  if (r.code !== 0) throw new Error(`${host.name}: exit ${r.code}: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+  return r.stdout;
+}
+
+// The clock of each client host against the controller's: over one SSH
+// session per host, a line out and the host's $EPOCHREALTIME back, 20
+// times; the sample of the shortest round trip gives offset = host's time
+// - the middle of the round trip, known to +- half that round trip.
+async function clockOf(host) {
+  const [cmd, a] = onHost(host, 'while read -r _; do echo "$EPOCHREALTIME"; done');
+  const child = spawn(cmd, a, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines = [];
+  let waiting = null, buf = '';
+  child.stdout.on('data', d => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); if (waiting) waiting(); }
+  });
+  const now = () => performance.timeOrigin + performance.now();
+  const next = () => new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${host.name}: no answer to the clock probe in 30 s`)), 30000);
+    waiting = () => { if (lines.length) { clearTimeout(t); waiting = null; resolve(lines.shift()); } };
+    waiting();
+  });
+  let best = null;
+  try {
+    for (let i = 0; i < 21; i++) {
+      const t0 = now();
+      child.stdin.write('\n');
+      const remote = Number(await next()) * 1000;
+      const t1 = now();
+      if (i === 0) continue;   // the session's first answer carries its start
+      if (!best || t1 - t0 < best.rttMs) best = { rttMs: t1 - t0, offsetMs: remote - (t0 + t1) / 2 };
+    }
+  } finally { child.stdin.end(); child.kill(); }
+  return best;
+}
+
+// A round trip between tiers, in ms: min and median of the samples.
+const spread = xs => (xs.length ? { min: Math.min(...xs), median: median(xs), n: xs.length } : null);
+
+// client -> app: loadgen's p50 of keep-alive GET /stats (the server alone).
+async function clientAppRtt(host) {
+  const out = await sh(host, `build/bin/loadgen -q --json -k -c 1 -n 300 http://${app.addr}:${fleet.ports.app}/stats`);
+  const j = JSON.parse(out.trim().split('\n').pop());
+  return { p50: j.latency_us?.p50 / 1000, min: j.latency_us?.min / 1000 };
+}
+// app -> PostgreSQL host: psql's \timing of SELECT 1 on one connection.
+async function appDbRtt(addr) {
+  const out = await sh(app, `PGPASSFILE=build/fleet/db.pgpass psql -X -w -h ${addr} -p ${fleet.ports.pg} -U zipbench -d zipbench ` +
+                            `-c '\\timing on' ${' -c "SELECT 1"'.repeat(30)}`);
+  return spread([...out.matchAll(/^Time: ([\d.]+) ms/gm)].map(m => Number(m[1])).slice(1));
+}
+
+// ---- one run: an agent per client host ----------------------------------
+
+const app = hostsOf('app')[0];
+const clients = hostsOf('client');
+const baseUrl = `http://${app.addr}:${fleet.ports.app}`;
+const phpUrl = `http://${app.addr}:${fleet.ports.php}/zip.php`;
+let startMarginMs = 500;
+
+// Each agent's share of the cell's concurrency c (at least 1 each).
+const shares = c => clients.map((_, i) => Math.max(1, Math.floor(c / clients.length) + (i < c % clients.length ? 1 : 0)));
+
+// The host's time printed beside a /proc/stat sample ("t EPOCH.US").
+const stamp = text => Number((text.match(/^t ([\d.]+)$/m) || [])[1]);
+// The busy share of the CPUs this process may use, from /proc/stat lines
+// before and after, `secs` apart (the agent's whole window: the wait for
+// --start-at, which is short, included).
+function busyShare(allowed, before, after, secs, hz = 100) {
+  const cpus = new Set();
+  for (const part of allowed.split(',')) {
+    const [a, b] = part.split('-').map(Number);
+    for (let i = a; i <= (Number.isFinite(b) ? b : a); i++) cpus.add(`cpu${i}`);
+  }
+  const busy = text => {
+    let sum = 0;
+    for (const line of text.split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (!cpus.has(f[0])) continue;
+      const v = f.slice(1).map(Number);
+      sum += v.reduce((s, x) => s + x, 0) - v[3] - v[4] - (v[7] || 0);   // less idle, iowait, steal
+    }
+    return sum;
+  };
+  return cpus.size && secs > 0 ? (busy(after) - busy(before)) / hz / (cpus.size * secs) : NaN;
+}
+
+async function serverTicks() {
+  const out = await sh(app, 'cut -d" " -f14,15 /proc/$(cat build/fleet/server.pid)/stat; getconf CLK_TCK');
+  const [ticks, hz] = out.trim().split('\n');
+  return ticks.split(' ').map(Number).reduce((a, b) => a + b, 0) / Number(hz);
+}
+
+let runNo = 0;
+// One run of url at total concurrency c: the merged report's rate (rateRun)
+// with each agent's rate, the client hosts' busy share and the server's
+// CPU per answered lookup; NaN when an agent gave no log.
+async function fleetRun(url, c, { warm = false } = {}) {
+  const dir = path.join(work, `run-${++runNo}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const at = Math.round(Date.now() + startMarginMs);
+  const secs = warm ? Math.min(1, seconds) : seconds;
+  const keys = url.includes('{key}') ? '--keys build/fleet/dataset.keys' : '';
+  const share = shares(c);
+  const cpu0 = warm ? 0 : await serverTicks();
+  const t0 = Date.now();
+  const outs = await Promise.all(clients.map((h, i) => sh(h, [
+    'grep ^Cpus_allowed_list /proc/self/status; echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====',
+    `build/bin/loadgen -q --json --start-at ${at} --hdr-log build/fleet/agent.hlog ${keys} --seed ${runNo * 100 + i} ` +
+    `-k -c ${share[i]} -t ${secs} -n 50000000 ${q(url)}; echo "===== $?"`,
+    'echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====; cat build/fleet/agent.hlog'].join('\n'), secs * 4 + 60)
+    .catch(e => { ctx.log(e.message); return ''; })));
+  const took = Date.now() - t0;
+  const cpu1 = warm ? 0 : await serverTicks();
+  // An agent that started late says so: give the next runs more time.
+  if (took - secs * 1000 > startMarginMs + 1000) startMarginMs = Math.min(5000, startMarginMs * 1.5);
+  const agents = [];
+  for (const [i, out] of outs.entries()) {
+    const parts = out.split(/^=====.*$/m);
+    const j = parts[1] && parts[1].trim().split('\n').filter(l => l.startsWith('{')).pop();
+    if (!j || parts.length < 4) { ctx.log(`${clients[i].name}: no report for ${url}: ${out.slice(-300)}`); return NaN; }
+    const report = JSON.parse(j);
+    const allowed = (parts[0].match(/Cpus_allowed_list:\s*(\S+)/) || [])[1] || '';
+    fs.writeFileSync(path.join(dir, `${clients[i].name}.hlog`), parts[3].replace(/^\n/, ''));
+    agents.push({ host: clients[i].name, c: share[i], rps: report.rps, completed: report.completed,
+                  busy: busyShare(allowed, parts[0], parts[2], stamp(parts[2]) - stamp(parts[0])) });
+  }
+  const merged = await run(ctx.bin('loadgen'), ['merge', '--json', ...clients.map(h => path.join(dir, `${h.name}.hlog`))],
+                           { log: ctx.logFile });
+  const line = merged.stdout.trim().split('\n').filter(l => l.startsWith('{')).pop();
+  if (!line) { ctx.log(`loadgen merge: ${merged.stderr.trim()}`); return NaN; }
+  const m = JSON.parse(line);
+  const g = rateRun(loadgenReport(m));
+  const answered = g.value * (m.seconds || 0);
+  if (!warm) fs.rmSync(dir, { recursive: true, force: true });
+  return { ...g, agents, clientBusy: Math.max(...agents.map(a => a.busy)),
+           serverUs: answered > 0 ? (cpu1 - cpu0) * 1e6 / answered : NaN,
+           clientUs: m.cpu_us_per_req ?? NaN, p50: m.latency_us?.p50, p99: m.latency_us?.p99 };
+}
+
+// ---- the cells ---------------------------------------------------------------
+
+// [label, url, c] of every cell.
+function cellList() {
+  const out = [];
+  for (const c of levels) {
+    if (args.cells === 'network') {
+      for (const [label, b, query] of NETWORK) out.push([label, `${baseUrl}/zip/${b}/{key}?${query}`, c]);
+      for (const [label, query] of NETWORK_PHP) out.push([label, `${phpUrl}?${query}`, c]);
+      continue;
+    }
+    for (const b of backends) for (const s of strategies) {
+      if (s === 'pipelined' && b !== 'pg') continue;
+      out.push([`${b} ${s}`, `${baseUrl}/zip/${b}/{key}?strategy=${s}`, c]);
+    }
+    if (args.php) for (const b of backends) for (const [p, what] of [[1, 'persistent'], [0, 'per-request']])
+      out.push([`PHP-FPM ${b} ${what}`, `${phpUrl}?backend=${b}&code=random&persistent=${p}`, c]);
+  }
+  return out;
+}
+
+async function main() {
+  provenance();
+  fs.rmSync(work, { recursive: true, force: true });
+  fs.mkdirSync(work, { recursive: true });
+  fs.writeFileSync(ctx.logFile, '');
+  const t0 = Date.now();
+
+  // Clocks first: --start-at means nothing across clocks that disagree.
+  const clocks = {};
+  for (const h of clients) clocks[h.name] = await clockOf(h);
+  const names = clients.map(h => h.name);
+  let worst = { ms: 0, pair: '-', pm: 0 };
+  for (const a of names) for (const b of names) if (a < b) {
+    const ms = Math.abs(clocks[a].offsetMs - clocks[b].offsetMs);
+    if (ms >= worst.ms) worst = { ms, pair: `${a}-${b}`, pm: (clocks[a].rttMs + clocks[b].rttMs) / 2 };
+  }
+  const slowest = Math.max(...Object.values(clocks).map(x => x.rttMs));
+  startMarginMs = Math.max(500, 10 * slowest);
+  const clockText = names.length < 2 ? 'one client host: no offset to measure'
+    : `largest offset between client hosts ${worst.ms.toFixed(2)} ms (${worst.pair}, +-${worst.pm.toFixed(2)} ms), bound ${maxOffsetMs} ms`;
+  console.log(`== clocks: ${clockText}`);
+  if (worst.ms > maxOffsetMs) {
+    console.error(`scripts/fleet run: the client hosts' clocks differ by ${worst.ms.toFixed(2)} ms (${worst.pair}), more than ` +
+                  `--max-clock-offset ${maxOffsetMs} ms: synchronise them (chrony) before measuring`);
+    return 3;
+  }
+  // The round trips between the tiers.
+  const rtt = { client_app: {}, app_db: {} };
+  for (const h of clients) rtt.client_app[h.name] = await clientAppRtt(h);
+  for (const h of [...hostsOf('db'), ...hostsOf('db_replica')]) rtt.app_db[h.name] = await appDbRtt(h.addr);
+  const inventory = { file: fleet.inventory, roles: fleet.roles, ports: fleet.ports, clocks, rtt_ms: rtt,
+    hosts: Object.fromEntries(Object.entries(fleet.hosts).map(([n, h]) =>
+      [n, { roles: h.roles, addr: h.addr, listen: h.listen, hostname: h.hostname, cpu: h.cpu, cores: h.cores, kernel: h.kernel, lab: h.lab || undefined }])) };
+
+  const cells = new Cells(ctx, 'fleet');
+  const list = cellList();
+  for (const [label, url, c] of list)
+    cells.add(`${label} ${c}`, () => fleetRun(url, c), { warm: () => fleetRun(url, c, { warm: true }), runsPerVisit: 1 });
+  console.log(`== lookups through the fleet: ${list.length} cells, ${runs} runs of ${seconds} s each, interleaved; ` +
+              `${clients.length} agent(s) per run (${names.join(', ')}), started together, merged\n`);
+  await cells.measure();
+
+  const lines = report(cells, list, inventory, clockText);
+  console.log(lines.join('\n'));
+  console.log(`Measured in ${Math.round((Date.now() - t0) / 1000)} s; the log: ${ctx.logFile}.`);
+  const prov = { ...provenance(), inventory };
+  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ provenance: prov, seconds, runs, cells: list.map(([label, url, c]) => {
+    const cl = cells.get(`${label} ${c}`);
+    return { cell: label, url, concurrency: c, runs: cl.values, ...cl.summary, errors: cellErrors(cl), rounds: cl.rounds,
+             agents: cl.extras.map(e => e.agents), client_busy: cl.extras.map(e => e.clientBusy),
+             server_us: cl.extras.map(e => e.serverUs) };
+  }) }, null, 1) + '\n');
+  if (sectionOut) {
+    const title = args.title || 'Lookups through the fleet';
+    fs.writeFileSync(sectionOut, [`## ${title}`, '', `Command: \`./zipbench fleet run -i ${fleet.inventory} ` +
+      `${process.argv.slice(2).filter(a => !a.startsWith('--fleet') && a !== args.fleet).join(' ')}\`.`, '', ...lines, ''].join('\n'));
+  }
+  const bad = list.filter(([label, , c]) => { const cl = cells.get(`${label} ${c}`); return cl.values.length < runs || cellErrors(cl).total; }).length;
+  if (bad) console.error(`scripts/fleet run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
+  return bad ? 1 : 0;
+}
+
+const pct = x => (Number.isFinite(x) ? `${Math.round(100 * x)}%` : '-');
+const ms = x => (Number.isFinite(x) ? x.toFixed(3) : '-');
+const med = (cl, f) => { const v = cl.extras.map(f).filter(Number.isFinite); return v.length ? median(v) : NaN; };
+
+// The report's lines: the cells, the same-round ratios, the fleet.
+function report(cells, list, inventory, clockText) {
+  const rows = list.map(([label, , c]) => {
+    const cl = cells.get(`${label} ${c}`);
+    const agents = clients.map(h => Math.round(med(cl, e => e.agents.find(a => a.host === h.name)?.rps)).toLocaleString('en-US'));
+    const busy = med(cl, e => e.clientBusy);
+    return [label, c, fmtCell(cl), `+-${(100 * (cl.summary.halfWidth || 0)).toFixed(1)}%`, agents.join(' / '),
+            pct(busy) + (busy > CLIENT_BUSY ? ' CLIENT-BOUND' : ''), Number.isFinite(med(cl, e => e.serverUs)) ? med(cl, e => e.serverUs).toFixed(1) : '-',
+            `${ms(med(cl, e => e.p50) / 1000)} / ${ms(med(cl, e => e.p99) / 1000)}`, fmtErrors(cl) || '0'];
+  });
+  const out = [table(['cell', 'c', 'answered req/s [95% CI] (merged)', 'width', `each agent (${clients.map(h => h.name).join(' / ')})`,
+                      'client hosts busy', 'server µs', 'p50 / p99 ms', 'errors'], rows, 'lrrrrrrrl'), '',
+    `Merged: loadgen merge of the agents' HdrHistogram logs, one figure per run; each agent: its own rate (median over the runs). ` +
+    `Client hosts busy: the busiest client host's CPUs (those its agent may use) over the run; above ${pct(CLIENT_BUSY)} ` +
+    'the cell says CLIENT-BOUND: the clients, not the app, were the bottleneck. Server µs: CPU per answered lookup of the server on the app host.', ''];
+  const ratios = [];
+  for (const c of levels) for (const b of backends) {
+    const a = `${b} pooled ${c}`, r = `${b} per-request ${c}`;
+    if (!cells.get(a) || !cells.get(r)) continue;
+    const x = cells.sameRoundRatio(a, r), s = x.summary;
+    ratios.push([b, c, s && !Number.isNaN(s.lo) ? `${fmtRatio(x.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]` : fmtRatio(x.value)]);
+  }
+  if (ratios.length) out.push('pooled / per-request, from the runs of the same rounds:', '', table(['backend', 'c', 'ratio [95% CI]'], ratios, 'lrr'), '');
+  out.push('The fleet (the inventory as Ansible read it):', '',
+    table(['host', 'roles', 'address', 'CPU', 'cores', 'kernel'], Object.entries(inventory.hosts).map(([n, h]) =>
+      [n, h.roles.join(', '), h.addr, h.cpu, h.cores, h.kernel]), 'llllrl'), '',
+    'Round trips: ' + [...Object.entries(inventory.rtt_ms.client_app).map(([n, r]) => `${n} -> app ${ms(r.p50)} ms (HTTP /stats, p50)`),
+      ...Object.entries(inventory.rtt_ms.app_db).map(([n, r]) => `app -> ${n} ${ms(r?.median)} ms (SELECT 1, median; min ${ms(r?.min)})`)].join('; ') + '.',
+    `Clocks: ${clockText}.`, '', provenanceLine(), '');
+  return out;
+}
+
+await runMain('scripts/fleet run', main);
