@@ -65,8 +65,7 @@ struct req {
     struct http_loop *loop;        /* its loop's HTTP part */
     struct MHD_Connection *c;
     struct req *next_free;
-    size_t rawlen;                 /* the raw URI's length + 1 (strict.h) */
-    bool bad_target;               /* the raw URI is not a target we take (strict.h) */
+    uintptr_t target;              /* strict_log_uri's verdict on the raw URI (strict.h) */
     bool close;                    /* refused on its first call: the connection closes */
     enum req_state state;
     bool suspended;
@@ -908,8 +907,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!(rq = req_get(l)))
             return MHD_NO;
         rq->c = c;
-        rq->rawlen = raw >> 2;
-        rq->bad_target = raw & 2;
+        rq->target = raw;
         *con_cls = rq;
     }
     switch (rq->state) {
@@ -922,7 +920,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         rq->post_route = update_route(origin_path(url), NULL, NULL, NULL) != 0;
         if (rq->post_route)
             get = !strcmp(method, MHD_HTTP_METHOD_POST);
-        const char *bad = strict_refusal(c, rq->rawlen, rq->bad_target, url, method, version, &status);
+        const char *bad = strict_refusal(c, rq->target, url, method, version, &status);
         /* Refusals are answered at once, with Connection: close: MHD 0.9.75
          * treats a response queued on the first call as "early" and reads
          * no body after it. Other methods get their 405 (their body, if
