@@ -88,7 +88,7 @@ struct head {
     int lengths;                   /* Content-Length lines */
     uint64_t length;               /* their value */
     const char *te;                /* the last Transfer-Encoding line */
-    const char *at;                /* where the head's last line read so far ends (see accounted) */
+    const char *at;                /* where the last line read ends (unaccounted) */
 };
 
 static void refuse(struct head *h, unsigned status, const char *msg)
@@ -119,9 +119,11 @@ static bool line_ends(const char *from, const char *to, long min, long max)
  * accounts for; so every byte of the head must be one: the request line,
  * then per header line the name, its colon, OWS and the value, and the
  * line ends. A name is checked when its line is, the last line end when
- * the head is whole. */
-static const char accounted[] = "a header line that starts with ':' (an empty name), or a NUL "
-                                "byte in a header line";
+ * the head is whole. (Next to a bare LF the NULs can be a well-formed
+ * head's: "\n:\n" is "\r\n" once written over; docs/RELIABILITY.md's
+ * known limits.) */
+static const char unaccounted[] = "a header line that starts with ':' (an empty name), or a NUL "
+                                  "byte in a header line";
 
 /* A Content-Length value: 1*DIGIT (RFC 9112 6.3: a list such as "5, 5" or
  * a sign is refused), within 64 bits; false if not. */
@@ -155,7 +157,7 @@ static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const cha
         refuse(h, 400, "a header line folded onto the next (obs-fold)");
     else if (h->at && !(line_ends(h->at, key, 1, 2) && !key[key_size] &&
                         (size_t)(value - key) == key_size + 1 + strspn(key + key_size + 1, " \t")))
-        refuse(h, 400, accounted);
+        refuse(h, 400, unaccounted);
     if (h->at)
         h->at = value + value_size;
     /* A header name is a token (RFC 9112 5.1): whitespace before the
@@ -264,7 +266,7 @@ const char *strict_refusal(struct MHD_Connection *c, uintptr_t target, const cha
     MHD_get_connection_values_n(c, MHD_HEADER_KIND, each_header, &h);
     /* The last line end, then the empty line. */
     if (h.at && !line_ends(h.at, method + size->header_size, 2, 4))
-        refuse(&h, 400, accounted);
+        refuse(&h, 400, unaccounted);
     if (h.bad) {
         *status = h.status;
         return h.bad;
