@@ -399,30 +399,19 @@ static void m_query(struct draft *d, uint64_t *r)
     note(d, "query", c);
 }
 
-static void m_host_value(struct draft *d, uint64_t *r)
+/* The Host line: its value, or how many there are (one mutation: the
+ * second would undo the first). */
+static void m_host(struct draft *d, uint64_t *r)
 {
     static const struct choice v[] = {
         C("", 0), C("x/y", 0), C("x y", 0), C("..", 0), C("x..y", 0), C(".", 0), C("x\x01", 0),
         C("x:abc", HEAD_OWN_HEADER), C("x\\y", HEAD_OWN_HEADER), C("x:80:90", HEAD_OWN_HEADER),
         C("[::1", HEAD_OWN_HEADER), C("x@y", HEAD_OWN_HEADER), C("x\x80", HEAD_OWN_HEADER),
         C("x,y", HEAD_OWN_HEADER), C("x_y", HEAD_OWN_HEADER), C("%41", HEAD_OWN_HEADER),
-        C("-x", 0), C("localhost:8080", 0),
-        C("[::1]:80", 0), C("x.", 0), C("x:", 0), C("x\tz", 0),
+        C("-x", 0), C("localhost:8080", 0), C("[::1]:80", 0), C("x.", 0), C("x:", 0), C("x\tz", 0),
     };
-    const struct choice *c = PICK(r, v);
     int h = find_header(d, "Host");
-    if (h < 0)
-        return;
-    struct text *t = &d->line[h].text;
-    t->n = 5;   /* "Host:" in the case it has */
-    if (insert(t, 5, " ", 1) && insert(t, 6, c->s, choice_len(c)))
-        note(d, "Host", c);
-}
-
-static void m_host_count(struct draft *d, uint64_t *r)
-{
-    int h = find_header(d, "Host");
-    switch (pick(r, 4)) {
+    switch (pick(r, 6)) {
     case 0:
         if (h >= 0)
             d->line[h] = d->line[--d->nlines];
@@ -436,10 +425,20 @@ static void m_host_count(struct draft *d, uint64_t *r)
         add_header(d, "host: y");
         note(d, "a second host", NULL);
         break;
-    default:
+    case 3:
         add_header(d, "Host:");
         note(d, "a second, empty Host", NULL);
         break;
+    default: {
+        const struct choice *c = PICK(r, v);
+        if (h < 0)
+            return;
+        struct text *t = &d->line[h].text;
+        t->n = 5;   /* "Host:" in the case it has */
+        if (insert(t, 5, " ", 1) && insert(t, 6, c->s, choice_len(c)))
+            note(d, "Host", c);
+        break;
+    }
     }
 }
 
@@ -534,9 +533,10 @@ static void m_unfinished(struct draft *d, uint64_t *r)
 
 static void (*const mutations[])(struct draft *, uint64_t *) = {
     m_version, m_spaces, m_method, m_encoded_slash, m_dot_segment, m_path_escape, m_raw_byte,
-    m_absolute, m_target_form, m_query, m_host_value, m_host_count, m_header_line, m_framing,
-    m_line_end, m_unfinished,
+    m_absolute, m_target_form, m_query, m_host, m_host, m_header_line, m_framing, m_line_end,
+    m_unfinished,
 };
+#define NMUTATIONS (sizeof mutations / sizeof mutations[0])
 
 /* ---- writing it out ---- */
 
@@ -609,8 +609,12 @@ void headgen(uint64_t *rng, const char *const *paths, int npaths, struct head *o
     for (uint32_t n = pick(rng, 3); n > 0; n--)
         vary(&d, rng);
     out->clean = pick(rng, 100) < 15;
-    if (!out->clean)
-        for (uint32_t n = 1 + (pick(rng, 10) < 3); n > 0; n--)
-            mutations[pick(rng, sizeof mutations / sizeof mutations[0])](&d, rng);
+    if (!out->clean) {   /* one mutation, or two of different kinds (each says what it breaks) */
+        void (*first)(struct draft *, uint64_t *) = mutations[pick(rng, NMUTATIONS)], (*second)(
+            struct draft *, uint64_t *) = pick(rng, 10) < 3 ? mutations[pick(rng, NMUTATIONS)] : NULL;
+        first(&d, rng);
+        if (second && second != first)
+            second(&d, rng);
+    }
     write_out(&d, out);
 }
