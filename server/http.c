@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "client.h"
 #include "http.h"
 #include "route.h"
@@ -45,8 +46,7 @@ struct http_request {
     struct http_loop *http;
     struct MHD_Connection *c;
     struct http_request *next_free;
-    size_t rawlen;                 /* the raw URI's length + 1 (strict.h) */
-    bool bad_target;               /* the raw URI is not a target we take (strict.h) */
+    uintptr_t target;              /* strict_log_uri's verdict on the raw URI (strict.h) */
     bool close;                    /* refused on its first call: the connection closes */
     bool suspended;
     bool unauthorized;             /* answered 401: WWW-Authenticate goes with it */
@@ -144,6 +144,12 @@ static bool find_target(struct http_request *h)
     const char *p = strchr(h->path + 1, '/');   /* after the first segment */
     int d = route_dataset(srv, "zip", 3);
     rq->key = "";
+    const char *slash = strict_slash_refused(h->target, rq->route->path == ROUTE_DATASET ||
+                                             rq->route->path == ROUTE_BACKEND_KEY ? 3 : 0);
+    if (slash) {
+        request_error(rq, 400, NULL, "%s", slash);
+        return false;
+    }
     if (rq->route->path == ROUTE_NONE) {
         if (p) {
             no_route(rq);
@@ -159,10 +165,10 @@ static bool find_target(struct http_request *h)
         }
     }
     /* {backend} up to the next slash ({key} is the rest: "" if none). */
-    const char *slash = p && rq->route->path != ROUTE_BACKEND ? strchr(p + 1, '/') : NULL;
+    const char *k = p && rq->route->path != ROUTE_BACKEND ? strchr(p + 1, '/') : NULL;
     if (p)
-        rq->sv = route_table_of(srv, d, p + 1, slash ? (size_t)(slash - p - 1) : strlen(p + 1));
-    rq->key = slash ? slash + 1 : "";
+        rq->sv = route_table_of(srv, d, p + 1, k ? (size_t)(k - p - 1) : strlen(p + 1));
+    rq->key = k ? k + 1 : "";
     rq->keylen = strlen(rq->key);
     if (!rq->sv) {
         request_error(rq, 404, NULL, "no such backend (see /health for the list)");
@@ -196,19 +202,10 @@ static bool take_params(struct http_request *h)
     return true;
 }
 
-/* A write carries the server's write_token, if it has one: else 401.
- * Compared in time that does not depend on where they differ; never
- * logged. */
+/* A write without the server's write_token (auth.h): 401. */
 static bool allowed(struct http_request *h)
 {
-    const char *token = h->http->srv->conf->server.write_token;
-    if (!token || !h->rq.route->writes)
-        return true;
-    const char *auth = MHD_lookup_connection_value(h->c, MHD_HEADER_KIND, "Authorization");
-    size_t n = strlen(token), diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != n;
-    for (size_t i = 0; auth && !diff && i < n; i++)
-        diff |= (size_t)(auth[7 + i] ^ token[i]);
-    if (!diff)
+    if (!h->rq.route->writes || auth_writer(h->c, h->http->srv->conf->server.write_token))
         return true;
     h->unauthorized = true;
     request_error(&h->rq, 401, NULL, "writes need the server's write token: Authorization: "
@@ -254,8 +251,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!(h = req_get(l)))
             return MHD_NO;
         h->c = c;
-        h->rawlen = raw >> 2;
-        h->bad_target = raw & 2;
+        h->target = raw;
         *con_cls = h;
     }
     struct request *rq = &h->rq;
@@ -269,7 +265,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         bool ok = post ? !strcmp(method, MHD_HTTP_METHOD_POST)
                        : !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
         unsigned status;
-        const char *bad = strict_refusal(c, h->rawlen, h->bad_target, url, method, version, &status);
+        const char *bad = strict_refusal(c, h->target, url, method, version, &status);
         /* Refusals are answered at once, with Connection: close: MHD 0.9.75
          * treats a response queued on the first call as "early" and reads
          * no body after it. A method the route does not take gets its 405

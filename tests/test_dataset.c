@@ -272,11 +272,15 @@ START_TEST(bad_and_missing_keys)
         snprintf(path, sizeof path, "/cities/%s/random", be);
         ck_assert_int_eq(get(path), 400);
         ck_assert_msg(strstr(body, "loadgen --keys"), "%s", body);
-        /* A text key: any bytes, percent-decoded, up to 255 of them. */
-        snprintf(path, sizeof path, "/words/%s/a%%20b%%2Fc", be);
+        /* A text key: any bytes, percent-decoded, up to 255 of them; a
+         * '/' as it is (the key is the rest of the path): %2F is no
+         * separator, and so refused wherever it is (issue 47). */
+        snprintf(path, sizeof path, "/words/%s/a%%20b/c", be);
         ck_assert_msg(get(path) == 200, "%s: %s", path, body);
         ck_assert_msg(strstr(body, "\"key\":\"a b/c\",\"rows\":[{\"word\":\"a b/c\",\"meaning\":"
                                    "\"a space, a slash\"}]}"), "%s", body);
+        snprintf(path, sizeof path, "/words/%s/a%%20b%%2Fc", be);
+        ck_assert_msg(get(path) == 400 && strstr(body, "percent-encoded '/'"), "%s: %s", path, body);
         snprintf(path, sizeof path, "/words/%s/50%%25", be);
         ck_assert_msg(get(path) == 200, "%s: %s", path, body);
         ck_assert_msg(strstr(body, "\"meaning\":\"per cent, \\\"quoted\\\"\""), "%s", body);

@@ -162,7 +162,7 @@ START_TEST(rfc9112_refusals_one_by_one)
         { "Content-Length past 64 bits", "Content-Length: 99999999999999999999\r\n", 400,
           "Content-Length" },
         { "two different Content-Length", "Content-Length: 0\r\nContent-Length: 5\r\n", 400,
-          "two different" },
+          "one decimal number on one line" },
         { "Content-Length and Transfer-Encoding",
           "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400, "Transfer-Encoding" },
         { "Transfer-Encoding not chunked", "Transfer-Encoding: gzip\r\n", 400,
@@ -178,6 +178,16 @@ START_TEST(rfc9112_refusals_one_by_one)
         { "a bare CR in a value", "X-A: a\rb\r\n", 400, "control character" },
         { "a control byte in a value", "X-A: a\x01" "b\r\n", 400, "control character" },
         { "two Hosts", "Host: y\r\n", 400, "more than one Host" },
+        /* Two lines are one list (RFC 9110 5.3): "0" twice is "0, 0". */
+        { "Content-Length twice, equal", "Content-Length: 0\r\nContent-Length: 0\r\n", 400,
+          "one decimal number on one line" },
+        /* libmicrohttpd 0.9.75 ended the head at a line that starts with
+         * ':' and read what follows as the next request (smuggling), and
+         * cut a value at a NUL: nginx refuses both. */
+        { "an empty name", ": x\r\nX-B: 1\r\n", 400, "empty name" },
+        { "an empty name, then a request", ": x\r\nGET /words/pg/abc HTTP/1.1\r\nHost: y\r\n", 400,
+          "empty name" },
+        { "a line of only ':'", ":\r\nX-B: 1\r\n", 400, "empty name" },
     };
     char req[1024];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -190,6 +200,13 @@ START_TEST(rfc9112_refusals_one_by_one)
         ck_assert_msg(strstr(raw, "application/json") && strstr(raw, "Connection: close") &&
                       strstr(body_of(raw), cases[i].says), "%s: %.600s", cases[i].name, raw);
     }
+    /* A NUL in a value, or starting a line. */
+    static const char nul_value[] = "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n";
+    static const char nul_line[] = "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\n\0X-A: 1\r\n\r\n";
+    http_exchange(PORT, nul_value, sizeof nul_value - 1, raw, sizeof raw, 5000);
+    ck_assert_msg(http_status(raw) == 400 && strstr(body_of(raw), "NUL byte"), "%.600s", raw);
+    http_exchange(PORT, nul_line, sizeof nul_line - 1, raw, sizeof raw, 5000);
+    ck_assert_msg(http_status(raw) == 400 && strstr(body_of(raw), "NUL byte"), "%.600s", raw);
     /* The request line. */
     static const struct { const char *name, *req; int want; } lines[] = {
         { "no Host in HTTP/1.1", "GET /words/sqlite/abc HTTP/1.1\r\n\r\n", 400 },
@@ -209,11 +226,10 @@ START_TEST(rfc9112_refusals_one_by_one)
                       strstr(raw, "application/json") && strstr(raw, "Connection: close"),
                       "%s: %.600s", lines[i].name, raw);
     }
-    /* What is allowed still is: Content-Length 0 (twice, equal), a bare
-     * LF ending lines (RFC 9112 2.2), absolute-form, keep-alive. */
+    /* What is allowed still is: Content-Length 0, a bare LF ending lines
+     * (RFC 9112 2.2), absolute-form, keep-alive. */
     static const char *const fine[] = {
-        "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
-        "Connection: close\r\n\r\n",
+        "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         "GET /words/sqlite/abc HTTP/1.1\nHost: x\nConnection: close\n\n",
         "GET /words/sqlite/abc HTTP/1.1\r\nHost: x\r\nContent-Length: 0 \t\r\n"
         "Connection: close\r\n\r\n",
@@ -229,6 +245,60 @@ START_TEST(rfc9112_refusals_one_by_one)
                               "GET /words/pg/abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     http_exchange(PORT, two, sizeof two - 1, raw, sizeof raw, 5000);
     ck_assert_msg(count_of(raw, "HTTP/1.1 200") == 2, "keep-alive: %.800s", raw);
+}
+END_TEST
+
+/* Issue 47: the target's and the version's rules, each alone, with the
+ * reason in the answer. Before, "/words%2Fsqlite/abc" was routed as
+ * "/words/sqlite/abc" (and "/zip%2Fsqlite/..." as a lookup), HTTP/1.2
+ * to 1.9 were served as 1.1, and "Host: x/y" was taken: 200 each. */
+START_TEST(target_version_and_host_rules_one_by_one)
+{
+    SETUP_OK();
+    static const struct { const char *name, *target, *version, *host; int want; const char *says; } cases[] = {
+        { "%2F in the path", "/words%2Fsqlite/abc", "HTTP/1.1", "x", 400, "percent-encoded '/'" },
+        { "%2f in the backend", "/words/sqlite%2fabc", "HTTP/1.1", "x", 400, "percent-encoded '/'" },
+        { "%2F in the key: the key's own '/'", "/words/sqlite/a%20b%2Fc", "HTTP/1.1", "x", 404,
+          "\"key\":\"a b/c\"" },
+        { "a '..' segment", "/words/sqlite/../sqlite/abc", "HTTP/1.1", "x", 400, "segment" },
+        { "a '%2e%2e' segment", "/words/%2e%2E/words/sqlite/abc", "HTTP/1.1", "x", 400, "segment" },
+        { "a '.' segment", "/words/./sqlite/abc", "HTTP/1.1", "x", 400, "segment" },
+        { "a '.%2e' last segment", "/words/sqlite/abc/.%2e", "HTTP/1.1", "x", 400, "segment" },
+        { "%00 in the path", "/words/sqlite/abc%00", "HTTP/1.1", "x", 400, "%00" },
+        { "%00 in the query", "/words/sqlite/abc?strategy=%00", "HTTP/1.1", "x", 400, "%00" },
+        { "a broken escape", "/words/sqlite/abc%zz", "HTTP/1.1", "x", 400, "two hex digits" },
+        { "a broken escape in the query", "/words/sqlite/abc?a=%", "HTTP/1.1", "x", 400,
+          "two hex digits" },
+        { "an overlong '/'", "/words/sqlite/a%C0%AFb", "HTTP/1.1", "x", 400, "UTF-8" },
+        { "a fragment", "/words/sqlite/abc#x", "HTTP/1.1", "x", 400, "'#'" },
+        { "userinfo", "http://u@x/words/sqlite/abc", "HTTP/1.1", "x", 400, "absolute-form" },
+        { "an empty label in the target's host", "http://x..y/words/sqlite/abc", "HTTP/1.1", "x",
+          400, "absolute-form" },
+        { "HTTP/1.2", "/words/sqlite/abc", "HTTP/1.2", "x", 505, "HTTP/1.0 and HTTP/1.1" },
+        { "HTTP/1.9", "/words/sqlite/abc", "HTTP/1.9", "x", 505, "HTTP/1.0 and HTTP/1.1" },
+        { "Host x/y", "/words/sqlite/abc", "HTTP/1.1", "x/y", 400, "Host" },
+        { "an empty Host", "/words/sqlite/abc", "HTTP/1.1", "", 400, "Host" },
+        { "Host x..y", "/words/sqlite/abc", "HTTP/1.1", "x..y", 400, "Host" },
+        { "Host x_y", "/words/sqlite/abc", "HTTP/1.1", "x_y", 400, "Host" },
+        { "Host x:abc", "/words/sqlite/abc", "HTTP/1.1", "x:abc", 400, "Host" },
+        /* Taken: */
+        { "a '.' in a key", "/words/sqlite/a%2Ebc", "HTTP/1.1", "x", 404, "no such key" },
+        { "'/' encoded in the query: no separator (x is no parameter of the route's)",
+          "/words/sqlite/abc?x=%2F", "HTTP/1.1", "x", 400, "unknown parameter 'x'" },
+        { "an encoded letter", "/words/sqlite/%61bc", "HTTP/1.1", "x", 200, "\"abc\"" },
+        { "Host [::1]:8080", "/words/sqlite/abc", "HTTP/1.1", "[::1]:8080", 200, "\"abc\"" },
+        { "Host localhost.", "/words/sqlite/abc", "HTTP/1.1", "localhost.", 200, "\"abc\"" },
+        { "HTTP/1.0", "/words/sqlite/abc", "HTTP/1.0", "x", 200, "\"abc\"" },
+    };
+    char req[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = snprintf(req, sizeof req, "GET %s %s\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                         cases[i].target, cases[i].version, cases[i].host);
+        http_exchange(PORT, req, (size_t)n, raw, sizeof raw, 5000);
+        ck_assert_msg(http_status(raw) == cases[i].want && answers(raw) == 1 &&
+                      strstr(raw, "application/json") && strstr(body_of(raw), cases[i].says),
+                      "%s: %.600s", cases[i].name, raw);
+    }
 }
 END_TEST
 
@@ -583,7 +653,8 @@ END_TEST
 Suite *suite_http(void)
 {
     TCase *t = test_case("http", setup, teardown, 120, TESTS(
-        rfc9112_refusals_one_by_one, text_keys_mean_the_same_everywhere,
+        rfc9112_refusals_one_by_one, target_version_and_host_rules_one_by_one,
+        text_keys_mean_the_same_everywhere,
         slow_bodies_do_not_hold_slots, max_connections_fits_the_fd_limit,
         emfile_pauses_accepting, answers_show_no_paths, a_slow_reader_of_a_long_pipeline_is_answered));
     return suite_of("http", t, NULL);

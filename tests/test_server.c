@@ -589,8 +589,10 @@ START_TEST(strict_http)
     SETUP_OK();
     static const struct { const char *req; int want; const char *body; } cases[] = {
         { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n"
-          "Connection: close\r\n\r\n", 400, "two different Content-Length headers" },
+          "Connection: close\r\n\r\n", 400, "one decimal number on one line" },
         { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n", 400, "one decimal number on one line" },
+        { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
           "Connection: close\r\n\r\n", 200, "\"rows\":" },
         { "GET /zip/sqlite/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
           "Content-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n", 400, "Transfer-Encoding" },

@@ -200,7 +200,7 @@ static void check_alive(void)
 {
     static const char *const reqs[] = {
         "GET /zip/sqlite/1000001 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        "GET /words/sqlite/a%20b%2fc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /words/sqlite/a%20b/c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     };
     static unsigned turn;
     const char *req = reqs[turn++ % 2];
