@@ -24,6 +24,7 @@ enum {
     HEAD_LIMIT_LINE_END = 1 << 6,  /* a NUL or a lone ':' that libmicrohttpd reads as a line end */
     HEAD_PARAM_REPEATED = 1 << 7,  /* a known parameter twice */
     HEAD_PARAM_CASE = 1 << 8,      /* a known parameter's name in other case */
+    HEAD_PARAM_UNKNOWN = 1 << 9,   /* a parameter the route does not take */
 };
 
 #define HEAD_MAX 4096

@@ -42,11 +42,9 @@
 
 /* Where the server and nginx differ by design. OWN: a rule of the
  * server's, which it holds whatever nginx does (asserted: refused).
- * LIMIT: nginx refuses, the server cannot (asserted: nothing). PENDING:
- * the server's own semantics once the shared parameter parser is in, to
- * be asserted then (asserted now: only what nginx says). Each name is a
- * bold item of docs/RELIABILITY.md's "Request heads against nginx". */
-enum kind { OWN, LIMIT, PENDING };
+ * LIMIT: nginx refuses, the server cannot (asserted: nothing). Each name
+ * is a bold item of docs/RELIABILITY.md's "Request heads against nginx". */
+enum kind { OWN, LIMIT };
 static const struct difference {
     unsigned mark;
     enum kind kind;
@@ -59,14 +57,13 @@ static const struct difference {
     { HEAD_OWN_BODY, OWN, "A body" },
     { HEAD_OWN_METHOD, OWN, "Methods" },
     { HEAD_LIMIT_LINE_END, LIMIT, "NULs where line ends were" },
-    /* Expected: a known parameter given twice (?queries=1&queries=600,
-     * ?strategy=pooled&strategy=per-request) is 400; today the first
-     * one is taken. */
-    { HEAD_PARAM_REPEATED, PENDING, "Repeated parameters" },
-    /* Expected: a name matches in its own case only (?Queries=5 is no
-     * queries, so /queries answers 400 for its missing one, and
-     * ?Strategy= is ignored); today libmicrohttpd matches any case. */
-    { HEAD_PARAM_CASE, PENDING, "Parameter names in other case" },
+    /* A known parameter given twice (?queries=1&queries=600) is 400
+     * (params.h): nginx passes the query on. */
+    { HEAD_PARAM_REPEATED, OWN, "Repeated parameters" },
+    /* A name matches in its own case only: ?Queries=5 is no queries, but
+     * a parameter the route does not take: 400. */
+    { HEAD_PARAM_CASE, OWN, "Parameter names in other case" },
+    { HEAD_PARAM_UNKNOWN, OWN, "Parameters a route does not take" },
 };
 #define NDIFF (int)(sizeof differences / sizeof differences[0])
 
@@ -334,7 +331,7 @@ static void teardown(void)
 
 struct run {
     uint64_t seed;
-    int heads, clean, nginx_refused, server_refused, own, limits, pending, silent, failures;
+    int heads, clean, nginx_refused, server_refused, own, limits, silent, failures;
     char shown[FAILURES_SHOWN * 3000];
 };
 
@@ -362,13 +359,11 @@ static void judge(struct pair *p, void *arg)
     run->nginx_refused += refused(ng);
     run->server_refused += refused(zb);
     run->silent += (ng->how == SILENT) + (zb->how == SILENT);
-    unsigned own = 0, limit = 0, pending = 0;
+    unsigned own = 0, limit = 0;
     for (int d = 0; d < NDIFF; d++)
         if (h->marks & differences[d].mark)
-            *(differences[d].kind == OWN ? &own : differences[d].kind == LIMIT ? &limit : &pending) |=
-                differences[d].mark;
+            *(differences[d].kind == OWN ? &own : &limit) |= differences[d].mark;
     run->own += own != 0;
-    run->pending += pending != 0;
     if (zb->how == SILENT)
         failed(run, p->index, h, "the server neither answered nor closed", ng, zb);
     else if (h->clean && (refused(ng) || refused(zb) || ng->status >= 300 || zb->status >= 300))
@@ -448,10 +443,9 @@ START_TEST(heads_refused_where_nginx_refuses)
         exchange_all(pairs, IN_FLIGHT, judge, &run);
     }
     printf("httpdiff: seed %llu, %d heads (%d without mutation, %d against a rule of the "
-           "server's own, %d with a parameter pending the parser): nginx refused %d, the "
-           "server %d; %d known limits; %d failures\n", (unsigned long long)run.seed, run.heads,
-           run.clean, run.own, run.pending, run.nginx_refused, run.server_refused, run.limits,
-           run.failures);
+           "server's own): nginx refused %d, the server %d; %d known limits; %d failures\n",
+           (unsigned long long)run.seed, run.heads, run.clean, run.own, run.nginx_refused,
+           run.server_refused, run.limits, run.failures);
     ck_assert_msg(run.silent < SILENT_MAX, "seed %llu: %d exchanges with no answer and no close",
                   (unsigned long long)run.seed, run.silent);
     ck_assert_msg(run.failures == 0, "seed %llu (ZB_HTTPDIFF_SEED=%llu replays it): %d of %d "
