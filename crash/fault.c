@@ -11,7 +11,9 @@
  *   torn-op[:sector|:any]
  *                    as clear-cache, but the last write not synced keeps
  *                    a prefix: up to a 512-byte sector boundary inside it,
- *                    or up to any byte
+ *                    or up to any byte; with at=N, the N-th write (to a
+ *                    file=) from the moment it is set cuts the power
+ *                    itself: that write is the one torn
  *   torn-seq         each write (and size change) not synced survives or
  *                    not, drawn when it is made: any subset of the writes
  *                    since each file's last fsync, in their order
@@ -25,7 +27,8 @@
  *                    fsync succeeds without it, and a cut loses it
  *
  * Options: ,seed=N (default 1), ,file=SUBSTR (torn-op, fsync-eio: only
- * files whose path holds SUBSTR). */
+ * files whose path holds SUBSTR; SUBSTR$: whose path ends in it), ,at=N
+ * (torn-op). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +57,7 @@ struct fault_conf {
     bool any;                    /* torn-op:any; else at a sector boundary */
     bool always;                 /* fsync-eio:always; else once */
     uint64_t seed;
+    unsigned long at;            /* torn-op: the write that cuts the power; 0: none */
     char file[256];              /* "": every file */
     char spec[400];
 };
@@ -69,6 +73,8 @@ static dev_t victim_dev;
 static ino_t victim_ino;
 static unsigned long eio_count;
 static atomic_ullong write_seq;
+static atomic_ulong torn_writes;     /* torn-op: writes to its files since it was set */
+static atomic_ullong trigger_seq;    /* torn-op: the write that cut the power, or 0 */
 
 static struct fault_conf *now(void)
 {
@@ -83,9 +89,17 @@ static uint64_t draw(void)
     return v;
 }
 
+/* file=SUBSTR: the path holds SUBSTR; SUBSTR$: the path ends in it. */
 static bool names_match(const struct fault_conf *c, const struct fstate *s)
 {
-    return !c->file[0] || (s->name && strstr(s->name, c->file));
+    if (!c->file[0])
+        return true;
+    if (!s->name)
+        return false;
+    size_t n = strlen(c->file), len = strlen(s->name);
+    if (c->file[n - 1] != '$')
+        return strstr(s->name, c->file) != NULL;
+    return len >= n - 1 && !memcmp(s->name + len - (n - 1), c->file, n - 1);
 }
 
 /* ---- the SPEC ----------------------------------------------------------- */
@@ -144,6 +158,14 @@ static int parse(const char *spec, struct fault_conf *c, char *err, size_t errle
                 snprintf(err, errlen, "seed=%s: not a whole number", tok + 5);
                 return -1;
             }
+        } else if (!strncmp(tok, "at=", 3) && c->mode == TORN_OP) {
+            char *end;
+            errno = 0;
+            c->at = strtoul(tok + 3, &end, 10);
+            if (errno || end == tok + 3 || *end || !c->at || tok[3] == '-') {
+                snprintf(err, errlen, "at=%s: not a whole number over 0", tok + 3);
+                return -1;
+            }
         } else if (!strncmp(tok, "file=", 5) && (c->mode == TORN_OP || c->mode == FSYNC_EIO)) {
             if (!tok[5] || strlen(tok + 5) >= sizeof c->file) {
                 snprintf(err, errlen, "file=: a part of a path (1-%zu bytes)", sizeof c->file - 1);
@@ -151,8 +173,8 @@ static int parse(const char *spec, struct fault_conf *c, char *err, size_t errle
             }
             snprintf(c->file, sizeof c->file, "%s", tok + 5);
         } else {
-            snprintf(err, errlen, "%s: no option '%s' (seed=N%s)", M[k].name, tok,
-                     c->mode == TORN_OP || c->mode == FSYNC_EIO ? ", file=SUBSTR" : "");
+            snprintf(err, errlen, "%s: no option '%s' (seed=N%s%s)", M[k].name, tok,
+                     c->mode == TORN_OP || c->mode == FSYNC_EIO ? ", file=SUBSTR" : "", c->mode == TORN_OP ? ", at=N" : "");
             return -1;
         }
     }
@@ -178,6 +200,8 @@ int fault_set(const char *spec, bool install, char *err, size_t errlen)
     victim_chosen = false;
     eio_count = 0;
     pthread_mutex_unlock(&fault_lock);
+    atomic_store(&torn_writes, 0);
+    atomic_store(&trigger_seq, 0);
     atomic_store(&conf, p);
     say("fault: %s from now on", p->spec);
     return 0;
@@ -208,26 +232,55 @@ void fault_written(struct fstate *s, const void *buf, size_t len, off_t off)
         w->off = off;
         w->len = len;
         w->seq = atomic_fetch_add(&write_seq, 1) + 1;
-    } else if (c->mode == TORN_SEQ && draw() >> 63) {
+        if (c->at && atomic_fetch_add(&torn_writes, 1) + 1 == c->at) {
+            uint64_t none = 0;
+            if (atomic_compare_exchange_strong(&trigger_seq, &none, w->seq)) {
+                char why[400];
+                snprintf(why, sizeof why, "torn-op: power cut at write %lu to %s", c->at, s->name ? s->name : "?");
+                power_cut(why);
+            }
+        }
+    } else if (c->mode == TORN_SEQ && !(draw() >> 63)) {
+        s->dropped++;
+    } else if (c->mode == TORN_SEQ) {
         int e = full_pwrite(s->fd, buf, len, off);
         if (e)
             say("torn-seq: a surviving write of %zu bytes at %jd: %s", len, (intmax_t)off, strerror(-e));
         s->touched = true;
+        s->kept++;
     }
 }
 
 void fault_resized(struct fstate *s, off_t len)
 {
-    if (now()->mode == TORN_SEQ && draw() >> 63) {
-        if (ftruncate(s->fd, len) < 0)
-            say("torn-seq: a surviving size change to %jd: %s", (intmax_t)len, strerror(errno));
-        s->touched = true;
+    if (now()->mode != TORN_SEQ)
+        return;
+    if (!(draw() >> 63)) {
+        s->dropped++;
+        return;
     }
+    if (ftruncate(s->fd, len) < 0)
+        say("torn-seq: a surviving size change to %jd: %s", (intmax_t)len, strerror(errno));
+    s->touched = true;
+    s->kept++;
 }
 
 void fault_flushed(struct fstate *s)
 {
     s->last.seq = 0;
+    s->kept = s->dropped = 0;
+}
+
+struct tally {
+    unsigned long kept, dropped, files;
+};
+
+static void tally_seq(struct fstate *s, void *arg)
+{
+    struct tally *t = arg;
+    t->kept += s->kept;
+    t->dropped += s->dropped;
+    t->files += s->kept + s->dropped > 0;
 }
 
 void fault_forget(struct fstate *s)
@@ -249,6 +302,14 @@ static void find_newest(struct fstate *s, void *arg)
     struct stat st;
     /* A file with no name left cannot be read again: nothing to tear. */
     if (s->last.seq > n->seq && fstat(s->fd, &st) == 0 && st.st_nlink > 0)
+        n->seq = s->last.seq;
+}
+
+/* The write that cut the power, if it is still some file's last. */
+static void find_trigger(struct fstate *s, void *arg)
+{
+    struct newest *n = arg;
+    if (s->last.seq && s->last.seq == atomic_load(&trigger_seq))
         n->seq = s->last.seq;
 }
 
@@ -284,7 +345,7 @@ static void tear_newest(struct fstate *s, void *arg)
 static void tear(const struct fault_conf *c)
 {
     struct newest n = { .c = c };
-    each_state(find_newest, &n);
+    each_state(atomic_load(&trigger_seq) ? find_trigger : find_newest, &n);
     if (!n.seq)
         say("torn-op: no write left unsynced: nothing torn");
     else
@@ -545,4 +606,10 @@ void fault_at_cut(void)
         undo_names();
     else if (c->mode == FSYNC_EIO)
         say("fsync-eio: %lu fsyncs failed", eio_count);
+    if (c->mode == TORN_SEQ) {
+        struct tally t = { 0 };
+        each_state(tally_seq, &t);
+        say("torn-seq: %lu of the %lu writes and size changes of %lu files not synced survived", t.kept,
+            t.kept + t.dropped, t.files);
+    }
 }

@@ -102,6 +102,7 @@ static const char usage[] =
 "                          fsync stays readable but is never written\n"
 "    seed=N                the draws' seed (default 1); file=SUBSTR: torn-op\n"
 "                          and fsync-eio take only files whose path holds it\n"
+"                          (SUBSTR$: whose path ends in it)\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 
@@ -858,7 +859,6 @@ static int pf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 }
 
 static void sync_all(void);
-static void cut_now(const char *why);
 
 /* The control: user.powerfs = "cut" | "sync" | "fault SPEC" on any node of the mount. */
 static int pf_setxattr(const char *path, const char *name, const char *value, size_t size,
@@ -869,7 +869,7 @@ static int pf_setxattr(const char *path, const char *name, const char *value, si
     if (strcmp(name, CONTROL_XATTR) != 0)
         return -ENOTSUP;
     if (size == 3 && !memcmp(value, "cut", 3)) {
-        cut_now("power cut (powerfs --cut)");
+        power_cut("power cut (powerfs --cut)");
         return 0;
     }
     DEAD();
@@ -997,7 +997,7 @@ static void count_unsynced(size_t *files, unsigned long long *bytes)
             }
 }
 
-static void cut_now(const char *why)
+void power_cut(const char *why)
 {
     if (atomic_exchange(&cut, 1))
         return;

@@ -58,6 +58,7 @@ struct fstate {
     bool touched;            /* torn-seq wrote to BACKING ahead of an fsync:
                               * the next flush rewrites the whole file's tail */
     struct last_write last;  /* torn-op */
+    unsigned long kept, dropped;  /* torn-seq: its writes since its last fsync that survive, and not */
     char *name;              /* the path it was last opened by (a fault's file=) */
     int refs;                /* open handles and calls in flight (under the table's lock) */
     struct fstate *next;     /* the table's chain */
@@ -72,6 +73,11 @@ const char *rel_path(const char *path);
 /* After an unlink (or the last link of an inode going some other way): the
  * state of the inode (dev, ino) goes if nobody holds it and no name is left. */
 void state_forget_if_gone(dev_t dev, ino_t ino);
+
+/* The power cut (powerfs --cut, SIGUSR1, a fault's trigger): every later
+ * call fails, the loop ends, the main thread drops the buffers (after
+ * fault_at_cut) and unmounts. `why` goes to the log. Any thread. */
+void power_cut(const char *why);
 
 /* A line in the log (--log), with the time. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -648,6 +648,32 @@ START_TEST(torn_op_keeps_a_prefix_of_the_last_write_not_synced)
         unaligned = torn_op_run(spec, 4096, 12000) % 512 != 0;
     }
     ck_assert_msg(unaligned, "torn-op:any never tore inside a sector");
+
+    /* at=N: the N-th write to a file= cuts the power itself, torn. */
+    mount_fs("torn-op-at", "head -c 20000 /dev/zero | tr '\\0' . > f && printf old > g", NULL);
+    set_fault("torn-op:sector,seed=3,file=/f,at=3");
+    pid_t pid = fs_pid();
+    unsigned char w[8192];
+    for (size_t i = 0; i < sizeof w; i++)
+        w[i] = (unsigned char)('A' + i % 26);
+    int fd = open(M("f"), O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "one", 3, 0), 3);
+    write_at(M("g"), "g is not /f", 11, 0, false);
+    ck_assert_int_eq(pwrite(fd, "two", 3, 16384), 3);
+    pwrite(fd, w, sizeof w, 4096);          /* the third: the power goes */
+    ck_assert_int_eq(pwrite(fd, "four", 4, 100), -1);
+    close(fd);
+    await_unmounted(pid);
+    size_t k = kept_prefix(B("f"), w, sizeof w, 4096, '.');
+    ck_assert_msg(k > 0 && k < sizeof w && k % 512 == 0, "the write that cut the power kept %zu bytes", k);
+    char head[4] = "";
+    int bfd = open(B("f"), O_RDONLY);
+    ck_assert_int_eq(pread(bfd, head, 3, 0), 3);
+    close(bfd);
+    ck_assert_msg(!memcmp(head, "...", 3), "an earlier write not synced reached the disk");
+    ASSERT_CONTENT(B("g"), "old");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -q 'torn-op: power cut at write 3 to /f' '%s'", logfile), 0);
 }
 END_TEST
 

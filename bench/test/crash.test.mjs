@@ -37,6 +37,7 @@ test('parseLedger names the lines that are no update answer', () => {
 
 test('checkLedger: a row with the stamp or a later one keeps the write; less, or none, lost it', () => {
   const { writes } = parseLedger(ledger);
+  const baseline = parseRows(['1000001', '1000002', '1000003', '1000004', '1000005'].map(c => `${c}\t0`).join('\n'));
   const rows = parseRows([
     `1000001\t${BIG + 2n}`,    // both writes of 1000001 kept (the row holds the later)
     `1000002\t${BIG + 9n}`,    // a later write (unacknowledged) is there: kept
@@ -44,7 +45,7 @@ test('checkLedger: a row with the stamp or a later one keeps the write; less, or
     // 1000004: no row at all: lost, and counted missing
     '1000005\t0',
   ].join('\n') + '\n');
-  const r = checkLedger(writes, rows);
+  const r = checkLedger(writes, rows, baseline);
   assert.equal(r.acknowledged, 5);
   assert.equal(r.codes, 4);
   assert.equal(r.lost, 2);
@@ -65,6 +66,69 @@ test('checkLedger: the older of two writes of a code is lost with the newer', ()
   assert.equal(r.lostFirstAt, 1);
   assert.equal(checkLedger(writes, new Map([['7', 5n]])).lost, 2);
   assert.equal(checkLedger([], new Map()).lost, 0);
+});
+
+// Issue 47, item 10: the checker looked only at the codes the ledger
+// named, so a row no write touched could vanish, or go back, unseen.
+test('checkLedger audits the whole table against its baseline: a row no write touched that vanished or changed', () => {
+  const baseline = parseRows('1\t100\n2\t100\n3\t100\n4\t90\n5\t100\n');
+  const writes = [{ code: '1', stamp: 1000n }, { code: '2', stamp: 1001n }];
+  const whole = checkLedger(writes, parseRows('1\t1000\n2\t1001\n3\t100\n4\t90\n5\t100\n'), baseline);
+  assert.equal(whole.lost, 0);
+  assert.equal(whole.stateExisted, true);
+  assert.deepEqual(whole.findings, []);
+  // Row 3 gone, row 4 holding a stamp no write of the run made (another
+  // row's, from before the run), row 5 back to an older stamp, row 6 new:
+  // every acknowledged write is there all the same.
+  const r = checkLedger(writes, parseRows('1\t1000\n2\t1001\n4\t95\n5\t50\n6\t1\n'), baseline);
+  assert.equal(r.lost, 0);
+  assert.equal(r.missing, 1);
+  assert.equal(r.older, 1);
+  assert.equal(r.unknown, 1);
+  assert.equal(r.added, 1);
+  assert.equal(r.rows, 5);
+  assert.equal(r.baselineRows, 5);
+  assert.equal(r.stateExisted, false);
+  assert.match(r.findings.join('\n'), /1 rows of the baseline missing: \{"code":"3","was":"100"\}/);
+  assert.match(r.findings.join('\n'), /1 rows older than the baseline/);
+});
+
+test('checkLedger: a row changed by an unanswered write is a write in flight, up to inFlight of them', () => {
+  const baseline = parseRows('1\t100\n2\t100\n3\t100\n');
+  const writes = [{ code: '1', stamp: 1000n }];
+  // Rows 2 and 3 hold stamps of this run that were never acknowledged.
+  const rows = parseRows('1\t1000\n2\t1005\n3\t1006\n');
+  assert.equal(checkLedger(writes, rows, baseline, { inFlight: 2 }).stateExisted, true);
+  const over = checkLedger(writes, rows, baseline, { inFlight: 1 });
+  assert.equal(over.unacknowledged, 2);
+  assert.equal(over.stateExisted, false);
+  // A stamp between two acknowledged ones of its code is not in flight:
+  // the later acknowledged write is lost, and the row is no write's.
+  const mid = checkLedger([{ code: '1', stamp: 1000n }, { code: '1', stamp: 1010n }], parseRows('1\t1005\n2\t100\n3\t100\n'),
+                          baseline);
+  assert.equal(mid.lost, 1);
+  assert.equal(mid.unknown, 1);
+});
+
+test('checkLedger: acknowledged writes may be lost as a suffix, give or take those in flight, not more', () => {
+  const baseline = new Map([...Array(20).keys()].map(i => [String(i), 1n]));
+  const writes = [...Array(20).keys()].map(i => ({ code: String(i), stamp: BigInt(100 + i) }));
+  const upTo = (n, extra = []) => new Map([...Array(20).keys()].map(i => [String(i), i < n || extra.includes(i) ? BigInt(100 + i) : 1n]));
+  // The last 6 lost: a suffix.
+  let r = checkLedger(writes, upTo(14), baseline, { inFlight: 4 });
+  assert.equal(r.lost, 6);
+  assert.equal(r.lostFirstAt, 14);
+  assert.equal(r.keptAfterLost, 0);
+  assert.equal(r.stateExisted, true);
+  // Three kept after the first lost one: they may have been in flight beside it.
+  r = checkLedger(writes, upTo(10, [12, 15, 19]), baseline, { inFlight: 4 });
+  assert.equal(r.keptAfterLost, 3);
+  assert.equal(r.stateExisted, true);
+  // Four: one of them was sent after the lost write was acknowledged.
+  r = checkLedger(writes, upTo(10, [12, 15, 17, 19]), baseline, { inFlight: 4 });
+  assert.equal(r.keptAfterLost, 4);
+  assert.equal(r.stateExisted, false);
+  assert.match(r.findings[0], /4 acknowledged writes kept after the first lost one \(10 110, acknowledged #11\)/);
 });
 
 test('parseRows refuses a dump that is not code<TAB>stamp', () => {
