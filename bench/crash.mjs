@@ -78,7 +78,9 @@ Options:
   -c N             loadgen's concurrency (default 8)
   --rows N         a generated dataset of N rows (default 20000)
   --dataset FILE   a KEN_ALL-layout file instead
-  --out DIR        results.jsonl and summary.md go there (default build/crash/out)
+  --out DIR        each run is appended to DIR/results.jsonl, the command to
+                   DIR/commands.txt, and DIR/summary.md is made of every run
+                   there (default build/crash/out)
   -h, --help       this text
 
 Environment: ZB_CRASH_DIR (default build/crash), ZB_CRASH_PORT (the
@@ -174,9 +176,16 @@ async function main() {
           console.log(`crash: ${line(r)}`);
           if (r.error) bad++;
         }
-  const summary = [`Command: \`scripts/crash ${process.argv.slice(2).join(' ')}\` (${results.length} run${results.length === 1 ? '' : 's'}, ` +
-                   `${Math.round((Date.now() - startedAt) / 1000)} s, seed ${seed}, c ${c}).`, '',
-                   matrixTable(results), '', summaryTable(results), '', provenanceLine(prov)].join('\n');
+  // The summary is of every run OUT holds: a recording may take more than
+  // one command (the durable settings under every kind, the others under
+  // some), each named.
+  fs.appendFileSync(path.join(ctx.out, 'commands.txt'),
+                    `\`scripts/crash ${process.argv.slice(2).join(' ')}\` (${results.length} run${results.length === 1 ? '' : 's'}, ` +
+                    `${Math.round((Date.now() - startedAt) / 1000)} s, seed ${seed}, c ${c})\n`);
+  const commands = fs.readFileSync(path.join(ctx.out, 'commands.txt'), 'utf8').trim().split('\n');
+  const all = fs.readFileSync(path.join(ctx.out, 'results.jsonl'), 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l));
+  const summary = [`${commands.length > 1 ? 'Commands' : 'Command'}: ${commands.join('; ')}.`, '',
+                   matrixTable(all), '', summaryTable(all), '', provenanceLine(prov)].join('\n');
   fs.writeFileSync(path.join(ctx.out, 'summary.md'), summary + '\n');
   console.log('\n' + summary);
   return bad ? 1 : 0;

@@ -162,3 +162,38 @@ test('the checker on a SQLite table dumped by sqlite3 -tabs', { skip: !hasSqlite
 function hasSqlite3() {
   try { execFileSync('sqlite3', ['-version'], { stdio: 'ignore' }); return true; } catch { return false; }
 }
+
+// A recorded run as the driver writes it (only the fields the tables read).
+const runOf = (kind, { lost = 0, existed = true, started = true, ok = true, setting = 'journal_mode=delete,synchronous=full' } = {}) => ({
+  backend: 'sqlite', setting, kind, fault: kind === 'fsync-eio' ? 'fsync-eio:once' : 'clear-cache', acknowledged: 100,
+  ...(started ? { lost, stateExisted: existed, integrity: { ok, messages: [ok ? 'ok' : 'bad'] }, recoveryS: 0.25 }
+              : { started: false, recoveryS: 3, startError: 'no' }),
+  ...(kind === 'fsync-eio' ? { faultOutcome: 'went on, lost nothing' } : {}),
+});
+
+test('the tables: a column per kind of crash, what went wrong per cell, in bold under a durable setting', async () => {
+  const { crashMatrix, crashCells } = await import('../lib/durability.mjs');
+  const results = [runOf('process'), runOf('process'), runOf('no-dir-sync', { lost: 1 }), runOf('no-dir-sync'),
+                   runOf('torn-seq', { existed: false }), runOf('torn-op', { started: false }), runOf('fsync-eio', { ok: false }),
+                   runOf('power', { setting: 'journal_mode=delete,synchronous=off', lost: 100 })];
+  const m = crashMatrix(results);
+  assert.deepEqual(m.kinds, ['process', 'power', 'torn-op', 'torn-seq', 'no-dir-sync', 'fsync-eio']);
+  const full = m.rows.find(r => r.setting.endsWith('full'));
+  assert.equal(full.durable, true);
+  assert.deepEqual(full.cells, ['all kept (2 runs)', '', '**1 did not start (1 runs)**', '**1 never existed (1 runs)**',
+                                '**1 lost writes (2 runs)**', '**1 corrupt (1 runs)**']);
+  assert.equal(m.rows.find(r => r.setting.endsWith('off')).cells[1], '1 lost writes (1 runs)');
+  const c = crashCells(results).get('sqlite journal_mode=delete,synchronous=full fsync-eio');
+  assert.equal(c.faultOutcomes, 'once: went on, lost nothing: 1');
+  assert.equal(c.recovery, '0.25');
+});
+
+test("the answer's durability rows name what a setting survived, kind by kind", async () => {
+  const { crashCells } = await import('../lib/durability.mjs');
+  const { survivedText } = await import('../lib/summary.mjs');
+  const cells = crashCells([runOf('process'), runOf('power'), runOf('no-dir-sync', { lost: 1 }), runOf('no-dir-sync')]);
+  assert.equal(survivedText(cells, 'sqlite', 'journal_mode=delete,synchronous=full'),
+               ', survived 1 process crashes, 1 power cuts (clear-cache); **under no-dir-sync cuts: lost acknowledged writes in 1 of 2 ' +
+               '(median 0.5 [0-1]%)**');
+  assert.equal(survivedText(cells, 'pg', 'synchronous_commit=on,fsync=on'), '');
+});
