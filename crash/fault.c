@@ -60,6 +60,7 @@ struct fault_conf {
     unsigned long at;            /* torn-op: the write that cuts the power; 0: none */
     char file[256];              /* "": every file */
     char spec[400];
+    struct fault_conf *older;    /* the one before it, freed at the end */
 };
 
 static struct fault_conf default_conf = { .mode = CLEAR_CACHE, .seed = 1, .spec = "clear-cache" };
@@ -194,6 +195,7 @@ int fault_set(const char *spec, bool install, char *err, size_t errlen)
         return -1;
     }
     *p = c;
+    p->older = now() == &default_conf ? NULL : now();
     meta_all_durable();     /* names made before the fault are as clear-cache keeps them */
     pthread_mutex_lock(&fault_lock);
     rng = c.seed;
@@ -205,11 +207,6 @@ int fault_set(const char *spec, bool install, char *err, size_t errlen)
     atomic_store(&conf, p);
     say("fault: %s from now on", p->spec);
     return 0;
-}
-
-const char *fault_spec(void)
-{
-    return now()->spec;
 }
 
 /* ---- torn-op, torn-seq -------------------------------------------------- */
@@ -612,4 +609,17 @@ void fault_at_cut(void)
         say("torn-seq: %lu of the %lu writes and size changes of %lu files not synced survived", t.kept,
             t.kept + t.dropped, t.files);
     }
+}
+
+void fault_end(void)
+{
+    struct fault_conf *c = atomic_exchange(&conf, &default_conf);
+    while (c && c != &default_conf) {
+        struct fault_conf *older = c->older;
+        free(c);
+        c = older;
+    }
+    free(mlog);
+    mlog = NULL;
+    mlog_n = mlog_cap = 0;
 }

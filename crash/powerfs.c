@@ -1262,6 +1262,7 @@ int main(int argc, char **argv)
     for (unsigned b = 0; b < NBUCKETS; b++)
         while (table[b])
             state_unlink_free(table[b]);
+    fault_end();
     close(rootfd);
     free(real_backing);
     free(real_mount);

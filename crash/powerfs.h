@@ -96,8 +96,8 @@ void each_state(void (*fn)(struct fstate *s, void *arg), void *arg);
  * metadata of no-dir-sync made durable first). 0; or -1 with why in err. */
 int fault_set(const char *spec, bool install, char *err, size_t errlen);
 
-/* The fault in force, as its SPEC ("clear-cache" by default). */
-const char *fault_spec(void);
+/* Frees every fault set so far (at the end: no call runs). */
+void fault_end(void);
 
 /* After a write of buf[0, len) at off to s (under s->lock): torn-op keeps
  * a copy; torn-seq writes it to BACKING now if the draw says it survives. */

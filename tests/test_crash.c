@@ -681,6 +681,15 @@ END_TEST
  * fsynced, then 30 more and two writes to one place (X, then Y). */
 #define RECS 40
 #define REC 100
+
+/* Record i: "record NN " and a digit of its own to its end (REC bytes). */
+static void record_of(int i, char rec[REC])
+{
+    char head[16];
+    int n = snprintf(head, sizeof head, "record %02d ", i % 100);
+    memset(rec, '0' + i % 10, REC);
+    memcpy(rec, head, (size_t)n);
+}
 static void torn_seq_run(uint64_t seed, bool kept[RECS], char *overlap)
 {
     mount_fs("torn-seq", "head -c 8000 /dev/zero | tr '\\0' . > f", NULL);
@@ -689,9 +698,9 @@ static void torn_seq_run(uint64_t seed, bool kept[RECS], char *overlap)
     set_fault(spec);
     int fd = open(M("f"), O_RDWR);
     ck_assert_int_ge(fd, 0);
-    char rec[REC + 1];
+    char rec[REC];
     for (int i = 0; i < RECS; i++) {
-        snprintf(rec, sizeof rec, "record %02d %087d", i, i);
+        record_of(i, rec);
         ck_assert_int_eq(pwrite(fd, rec, REC, (off_t)i * REC), REC);
         if (i == 9)
             ck_assert_int_eq(fsync(fd), 0);
@@ -705,7 +714,7 @@ static void torn_seq_run(uint64_t seed, bool kept[RECS], char *overlap)
     cut();
     ck_assert_int_eq(slurp(B("f"), buf, sizeof buf), 7999);   /* slurp keeps a byte for its NUL */
     for (int i = 0; i < RECS; i++) {
-        snprintf(rec, sizeof rec, "record %02d %087d", i, i);
+        record_of(i, rec);
         kept[i] = !memcmp(buf + i * REC, rec, REC);
         bool old = true;
         for (int j = 0; j < REC; j++)
