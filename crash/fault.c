@@ -195,16 +195,16 @@ int fault_set(const char *spec, bool install, char *err, size_t errlen)
         return -1;
     }
     *p = c;
-    p->older = now() == &default_conf ? NULL : now();
     meta_all_durable();     /* names made before the fault are as clear-cache keeps them */
     pthread_mutex_lock(&fault_lock);
     rng = c.seed;
     victim_chosen = false;
     eio_count = 0;
-    pthread_mutex_unlock(&fault_lock);
     atomic_store(&torn_writes, 0);
     atomic_store(&trigger_seq, 0);
+    p->older = now() == &default_conf ? NULL : now();
     atomic_store(&conf, p);
+    pthread_mutex_unlock(&fault_lock);
     say("fault: %s from now on", p->spec);
     return 0;
 }
