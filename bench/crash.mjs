@@ -69,6 +69,7 @@ Options:
                    both journal modes, PostgreSQL synchronous_commit=on with
                    fsync=on, InnoDB at 1 with its doublewrite on and off), and
                    MyISAM, which promises least
+  --non-durable    the settings --durable leaves out
   --kind LIST      ${KINDS.join(', ')}
                    (default process,power): process is a SIGKILL of the
                    database; the others a SIGKILL and a power cut with that
@@ -104,17 +105,19 @@ function rng(seed) {
   };
 }
 
-// The settings of backend b a run goes through.
+// The settings of backend b a run goes through: --durable's are those that
+// promise durability and MyISAM's; --non-durable's the others.
 function settingsOf(b, o) {
   if (o.setting) return [o.setting];
-  const all = CRASH_SETTINGS[b];
-  return o.durable ? all.filter(s => b === 'myisam' || DURABLE.has(`${b} ${s}`)) : all;
+  const durable = s => b === 'myisam' || DURABLE.has(`${b} ${s}`);
+  return CRASH_SETTINGS[b].filter(s => (o.durable ? durable(s) : o['non-durable'] ? !durable(s) : true));
 }
 
 async function main() {
   const { values: o } = parseArgs({
     options: {
       backend: { type: 'string' }, setting: { type: 'string' }, kind: { type: 'string' }, durable: { type: 'boolean' },
+      'non-durable': { type: 'boolean' },
       runs: { type: 'string' }, seed: { type: 'string' }, c: { type: 'string', short: 'c' },
       rows: { type: 'string' }, dataset: { type: 'string' }, out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -127,7 +130,7 @@ async function main() {
   const kinds = (o.kind || 'process,power').split(',').filter(Boolean);
   for (const k of kinds) if (!KINDS.includes(k)) return fail(`--kind: ${k} is not one of ${KINDS.join(', ')}`);
   if (o.setting && backends.length !== 1) return fail('--setting goes with one --backend');
-  if (o.setting && o.durable) return fail('--setting or --durable, not both');
+  if ([o.setting, o.durable, o['non-durable']].filter(Boolean).length > 1) return fail('one of --setting, --durable, --non-durable');
   try { if (o.setting) parseSetting(backends[0], o.setting); } catch (e) { return fail(e.message); }
   const runs = Number(o.runs || 1), seed = Number(o.seed || 38), c = Number(o.c || 8), rows = Number(o.rows || 20000);
   if (![runs, c, rows].every(n => Number.isInteger(n) && n > 0) || !Number.isInteger(seed)) return fail('--runs, -c, --rows, --seed: whole numbers');
@@ -379,7 +382,8 @@ async function oneRun(ctx, b, setting, kind, i) {
     await sleep(crashAfterS * 1000);
     let atFault = null;
     if (eio) {
-      atFault = { acked: lineCount(ledger), fsLog: fileSize(fsLog), engineLog: fileSize(engineLog) };
+      atFault = { acked: lineCount(ledger), beforeS: crashAfterS, afterS: FAULT_S, fsLog: fileSize(fsLog),
+                  engineLog: fileSize(engineLog) };
       await crashdb(ctx, ['fault', fault]);
       await sleep(FAULT_S * 1000);
     } else if (kind === 'torn-op') {
@@ -411,9 +415,10 @@ async function oneRun(ctx, b, setting, kind, i) {
     if (bad.length) result.ledgerBadLines = bad.length;
     result.acknowledged = writes.length;
 
+    if (!eio && kind !== 'process') result.faultLog = faultLines(tail(fsLog, fsFrom)).slice(-3);
+
     // The restart, on what survived, timed: the database's recovery (SQLite:
     // sqlite3's first query, which rolls back a hot journal or replays the WAL).
-    if (!eio && kind !== 'process') result.faultLog = faultLines(tail(fsLog, fsFrom)).slice(-3);
     const engineFrom = fileSize(engineLog), t0 = Date.now();
     const r = await start(ctx, b, setting, { check: false });
     let first = null;
@@ -452,10 +457,13 @@ const faultLines = text => text.split('\n').filter(l => /(torn-op|torn-seq|no-di
 // fsync-eio: what the database did once an fsync failed. The writes it
 // acknowledged after the fault was set (the ledger's lines past those
 // there then, within 10 ms), how many of them were lost, its own log's
-// words, and a verdict: acknowledged then lost, stopped, refused, or went
-// on losing nothing.
+// words, and a verdict: acknowledged then lost, stopped, restarted,
+// refused (acknowledging at less than a tenth of its rate before the
+// fault), or went on losing nothing. atFault: {acked (ledger lines when
+// the fault was set), beforeS (seconds of load then), afterS (after)}.
 export function faultEffect(writes, rows, atFault, alive, fsText, engineText) {
   const after = writes.slice(atFault.acked);
+  const slowed = after.length / atFault.afterS < 0.1 * atFault.acked / atFault.beforeS;
   const lostAfter = after.filter(w => !(rows.get(w.code) >= w.stamp)).length;
   const failed = fsText.split('\n').filter(l => /fsync-eio: fsync \d+ of .* failed/.test(l)).length;
   const words = engineWords(engineText);
@@ -463,7 +471,7 @@ export function faultEffect(writes, rows, atFault, alive, fsText, engineText) {
     : lostAfter ? 'acknowledged writes after the failed fsync, then lost them'
     : !alive ? 'stopped'
     : /PANIC|terminated by signal|restart/i.test(engineText) ? 'restarted'
-    : after.length ? 'went on, lost nothing' : 'refused writes';
+    : slowed ? 'refused writes' : 'went on, lost nothing';
   return { failedFsyncs: failed, acknowledgedAfterFault: after.length, lostAfterFault: lostAfter, aliveAtCut: alive,
            engineSaid: words, faultOutcome: outcome };
 }

@@ -197,3 +197,26 @@ test("the answer's durability rows name what a setting survived, kind by kind", 
                '(median 0.5 [0-1]%)**');
   assert.equal(survivedText(cells, 'pg', 'synchronous_commit=on,fsync=on'), '');
 });
+
+test("fsync-eio's verdict: lost after the failed fsync, stopped, restarted, refused, or went on", async () => {
+  const { faultEffect } = await import('../crash.mjs');
+  const writes = [...Array(100).keys()].map(i => ({ code: String(i), stamp: BigInt(100 + i) }));
+  const kept = new Map(writes.map(w => [w.code, w.stamp]));
+  const at = { acked: 90, beforeS: 2, afterS: 1.5 };   // 45 a second before the fault
+  const failed = 'powerfs[1] 01:00:00.000: fsync-eio: fsync 1 of /pg/pg_wal/1 failed (EIO): 3 pages left cached\n';
+  const verdict = (w, rows, alive, engine = '') => faultEffect(w, rows, at, alive, failed, engine);
+  assert.equal(faultEffect(writes, kept, at, true, '', '').faultOutcome, 'no fsync failed');
+  const lost = new Map(kept).set('95', 1n);
+  const r = verdict(writes, lost, true);
+  assert.equal(r.faultOutcome, 'acknowledged writes after the failed fsync, then lost them');
+  assert.equal(r.acknowledgedAfterFault, 10);
+  assert.equal(r.lostAfterFault, 1);
+  assert.equal(r.failedFsyncs, 1);
+  assert.equal(verdict(writes, kept, false).faultOutcome, 'stopped');
+  const panic = 'LOG x PANIC:  could not fdatasync file "1": Input/output error\n';
+  const p = verdict(writes, kept, true, panic);
+  assert.equal(p.faultOutcome, 'restarted');
+  assert.deepEqual(p.engineSaid, ['LOG x PANIC:  could not fdatasync file "1": Input/output error']);
+  assert.equal(verdict(writes.slice(0, 95), kept, true).faultOutcome, 'refused writes');   // 3 a second
+  assert.equal(verdict(writes, kept, true).faultOutcome, 'went on, lost nothing');         // 7 a second
+});
