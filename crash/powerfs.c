@@ -17,8 +17,9 @@
  * root) makes every later call fail with EIO, stops any fsync half way as a
  * power cut would, forgets the buffers and unmounts: BACKING then holds only
  * what was fsynced. Metadata (create, mkdir, unlink, rename, link, chmod,
- * chown, utimes) goes to BACKING at once: a simplification of LazyFS,
- * which loses unsynced metadata too. */
+ * chown, utimes) goes to BACKING at once. A fault mode (fault.c: torn-op,
+ * torn-seq, no-dir-sync, fsync-eio) changes what a cut leaves, after
+ * LazyFS's faults and the crash-consistency studies. */
 #define FUSE_USE_VERSION 31
 
 #include <dirent.h>
@@ -49,13 +50,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "powerfs.h"
 
-#define PAGE 4096
 #define CONTROL_XATTR "user.powerfs"
 
 static const char usage[] =
 "usage: powerfs [OPTIONS] BACKING MOUNTPOINT\n"
-"       powerfs --cut MOUNTPOINT | --sync MOUNTPOINT\n"
+"       powerfs --cut MOUNTPOINT | --sync MOUNTPOINT | --fault SPEC MOUNTPOINT\n"
 "       powerfs --help | -V\n"
 "\n"
 "Mounts BACKING at MOUNTPOINT; the data written to regular files is kept in\n"
@@ -74,40 +75,44 @@ static const char usage[] =
 "                          them as a cut does\n"
 "    --fsync-backing       fsync BACKING's file too when a file is synced\n"
 "                          (default: no; BACKING's machine does not crash)\n"
+"    --fault SPEC          the fault mode in force from the start (below)\n"
 "    -o OPT[,OPT]          more FUSE mount options\n"
 "\n"
 "Control (of a running powerfs):\n"
 "    --cut MOUNTPOINT      power cut: every unsynced write is lost, every\n"
 "                          later call fails, the file system unmounts; waits\n"
 "                          (up to 15 s) until MOUNTPOINT is unmounted\n"
-"    --sync MOUNTPOINT     every buffered file written to BACKING\n"
+"    --sync MOUNTPOINT     every buffered file written to BACKING, every name\n"
+"                          made durable\n"
+"    --fault SPEC MOUNTPOINT\n"
+"                          the fault mode in force from now on\n"
 "    SIGUSR1               the same as --cut\n"
+"\n"
+"Fault modes (SPEC: MODE[:VARIANT][,seed=N][,file=SUBSTR]; docs/CRASH.md):\n"
+"    clear-cache           a cut loses every write not fsynced (the default)\n"
+"    torn-op[:sector|:any] and the last write not synced keeps a prefix, up\n"
+"                          to a 512-byte sector boundary in it, or any byte\n"
+"    torn-seq              each write or size change not synced survives the\n"
+"                          cut or not (a seeded draw): any subset, in order\n"
+"    no-dir-sync           and a name made, removed or renamed is undone\n"
+"                          unless its directory was fsynced since\n"
+"    fsync-eio[:once|:always]\n"
+"                          the first file fsynced from now on fails its fsync\n"
+"                          with EIO, once or always; the data of a failed\n"
+"                          fsync stays readable but is never written\n"
+"    seed=N                the draws' seed (default 1); file=SUBSTR: torn-op\n"
+"                          and fsync-eio take only files whose path holds it\n"
+"                          (SUBSTR$: whose path ends in it)\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 
-/* ---- the buffered state of one file (one backing inode) ---------------- */
-
-struct fstate {
-    dev_t dev;
-    ino_t ino;
-    int fd;                  /* backing, O_RDWR when it could be */
-    pthread_mutex_t lock;    /* the fields below */
-    off_t size;              /* the file's size as its readers see it */
-    off_t floor;             /* backing bytes at or past floor are not the file's
-                              * (a truncation not yet synced): they read as 0 */
-    off_t synced;            /* the backing file's size */
-    uint64_t *keys;          /* dirty pages: open addressing, key page index + 1 */
-    unsigned char **pages;
-    size_t cap, count;
-    int refs;                /* open handles and calls in flight (under table_lock) */
-    struct fstate *next;     /* the table's chain */
-};
+/* ---- the buffered state of files ---------------------------------------- */
 
 #define NBUCKETS 4096
 static struct fstate *table[NBUCKETS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int rootfd = -1;
+int rootfd = -1;
 static const char *backing_dir, *mount_dir;
 static bool as_root, fsync_backing;
 static atomic_int cut;              /* the power is off */
@@ -118,8 +123,7 @@ static FILE *logf;
 /* Counters, for the log. */
 static atomic_ullong n_written, n_flushed, n_fsyncs;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void say(const char *fmt, ...)
 {
     if (!logf)
         return;
@@ -146,77 +150,9 @@ static unsigned bucket_of(dev_t dev, ino_t ino)
     return (unsigned)(h >> 20) % NBUCKETS;
 }
 
-/* The page map: linear probing, keys page + 1 (0: empty slot). */
-static unsigned char **page_slot(struct fstate *s, uint64_t page)
-{
-    if (!s->cap)
-        return NULL;
-    size_t mask = s->cap - 1;
-    for (size_t i = (page * 0x9e3779b97f4a7c15ull >> 17) & mask;; i = (i + 1) & mask) {
-        if (s->keys[i] == page + 1)
-            return &s->pages[i];
-        if (!s->keys[i])
-            return NULL;
-    }
-}
-
-static int page_put(struct fstate *s, uint64_t page, unsigned char *data);
-
-static int page_grow(struct fstate *s, size_t cap)
-{
-    uint64_t *okeys = s->keys;
-    unsigned char **opages = s->pages;
-    size_t ocap = s->cap;
-    s->keys = calloc(cap, sizeof *s->keys);
-    s->pages = calloc(cap, sizeof *s->pages);
-    if (!s->keys || !s->pages) {
-        free(s->keys);
-        free(s->pages);
-        s->keys = okeys;
-        s->pages = opages;
-        return -ENOMEM;
-    }
-    s->cap = cap;
-    s->count = 0;
-    for (size_t i = 0; i < ocap; i++)
-        if (okeys[i])
-            page_put(s, okeys[i] - 1, opages[i]);
-    free(okeys);
-    free(opages);
-    return 0;
-}
-
-static int page_put(struct fstate *s, uint64_t page, unsigned char *data)
-{
-    if ((s->count + 1) * 4 > s->cap * 3) {
-        int e = page_grow(s, s->cap ? s->cap * 2 : 64);
-        if (e)
-            return e;
-    }
-    size_t mask = s->cap - 1;
-    for (size_t i = (page * 0x9e3779b97f4a7c15ull >> 17) & mask;; i = (i + 1) & mask)
-        if (!s->keys[i]) {
-            s->keys[i] = page + 1;
-            s->pages[i] = data;
-            s->count++;
-            return 0;
-        }
-}
-
-static void pages_free(struct fstate *s)
-{
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->pages[i]);
-    free(s->keys);
-    free(s->pages);
-    s->keys = NULL;
-    s->pages = NULL;
-    s->cap = s->count = 0;
-}
-
 static bool dirty(const struct fstate *s)
 {
-    return s->count || s->size != s->synced || s->floor < s->synced;
+    return s->dirty.count || s->size != s->synced || s->floor < s->synced;
 }
 
 /* Reads backing bytes [off, off + n) as the file has them: past floor, 0. */
@@ -241,20 +177,33 @@ static int read_backing(struct fstate *s, unsigned char *buf, size_t n, off_t of
     return 0;
 }
 
-/* The dirty page `page`, made (from the backing's bytes) if it was not. */
+/* The page `page` as the file's readers see it: dirty, or cached by
+ * fsync-eio (a ghost), or NULL (BACKING's). */
+static unsigned char **cached(const struct fstate *s, uint64_t page)
+{
+    unsigned char **slot = pagemap_slot(&s->dirty, page);
+    return slot ? slot : s->ghost.count ? pagemap_slot(&s->ghost, page) : NULL;
+}
+
+/* The dirty page `page`, made if it was not: from a ghost (a write to a
+ * page whose fsync failed dirties it again, whole, as in a kernel's
+ * cache), else from the backing's bytes. */
 static int page_get(struct fstate *s, uint64_t page, unsigned char **out)
 {
-    unsigned char **slot = page_slot(s, page);
+    unsigned char **slot = pagemap_slot(&s->dirty, page);
     if (slot) {
         *out = *slot;
         return 0;
     }
-    unsigned char *p = malloc(PAGE);
-    if (!p)
-        return -ENOMEM;
-    int e = read_backing(s, p, PAGE, (off_t)(page * PAGE));
+    unsigned char *p = s->ghost.count ? pagemap_take(&s->ghost, page) : NULL;
+    int e = 0;
+    if (!p) {
+        if (!(p = malloc(PAGE)))
+            return -ENOMEM;
+        e = read_backing(s, p, PAGE, (off_t)(page * PAGE));
+    }
     if (!e)
-        e = page_put(s, page, p);
+        e = pagemap_put(&s->dirty, page, p);
     if (e) {
         free(p);
         return e;
@@ -269,7 +218,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int full_pwrite(int fd, const unsigned char *buf, size_t n, off_t off)
+int full_pwrite(int fd, const unsigned char *buf, size_t n, off_t off)
 {
     while (n) {
         ssize_t w = pwrite(fd, buf, n, off);
@@ -293,16 +242,18 @@ static int flush_locked(struct fstate *s)
         return -EIO;
     if (!dirty(s))
         return 0;
-    if (s->floor < s->synced && ftruncate(s->fd, s->floor) < 0)
+    /* A file torn-seq wrote ahead of its fsync is rewritten from floor on
+     * (its surviving writes lie in dirty pages, which are all written). */
+    if ((s->floor < s->synced || s->touched) && ftruncate(s->fd, s->floor) < 0)
         return -errno;
     s->synced = s->floor;
-    uint64_t *order = malloc((s->count ? s->count : 1) * sizeof *order);
+    uint64_t *order = malloc((s->dirty.count ? s->dirty.count : 1) * sizeof *order);
     if (!order)
         return -ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->keys[i])
-            order[n++] = s->keys[i] - 1;
+    for (size_t i = 0; i < s->dirty.cap; i++)
+        if (s->dirty.keys[i])
+            order[n++] = s->dirty.keys[i] - 1;
     qsort(order, n, sizeof *order, cmp_u64);
     int e = 0;
     for (size_t i = 0; i < n && !e; i++) {
@@ -314,7 +265,7 @@ static int flush_locked(struct fstate *s)
         if (at >= s->size)
             continue;
         size_t len = s->size - at < PAGE ? (size_t)(s->size - at) : PAGE;
-        e = full_pwrite(s->fd, *page_slot(s, order[i]), len, at);
+        e = full_pwrite(s->fd, *pagemap_slot(&s->dirty, order[i]), len, at);
         if (!e) {
             atomic_fetch_add(&n_flushed, len);
             if (at + (off_t)len > s->synced)
@@ -329,7 +280,9 @@ static int flush_locked(struct fstate *s)
     if (fsync_backing && fdatasync(s->fd) < 0)
         return -errno;
     s->synced = s->floor = s->size;
-    pages_free(s);
+    s->touched = false;
+    pagemap_drop_from(&s->dirty, 0);
+    fault_flushed(s);
     return 0;
 }
 
@@ -389,7 +342,9 @@ static void state_unlink_free(struct fstate *s)
     while (*pp != s)
         pp = &(*pp)->next;
     *pp = s->next;
-    pages_free(s);
+    pagemap_drop_from(&s->dirty, 0);
+    pagemap_drop_from(&s->ghost, 0);
+    fault_forget(s);
     close(s->fd);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -412,9 +367,7 @@ static void state_put(struct fstate *s)
     pthread_mutex_unlock(&table_lock);
 }
 
-/* After an unlink or a rename over it: the state of the inode that was
- * (dev, ino), if nobody holds it and its last link went. */
-static void state_forget_if_gone(dev_t dev, ino_t ino)
+void state_forget_if_gone(dev_t dev, ino_t ino)
 {
     struct fstate *s = state_find(dev, ino);
     if (s)
@@ -423,7 +376,7 @@ static void state_forget_if_gone(dev_t dev, ino_t ino)
 
 /* ---- paths and callers -------------------------------------------------- */
 
-static const char *rel(const char *path)
+const char *rel_path(const char *path)
 {
     while (*path == '/')
         path++;
@@ -441,7 +394,7 @@ static void own(const char *path, int fd)
     if (fd >= 0) {
         if (fchown(fd, c->uid, c->gid) < 0)
             say("fchown %s: %s", path, strerror(errno));
-    } else if (fchownat(rootfd, rel(path), c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+    } else if (fchownat(rootfd, rel_path(path), c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0) {
         say("chown %s: %s", path, strerror(errno));
     }
 }
@@ -456,9 +409,9 @@ static struct fstate *fh(struct fuse_file_info *fi)
 /* The state of a regular file by path, with a reference (state_put it). */
 static int state_by_path(const char *path, struct fstate **out)
 {
-    int fd = openat(rootfd, rel(path), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(rootfd, rel_path(path), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY))
-        fd = openat(rootfd, rel(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        fd = openat(rootfd, rel_path(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
     struct stat st;
@@ -483,23 +436,15 @@ static int truncate_locked(struct fstate *s, off_t len)
     if (len < s->floor)
         s->floor = len;
     s->size = len;
-    if (s->count) {
-        /* Pages past the end go; the one the end falls in is zeroed past it. */
-        uint64_t first_gone = (uint64_t)(len + PAGE - 1) / PAGE;
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->keys[i] && s->keys[i] - 1 >= first_gone) {
-                free(s->pages[i]);
-                s->pages[i] = NULL;
-                s->keys[i] = 0;
-                s->count--;
-            }
-        int e = page_grow(s, s->cap);   /* rehash without the holes */
-        if (e)
-            return e;
-        unsigned char **last = len % PAGE ? page_slot(s, (uint64_t)len / PAGE) : NULL;
+    /* Pages past the end go; the one the end falls in is zeroed past it. */
+    struct pagemap *maps[] = { &s->dirty, &s->ghost };
+    for (int m = 0; m < 2; m++) {
+        pagemap_drop_from(maps[m], (uint64_t)(len + PAGE - 1) / PAGE);
+        unsigned char **last = len % PAGE ? pagemap_slot(maps[m], (uint64_t)len / PAGE) : NULL;
         if (last)
             memset(*last + len % PAGE, 0, PAGE - len % PAGE);
     }
+    fault_resized(s, len);
     return 0;
 }
 
@@ -524,7 +469,9 @@ static int pf_getattr(const char *path, struct stat *st, struct fuse_file_info *
         if (fstat(s->fd, st) < 0)
             return -errno;
     } else {
-        if (fstatat(rootfd, rel(path), st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (meta_hidden(path))
+            return -ENOENT;
+        if (fstatat(rootfd, rel_path(path), st, AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
         if (!S_ISREG(st->st_mode))
             return 0;
@@ -547,7 +494,7 @@ static int pf_getattr(const char *path, struct stat *st, struct fuse_file_info *
 static int pf_readlink(const char *path, char *buf, size_t size)
 {
     DEAD();
-    ssize_t n = readlinkat(rootfd, rel(path), buf, size - 1);
+    ssize_t n = readlinkat(rootfd, rel_path(path), buf, size - 1);
     if (n < 0)
         return -errno;
     buf[n] = 0;
@@ -557,18 +504,20 @@ static int pf_readlink(const char *path, char *buf, size_t size)
 static int pf_mknod(const char *path, mode_t mode, dev_t rdev)
 {
     DEAD();
-    if (mknodat(rootfd, rel(path), mode, rdev) < 0)
+    if (mknodat(rootfd, rel_path(path), mode, rdev) < 0)
         return -errno;
     own(path, -1);
+    meta_done(META_CREATE, path, NULL, NULL, 0, true);
     return 0;
 }
 
 static int pf_mkdir(const char *path, mode_t mode)
 {
     DEAD();
-    if (mkdirat(rootfd, rel(path), mode) < 0)
+    if (mkdirat(rootfd, rel_path(path), mode) < 0)
         return -errno;
     own(path, -1);
+    meta_done(META_MKDIR, path, NULL, NULL, 0, true);
     return 0;
 }
 
@@ -576,52 +525,63 @@ static int pf_unlink(const char *path)
 {
     DEAD();
     struct stat st;
-    bool had = fstatat(rootfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-    if (unlinkat(rootfd, rel(path), 0) < 0)
-        return -errno;
-    if (had)
+    bool had = fstatat(rootfd, rel_path(path), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    unsigned long stash = meta_before_remove(path);
+    int e = unlinkat(rootfd, rel_path(path), 0) < 0 ? -errno : 0;
+    meta_done(META_UNLINK, path, NULL, NULL, stash, !e);
+    if (!e && had)
         state_forget_if_gone(st.st_dev, st.st_ino);
-    return 0;
+    return e;
 }
 
 static int pf_rmdir(const char *path)
 {
     DEAD();
-    return unlinkat(rootfd, rel(path), AT_REMOVEDIR) < 0 ? -errno : 0;
+    struct stat st;
+    if (fstatat(rootfd, rel_path(path), &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    int e = unlinkat(rootfd, rel_path(path), AT_REMOVEDIR) < 0 ? -errno : 0;
+    meta_done(META_RMDIR, path, NULL, &st, 0, !e);
+    return e;
 }
 
 static int pf_symlink(const char *target, const char *path)
 {
     DEAD();
-    if (symlinkat(target, rootfd, rel(path)) < 0)
+    if (symlinkat(target, rootfd, rel_path(path)) < 0)
         return -errno;
     own(path, -1);
+    meta_done(META_CREATE, path, NULL, NULL, 0, true);
     return 0;
 }
 
 static int pf_rename(const char *from, const char *to, unsigned int flags)
 {
     DEAD();
+    bool exchange = flags & RENAME_EXCHANGE;
     struct stat st;
-    bool had = !(flags & RENAME_EXCHANGE) &&
-               fstatat(rootfd, rel(to), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-    if (renameat2(rootfd, rel(from), rootfd, rel(to), flags) < 0)
-        return -errno;
-    if (had)
+    bool had = !exchange && fstatat(rootfd, rel_path(to), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    unsigned long stash = exchange ? 0 : meta_before_remove(to);
+    int e = renameat2(rootfd, rel_path(from), rootfd, rel_path(to), flags) < 0 ? -errno : 0;
+    meta_done(exchange ? META_EXCHANGE : META_RENAME, to, from, NULL, stash, !e);
+    if (!e && had)
         state_forget_if_gone(st.st_dev, st.st_ino);
-    return 0;
+    return e;
 }
 
 static int pf_link(const char *from, const char *to)
 {
     DEAD();
-    return linkat(rootfd, rel(from), rootfd, rel(to), 0) < 0 ? -errno : 0;
+    if (linkat(rootfd, rel_path(from), rootfd, rel_path(to), 0) < 0)
+        return -errno;
+    meta_done(META_CREATE, to, NULL, NULL, 0, true);
+    return 0;
 }
 
 static int pf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     DEAD();
-    int r = fi ? fchmod(fh(fi)->fd, mode) : fchmodat(rootfd, rel(path), mode, 0);
+    int r = fi ? fchmod(fh(fi)->fd, mode) : fchmodat(rootfd, rel_path(path), mode, 0);
     return r < 0 ? -errno : 0;
 }
 
@@ -629,7 +589,7 @@ static int pf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 {
     DEAD();
     int r = fi ? fchown(fh(fi)->fd, uid, gid)
-               : fchownat(rootfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+               : fchownat(rootfd, rel_path(path), uid, gid, AT_SYMLINK_NOFOLLOW);
     return r < 0 ? -errno : 0;
 }
 
@@ -652,8 +612,9 @@ static int pf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     return e;
 }
 
-/* An open file's state; O_TRUNC is a buffered truncation to 0. */
-static int opened(int fd, struct fuse_file_info *fi)
+/* An open file's state, which takes `path` as its name (a fault's file=);
+ * O_TRUNC is a buffered truncation to 0. */
+static int opened(const char *path, int fd, struct fuse_file_info *fi)
 {
     struct stat st;
     if (fstat(fd, &st) < 0) {
@@ -664,15 +625,14 @@ static int opened(int fd, struct fuse_file_info *fi)
     struct fstate *s = state_take(fd, &st);
     if (!s)
         return -ENOMEM;
-    if (fi->flags & O_TRUNC) {
-        pthread_mutex_lock(&s->lock);
-        int e = truncate_locked(s, 0);
-        pthread_mutex_unlock(&s->lock);
-        if (e) {
-            state_put(s);
-            return e;
-        }
+    pthread_mutex_lock(&s->lock);
+    if (path && (!s->name || strcmp(s->name, path))) {
+        free(s->name);
+        s->name = strdup(path);
     }
+    if (fi->flags & O_TRUNC)
+        truncate_locked(s, 0);
+    pthread_mutex_unlock(&s->lock);
     fi->fh = (uintptr_t)s;
     fi->direct_io = 0;
     /* The kernel's cached pages are dropped at each open (keep_cache 0):
@@ -688,18 +648,18 @@ static int pf_open(const char *path, struct fuse_file_info *fi)
     DEAD();
     /* One backing fd per inode, read-write when it can be: the kernel
      * already checked the caller's access mode (default_permissions). */
-    int fd = openat(rootfd, rel(path), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    int fd = openat(rootfd, rel_path(path), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY))
-        fd = openat(rootfd, rel(path), (fi->flags & O_ACCMODE) | O_CLOEXEC | O_NOFOLLOW);
+        fd = openat(rootfd, rel_path(path), (fi->flags & O_ACCMODE) | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
-    return opened(fd, fi);
+    return opened(path, fd, fi);
 }
 
 static int pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     DEAD();
-    int fd = openat(rootfd, rel(path), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = openat(rootfd, rel_path(path), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd >= 0) {
         own(path, fd);
     } else if (errno == EEXIST && !(fi->flags & O_EXCL)) {
@@ -707,7 +667,8 @@ static int pf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     } else {
         return -errno;
     }
-    return opened(fd, fi);
+    meta_done(META_CREATE, path, NULL, NULL, 0, true);
+    return opened(path, fd, fi);
 }
 
 static int pf_read(const char *path, char *buf, size_t size, off_t off,
@@ -726,7 +687,7 @@ static int pf_read(const char *path, char *buf, size_t size, off_t off,
         off_t pos = off, end = off + (off_t)n;
         while (pos < end && !e) {
             uint64_t page = (uint64_t)pos / PAGE;
-            unsigned char **slot = page_slot(s, page);
+            unsigned char **slot = cached(s, page);
             off_t piece = (off_t)((page + 1) * PAGE);
             if (slot) {
                 if (piece > end)
@@ -734,7 +695,7 @@ static int pf_read(const char *path, char *buf, size_t size, off_t off,
                 memcpy(buf + (pos - off), *slot + pos % PAGE, (size_t)(piece - pos));
             } else {
                 /* The clean pages from here on, in one read. */
-                while (piece < end && !page_slot(s, (uint64_t)piece / PAGE))
+                while (piece < end && !cached(s, (uint64_t)piece / PAGE))
                     piece += PAGE;
                 if (piece > end)
                     piece = end;
@@ -769,6 +730,8 @@ static int pf_write(const char *path, const char *buf, size_t size, off_t off,
     }
     if (!e && end > s->size)
         s->size = end;
+    if (!e)
+        fault_written(s, buf, size, off);
     pthread_mutex_unlock(&s->lock);
     if (e)
         return e;
@@ -797,7 +760,9 @@ static int pf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     DEAD();
     struct fstate *s = fh(fi);
     pthread_mutex_lock(&s->lock);
-    int e = flush_locked(s);
+    int e = fault_fsync(s);
+    if (!e)
+        e = flush_locked(s);
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_add(&n_fsyncs, 1);
     return e;
@@ -814,8 +779,10 @@ static int pf_fallocate(const char *path, int mode, off_t off, off_t len,
         return 0;               /* space is not modelled */
     struct fstate *s = fh(fi);
     pthread_mutex_lock(&s->lock);
-    if (off + len > s->size)
+    if (off + len > s->size) {
         s->size = off + len;    /* what lies past the old end reads as 0 */
+        fault_resized(s, s->size);
+    }
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -823,14 +790,14 @@ static int pf_fallocate(const char *path, int mode, off_t off, off_t len,
 static int pf_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     DEAD();
-    int r = fi ? futimens(fh(fi)->fd, tv) : utimensat(rootfd, rel(path), tv, AT_SYMLINK_NOFOLLOW);
+    int r = fi ? futimens(fh(fi)->fd, tv) : utimensat(rootfd, rel_path(path), tv, AT_SYMLINK_NOFOLLOW);
     return r < 0 ? -errno : 0;
 }
 
 static int pf_opendir(const char *path, struct fuse_file_info *fi)
 {
     DEAD();
-    int fd = openat(rootfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(rootfd, rel_path(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     DIR *d = fdopendir(fd);
@@ -854,8 +821,16 @@ static int pf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
     /* The whole directory at once (offsets 0): libfuse keeps it. */
     rewinddir(d);
     struct dirent *de;
+    /* The root's listing leaves out the stash (the path may be NULL here). */
+    struct stat ds, rs;
+    bool root = fstat(dirfd(d), &ds) == 0 && fstat(rootfd, &rs) == 0 && ds.st_ino == rs.st_ino &&
+                ds.st_dev == rs.st_dev;
+    char name[300];
     errno = 0;
     while ((de = readdir(d))) {
+        snprintf(name, sizeof name, "/%s", de->d_name);
+        if (root && meta_hidden(name))
+            continue;
         struct stat st = { .st_ino = de->d_ino, .st_mode = (mode_t)DTTOIF(de->d_type) };
         if (fill(buf, de->d_name, &st, 0, 0))
             break;
@@ -874,15 +849,18 @@ static int pf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 {
     (void)path;
     (void)datasync;
-    (void)fi;
     DEAD();
-    return 0;                   /* metadata is in BACKING already */
+    /* Its names are in BACKING already; now they stay. */
+    struct stat st;
+    if (fstat(dirfd((DIR *)(uintptr_t)fi->fh), &st) < 0)
+        return -errno;
+    meta_dir_synced(st.st_dev, st.st_ino);
+    return 0;
 }
 
 static void sync_all(void);
-static void cut_now(const char *why);
 
-/* The control: user.powerfs = "cut" | "sync" on any node of the mount. */
+/* The control: user.powerfs = "cut" | "sync" | "fault SPEC" on any node of the mount. */
 static int pf_setxattr(const char *path, const char *name, const char *value, size_t size,
                        int flags)
 {
@@ -891,13 +869,23 @@ static int pf_setxattr(const char *path, const char *name, const char *value, si
     if (strcmp(name, CONTROL_XATTR) != 0)
         return -ENOTSUP;
     if (size == 3 && !memcmp(value, "cut", 3)) {
-        cut_now("power cut (powerfs --cut)");
+        power_cut("power cut (powerfs --cut)");
         return 0;
     }
     DEAD();
     if (size == 4 && !memcmp(value, "sync", 4)) {
         sync_all();
         return atomic_load(&cut) ? -EIO : 0;
+    }
+    if (size > 6 && size < 512 && !memcmp(value, "fault ", 6)) {
+        char spec[512], err[256];
+        memcpy(spec, value + 6, size - 6);
+        spec[size - 6] = 0;
+        if (fault_set(spec, true, err, sizeof err) < 0) {
+            say("fault %s: %s", spec, err);
+            return -EINVAL;
+        }
+        return 0;
     }
     return -EINVAL;
 }
@@ -957,6 +945,21 @@ static struct fstate **all_states(size_t *n)
     return v;
 }
 
+void each_state(void (*fn)(struct fstate *s, void *arg), void *arg)
+{
+    pthread_mutex_lock(&table_lock);
+    for (unsigned b = 0; b < NBUCKETS; b++)
+        for (struct fstate *s = table[b]; s; s = s->next) {
+            pthread_mutex_lock(&s->lock);
+            fn(s, arg);
+            pthread_mutex_unlock(&s->lock);
+        }
+    pthread_mutex_unlock(&table_lock);
+}
+
+/* Every file's buffered data written to BACKING, every name made durable:
+ * powerfs --sync, a clean unmount. A fault does not touch it (fsync-eio
+ * fails fsyncs, not this). */
 static void sync_all(void)
 {
     size_t n;
@@ -976,6 +979,7 @@ static void sync_all(void)
         state_put(v[i]);
     }
     free(v);
+    meta_all_durable();
     say("sync: %zu files written", files);
 }
 
@@ -989,11 +993,11 @@ static void count_unsynced(size_t *files, unsigned long long *bytes)
         for (struct fstate *s = table[b]; s; s = s->next)
             if (dirty(s)) {
                 (*files)++;
-                *bytes += (unsigned long long)s->count * PAGE;
+                *bytes += (unsigned long long)s->dirty.count * PAGE;
             }
 }
 
-static void cut_now(const char *why)
+void power_cut(const char *why)
 {
     if (atomic_exchange(&cut, 1))
         return;
@@ -1081,7 +1085,7 @@ static int control(const char *what, const char *mnt)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_CUT = 256, OPT_SYNC, OPT_PIDFILE, OPT_LOG, OPT_SYNC_UNMOUNT, OPT_FSYNC_BACKING };
+    enum { OPT_CUT = 256, OPT_SYNC, OPT_PIDFILE, OPT_LOG, OPT_SYNC_UNMOUNT, OPT_FSYNC_BACKING, OPT_FAULT };
     static const struct option longopts[] = {
         { "foreground", no_argument, NULL, 'f' },
         { "pidfile", required_argument, NULL, OPT_PIDFILE },
@@ -1090,12 +1094,13 @@ int main(int argc, char **argv)
         { "fsync-backing", no_argument, NULL, OPT_FSYNC_BACKING },
         { "cut", required_argument, NULL, OPT_CUT },
         { "sync", required_argument, NULL, OPT_SYNC },
+        { "fault", required_argument, NULL, OPT_FAULT },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     bool foreground = false, sync_on_unmount = false;
-    const char *pidfile = NULL, *logpath = NULL;
+    const char *pidfile = NULL, *logpath = NULL, *fault = NULL;
     char extra_opts[1024] = "";
     int c;
     while ((c = getopt_long(argc, argv, "fo:hV", longopts, NULL)) != -1) {
@@ -1113,6 +1118,7 @@ int main(int argc, char **argv)
         case OPT_LOG: logpath = optarg; break;
         case OPT_SYNC_UNMOUNT: sync_on_unmount = true; break;
         case OPT_FSYNC_BACKING: fsync_backing = true; break;
+        case OPT_FAULT: fault = optarg; break;
         case OPT_CUT:
             if (optind != argc) break;
             return control("cut", optarg);
@@ -1128,6 +1134,16 @@ int main(int argc, char **argv)
         }
         default: fputs(usage, stderr); return ZB_EXIT_USAGE;
         }
+    }
+    char err[256];
+    if (fault && fault_set(fault, false, err, sizeof err) < 0) {
+        fprintf(stderr, "powerfs: --fault %s: %s\n", fault, err);
+        return ZB_EXIT_USAGE;
+    }
+    if (fault && argc - optind == 1) {
+        char what[600];
+        snprintf(what, sizeof what, "fault %s", fault);
+        return control(what, argv[optind]);
     }
     if (argc - optind != 2) {
         fputs(usage, stderr);
@@ -1219,6 +1235,9 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
     say("mounted %s at %s", backing_dir, mount_dir);
+    /* The mode in force (a stash a killed powerfs left is emptied). */
+    if (fault_set(fault ? fault : "clear-cache", true, err, sizeof err) < 0)
+        say("--fault %s: %s", fault, err);
 
     int r = fuse_loop_mt(f, 0);
 
@@ -1231,6 +1250,7 @@ int main(int argc, char **argv)
     } else {
         bool was_cut = atomic_exchange(&cut, 1);
         count_unsynced(&files, &bytes);
+        fault_at_cut();
         say("%s: dropped %llu unsynced bytes of %zu files (written %llu, synced %llu bytes in "
             "%llu fsyncs)", was_cut ? "cut" : r == 0 ? "unmounted" : "stopped", bytes, files,
             (unsigned long long)n_written, (unsigned long long)n_flushed,
@@ -1242,6 +1262,7 @@ int main(int argc, char **argv)
     for (unsigned b = 0; b < NBUCKETS; b++)
         while (table[b])
             state_unlink_free(table[b]);
+    fault_end();
     close(rootfd);
     free(real_backing);
     free(real_mount);

@@ -564,6 +564,323 @@ START_TEST(sigusr1_cuts_and_unmount_drops_or_syncs)
 }
 END_TEST
 
+/* ---- the fault modes (crash/fault.c) ---------------------------------- */
+
+/* powerfs --fault SPEC on the mount: the mode in force from now on. */
+static void set_fault(const char *spec)
+{
+    int rc = run_cmd(out, sizeof out, "%s --fault '%s' '%s'", prog("powerfs"), spec, mnt);
+    ck_assert_msg(rc == 0, "powerfs --fault %s: %s", spec, out);
+}
+
+static void write_at(const char *path, const void *buf, size_t len, off_t off, bool sync)
+{
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+    ck_assert_int_eq(pwrite(fd, buf, len, off), (ssize_t)len);
+    if (sync)
+        ck_assert_int_eq(fsync(fd), 0);
+    ck_assert_int_eq(close(fd), 0);
+}
+
+/* How many bytes of the write `w` at off of the file at path reached it:
+ * the file must hold w[0, k) then `old` bytes up to off + len. */
+static size_t kept_prefix(const char *path, const unsigned char *w, size_t len, off_t off, char old)
+{
+    unsigned char *got = malloc(len);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pread(fd, got, len, off), (ssize_t)len);
+    close(fd);
+    size_t k = 0;
+    while (k < len && got[k] == w[k])
+        k++;
+    for (size_t i = k; i < len; i++)
+        ck_assert_msg(got[i] == (unsigned char)old, "%s: byte %zu after the kept prefix (%zu) is %d, "
+                      "neither the write's nor the old one", path, (size_t)off + i, k, got[i]);
+    free(got);
+    return k;
+}
+
+/* One torn-op run: `len` bytes written at `off` over a file of 20000 '.'
+ * (off page-aligned: the kernel hands FUSE a write(2) cut at page
+ * boundaries, and powerfs tears the last piece it was handed),
+ * another write before it (lost whole), a later one synced (kept): the
+ * length of the prefix of the torn write that the cut kept. */
+static size_t torn_op_run(const char *spec, off_t off, size_t len)
+{
+    mount_fs("torn-op", "head -c 20000 /dev/zero | tr '\\0' . > f && printf old > g", NULL);
+    set_fault(spec);
+    unsigned char *w = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        w[i] = (unsigned char)('a' + i % 26);
+    write_at(M("g"), "new g", 5, 0, false);
+    write_at(M("f"), w, len, off, false);
+    put(M("h"), "later, synced", true);      /* the last write, but synced: not the one torn */
+    cut();
+    ASSERT_CONTENT(B("g"), "old");
+    ASSERT_CONTENT(B("h"), "later, synced");
+    size_t k = kept_prefix(B("f"), w, len, off, '.');
+    ck_assert_msg(k > 0 && k < len, "%s: the write kept %zu of its %zu bytes, not a strict prefix", spec, k, len);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -q 'torn-op: the last write not synced (/f, %zu bytes' '%s'",
+                             len, logfile), 0);
+    free(w);
+    return k;
+}
+
+START_TEST(torn_op_keeps_a_prefix_of_the_last_write_not_synced)
+{
+    SKIP_IF_NO_FUSE();
+    /* At a sector boundary: the prefix ends on a multiple of 512. */
+    for (int seed = 1; seed <= 3; seed++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "torn-op:sector,seed=%d", seed);
+        size_t k = torn_op_run(spec, 4096, 12000);
+        ck_assert_msg((4096 + k) % 512 == 0, "%s: the prefix ends at %zu, not on a sector", spec, 4096 + k);
+    }
+    /* Anywhere: the same seed tears the same way; some seed tears off a sector. */
+    size_t first = torn_op_run("torn-op:any,seed=7", 4096, 12000);
+    ck_assert_uint_eq(torn_op_run("torn-op:any,seed=7", 4096, 12000), first);
+    bool unaligned = first % 512 != 0;
+    for (int seed = 8; seed < 12 && !unaligned; seed++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "torn-op:any,seed=%d", seed);
+        unaligned = torn_op_run(spec, 4096, 12000) % 512 != 0;
+    }
+    ck_assert_msg(unaligned, "torn-op:any never tore inside a sector");
+
+    /* at=N: the N-th write to a file= cuts the power itself, torn. */
+    mount_fs("torn-op-at", "head -c 20000 /dev/zero | tr '\\0' . > f && printf old > g", NULL);
+    set_fault("torn-op:sector,seed=3,file=/f,at=3");
+    pid_t pid = fs_pid();
+    unsigned char w[8192];
+    for (size_t i = 0; i < sizeof w; i++)
+        w[i] = (unsigned char)('A' + i % 26);
+    int fd = open(M("f"), O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "one", 3, 0), 3);
+    write_at(M("g"), "g is not /f", 11, 0, false);
+    ck_assert_int_eq(pwrite(fd, "two", 3, 16384), 3);
+    pwrite(fd, w, sizeof w, 4096);          /* the third: the power goes */
+    ck_assert_int_eq(pwrite(fd, "four", 4, 100), -1);
+    close(fd);
+    await_unmounted(pid);
+    size_t k = kept_prefix(B("f"), w, sizeof w, 4096, '.');
+    ck_assert_msg(k > 0 && k < sizeof w && k % 512 == 0, "the write that cut the power kept %zu bytes", k);
+    char head[4] = "";
+    int bfd = open(B("f"), O_RDONLY);
+    ck_assert_int_eq(pread(bfd, head, 3, 0), 3);
+    close(bfd);
+    ck_assert_msg(!memcmp(head, "...", 3), "an earlier write not synced reached the disk");
+    ASSERT_CONTENT(B("g"), "old");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -q 'torn-op: power cut at write 3 to /f' '%s'", logfile), 0);
+}
+END_TEST
+
+/* torn-seq: 40 records of 100 bytes over a file of '.', the first 10
+ * fsynced, then 30 more and two writes to one place (X, then Y). */
+#define RECS 40
+#define REC 100
+
+/* Record i: "record NN " and a digit of its own to its end (REC bytes). */
+static void record_of(int i, char rec[REC])
+{
+    char head[16];
+    int n = snprintf(head, sizeof head, "record %02d ", i % 100);
+    memset(rec, '0' + i % 10, REC);
+    memcpy(rec, head, (size_t)n);
+}
+static void torn_seq_run(uint64_t seed, bool kept[RECS], char *overlap)
+{
+    mount_fs("torn-seq", "head -c 8000 /dev/zero | tr '\\0' . > f", NULL);
+    char spec[64];
+    snprintf(spec, sizeof spec, "torn-seq,seed=%llu", (unsigned long long)seed);
+    set_fault(spec);
+    int fd = open(M("f"), O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    char rec[REC];
+    for (int i = 0; i < RECS; i++) {
+        record_of(i, rec);
+        ck_assert_int_eq(pwrite(fd, rec, REC, (off_t)i * REC), REC);
+        if (i == 9)
+            ck_assert_int_eq(fsync(fd), 0);
+    }
+    ck_assert_int_eq(pwrite(fd, "XXXX", 4, 6000), 4);
+    ck_assert_int_eq(pwrite(fd, "YYYY", 4, 6000), 4);
+    char buf[8000];
+    ck_assert_int_eq(pread(fd, buf, 4, 6000), 4);
+    ck_assert_msg(!memcmp(buf, "YYYY", 4), "the mount does not read its last write");
+    close(fd);
+    cut();
+    ck_assert_int_eq(slurp(B("f"), buf, sizeof buf), 7999);   /* slurp keeps a byte for its NUL */
+    for (int i = 0; i < RECS; i++) {
+        record_of(i, rec);
+        kept[i] = !memcmp(buf + i * REC, rec, REC);
+        bool old = true;
+        for (int j = 0; j < REC; j++)
+            old = old && buf[i * REC + j] == '.';
+        ck_assert_msg(kept[i] || old, "record %d is neither whole nor absent after the cut", i);
+        ck_assert_msg(i >= 10 || kept[i], "record %d was fsynced and is lost", i);
+    }
+    memcpy(overlap, buf + 6000, 4);
+    overlap[4] = 0;
+    ck_assert_msg(!strcmp(overlap, "YYYY") || !strcmp(overlap, "XXXX") || !strcmp(overlap, "...."),
+                  "the place written twice holds '%s'", overlap);
+}
+
+START_TEST(torn_seq_keeps_a_subset_of_the_writes_since_the_fsync)
+{
+    SKIP_IF_NO_FUSE();
+    bool kept[RECS], again[RECS];
+    char overlap[8], overlap2[8];
+    torn_seq_run(5, kept, overlap);
+    /* Any subset: some of the 30 unsynced records kept, some lost, and a
+     * later one kept where an earlier one was lost (the order not kept). */
+    int n = 0, reordered = 0;
+    for (int i = 10; i < RECS; i++) {
+        n += kept[i];
+        for (int j = i + 1; j < RECS; j++)
+            reordered += !kept[i] && kept[j];
+    }
+    ck_assert_msg(n > 0 && n < RECS - 10, "%d of %d unsynced records kept: not a proper subset", n, RECS - 10);
+    ck_assert_msg(reordered > 0, "only a prefix of the writes was kept");
+    /* The same seed, the same subset. */
+    torn_seq_run(5, again, overlap2);
+    ck_assert_msg(!memcmp(kept, again, sizeof kept) && !strcmp(overlap, overlap2), "seed 5 kept another subset");
+    /* Of the place written twice, every outcome turns up over a few seeds:
+     * Y (the last write kept), X (only the first), or neither. */
+    bool seen_x = !strcmp(overlap, "XXXX"), seen_y = !strcmp(overlap, "YYYY"), seen_none = !strcmp(overlap, "....");
+    for (uint64_t seed = 6; seed < 30 && !(seen_x && seen_y && seen_none); seed++) {
+        torn_seq_run(seed, again, overlap2);
+        seen_x |= !strcmp(overlap2, "XXXX");
+        seen_y |= !strcmp(overlap2, "YYYY");
+        seen_none |= !strcmp(overlap2, "....");
+    }
+    ck_assert_msg(seen_x && seen_y && seen_none, "the place written twice: X %d, Y %d, neither %d", seen_x, seen_y,
+                  seen_none);
+}
+END_TEST
+
+static void fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fsync(fd), 0);
+    close(fd);
+}
+
+START_TEST(no_dir_sync_undoes_names_whose_directory_was_not_fsynced)
+{
+    SKIP_IF_NO_FUSE();
+    mount_fs("no-dir-sync", "mkdir a b && printf old > b/target && printf v > b/victim && printf old > a/target", NULL);
+    set_fault("no-dir-sync");
+    put(M("b/tmp"), "new", true);
+    fsync_dir(M("b"));                      /* b/tmp itself is durable */
+    /* Made, its data fsynced: kept only where its directory was fsynced. */
+    put(M("a/kept"), "data", true);
+    put(M("b/lost"), "data", true);
+    /* A rename over a file (the commit of many a database): kept in a/,
+     * undone in b/, where the old target comes back and the new name goes. */
+    put(M("a/tmp"), "new", true);
+    ck_assert_int_eq(rename(M("a/tmp"), M("a/target")), 0);
+    ck_assert_int_eq(rename(M("b/tmp"), M("b/target")), 0);
+    /* An unlink (SQLite's commit in a rollback journal), undone in b/. */
+    ck_assert_int_eq(unlink(M("b/victim")), 0);
+    /* A directory made in b/, and a file in it: its own fsync is not enough. */
+    ck_assert_int_eq(mkdir(M("b/sub"), 0755), 0);
+    put(M("b/sub/x"), "in sub", true);
+    fsync_dir(M("b/sub"));
+    fsync_dir(M("a"));
+    /* While the power is on, every name is as it was made. */
+    ASSERT_CONTENT(M("b/target"), "new");
+    ck_assert_int_eq(access(M("b/victim"), F_OK), -1);
+    ck_assert_int_eq(access(M("b/sub/x"), F_OK), 0);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ls -A '%s'", mnt), 0);
+    ck_assert_msg(!strstr(out, "stash"), "the mount shows its stash: %s", out);
+    cut();
+    ASSERT_CONTENT(B("a/kept"), "data");
+    ASSERT_CONTENT(B("a/target"), "new");
+    ck_assert_int_eq(access(B("a/tmp"), F_OK), -1);
+    ck_assert_int_eq(access(B("b/lost"), F_OK), -1);
+    ASSERT_CONTENT(B("b/target"), "old");
+    ASSERT_CONTENT(B("b/tmp"), "new");
+    ASSERT_CONTENT(B("b/victim"), "v");
+    ck_assert_int_eq(access(B("b/sub"), F_OK), -1);
+    ck_assert_int_eq(run_cmd(out, sizeof out, "ls -A '%s'", backing), 0);
+    ck_assert_str_eq(out, "a\nb\n");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -q 'no-dir-sync: 4 of 4 name operations undone' '%s'",
+                             logfile), 0);
+}
+END_TEST
+
+START_TEST(fsync_eio_once_loses_what_the_failed_fsync_held)
+{
+    SKIP_IF_NO_FUSE();
+    mount_fs("fsync-eio-once", "printf first > victim", NULL);
+    put(M("other"), "before", true);       /* fsyncs before the fault succeed */
+    set_fault("fsync-eio:once,file=victim");
+    int fd = open(M("victim"), O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "SECOND", 6, 0), 6);
+    ck_assert_int_eq(fsync(fd), -1);
+    ck_assert_int_eq(errno, EIO);
+    /* The data is still read back; the retried fsync succeeds, and has
+     * nothing to write (Rebello et al.: the pages were marked clean). */
+    char buf[16] = "";
+    ck_assert_int_eq(pread(fd, buf, 6, 0), 6);
+    ck_assert_str_eq(buf, "SECOND");
+    ck_assert_int_eq(fsync(fd), 0);
+    /* Once: later writes are synced as ever; other files never failed. */
+    ck_assert_int_eq(pwrite(fd, "third", 5, 8192), 5);
+    ck_assert_int_eq(fsync(fd), 0);
+    close(fd);
+    put(M("other"), "after", true);
+    cut();
+    fd = open(B("victim"), O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    memset(buf, 0, sizeof buf);
+    ck_assert_int_eq(pread(fd, buf, 6, 0), 6);
+    ck_assert_msg(!memcmp(buf, "first", 5), "the victim's first page holds '%s', not the write before the fault", buf);
+    ck_assert_int_eq(pread(fd, buf, 5, 8192), 5);
+    ck_assert_int_eq(memcmp(buf, "third", 5), 0);
+    close(fd);
+    ASSERT_CONTENT(B("other"), "after");
+    ck_assert_int_eq(run_cmd(out, sizeof out, "grep -c 'fsync-eio: fsync [0-9]* of /victim failed' '%s'", logfile), 0);
+    ck_assert_str_eq(out, "1\n");
+}
+END_TEST
+
+START_TEST(fsync_eio_always_fails_every_fsync_of_one_file)
+{
+    SKIP_IF_NO_FUSE();
+    mount_fs("fsync-eio-always", NULL, NULL);
+    set_fault("fsync-eio:always");
+    /* The first file fsynced after the fault is the one that fails. */
+    int a = open(M("a"), O_RDWR | O_CREAT, 0644), b = open(M("b"), O_RDWR | O_CREAT, 0644);
+    ck_assert_int_ge(a, 0);
+    ck_assert_int_ge(b, 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(pwrite(a, "aaaa", 4, i * 4), 4);
+        ck_assert_int_eq(fsync(a), -1);
+        ck_assert_int_eq(errno, EIO);
+        ck_assert_int_eq(fdatasync(a), -1);
+        ck_assert_int_eq(pwrite(b, "bbbb", 4, i * 4), 4);
+        ck_assert_int_eq(fsync(b), 0);
+    }
+    char buf[16] = "";
+    ck_assert_int_eq(pread(a, buf, 12, 0), 12);
+    ck_assert_str_eq(buf, "aaaaaaaaaaaa");
+    close(a);
+    close(b);
+    cut();
+    ASSERT_CONTENT(B("a"), "");
+    ASSERT_CONTENT(B("b"), "bbbbbbbbbbbb");
+    /* A bad spec is refused with a clear word, and nothing changes. */
+    ck_assert_int_eq(run_cmd(out, sizeof out, "%s --fault fsync-eio:sometimes '%s'", prog("powerfs"), mnt), 2);
+    ck_assert_ptr_nonnull(strstr(out, "fsync-eio has no variant 'sometimes' (once or always)"));
+}
+END_TEST
+
 /* ---- SQLite ------------------------------------------------------------ */
 
 static void exec_sql(sqlite3 *db, const char *sql)
@@ -716,6 +1033,25 @@ START_TEST(durable_settings_lose_nothing_to_either_crash)
     drive("--backend sqlite --setting journal_mode=wal,synchronous=full --kind power", res, sizeof res);
     ck_assert_msg(field(res, 0, "acknowledged") > 0 && field(res, 0, "lost") == 0, "%s", res);
     ck_assert_ptr_nonnull(strstr(res, "\"integrity\":{\"ok\":true"));
+    /* The whole table audited: every row of the baseline, each a state that existed. */
+    ck_assert_msg(strstr(res, "\"missing\":0,") && strstr(res, "\"stateExisted\":true"), "%s", res);
+    ck_assert_msg(field(res, 0, "rows") == field(res, 0, "baselineRows"), "%s", res);
+}
+END_TEST
+
+/* fsync-eio (Rebello et al.): InnoDB stops at a failed fsync of its redo
+ * log, PostgreSQL PANICs at one of its WAL and starts again; neither
+ * acknowledges a write it then loses. */
+START_TEST(a_failed_fsync_stops_innodb_and_restarts_postgresql)
+{
+    DB_SKIP();
+    char res[8192];
+    drive("--backend innodb --setting innodb_flush_log_at_trx_commit=1 --kind fsync-eio", res, sizeof res);
+    ck_assert_msg(strstr(res, "\"faultOutcome\":\"stopped\"") && field(res, 0, "failedFsyncs") >= 1, "%s", res);
+    ck_assert_msg(field(res, 0, "lost") == 0 && strstr(res, "\"stateExisted\":true"), "%s", res);
+    drive("--backend pg --setting synchronous_commit=on,fsync=on --kind fsync-eio", res, sizeof res);
+    ck_assert_msg(strstr(res, "\"faultOutcome\":\"restarted\"") && strstr(res, "PANIC"), "%s", res);
+    ck_assert_msg(field(res, 0, "lost") == 0 && strstr(res, "\"stateExisted\":true"), "%s", res);
 }
 END_TEST
 
@@ -751,11 +1087,17 @@ Suite *suite_crash(void)
                                          what_databases_call_works,
                                          threads_writing_and_syncing_at_once,
                                          sigusr1_cuts_and_unmount_drops_or_syncs,
+                                         torn_op_keeps_a_prefix_of_the_last_write_not_synced,
+                                         torn_seq_keeps_a_subset_of_the_writes_since_the_fsync,
+                                         no_dir_sync_undoes_names_whose_directory_was_not_fsynced,
+                                         fsync_eio_once_loses_what_the_failed_fsync_held,
+                                         fsync_eio_always_fails_every_fsync_of_one_file,
                                          sqlite_full_survives_a_cut_off_is_lost)),
                          TIER_UNIT),
                     tier(test_case("databases", db_setup, db_teardown, 600,
                                    TESTS(durable_settings_lose_nothing_to_either_crash,
-                                         writes_never_fsynced_are_lost_to_a_power_cut_only)),
+                                         writes_never_fsynced_are_lost_to_a_power_cut_only,
+                                         a_failed_fsync_stops_innodb_and_restarts_postgresql)),
                          TIER_SLOW),
                     NULL);
 }

@@ -1,9 +1,11 @@
 // The crash experiment's checker (docs/CRASH.md): loadgen's --ledger (one
 // acknowledged update answer per line, docs/REQUEST-TYPES.md "The ledger")
-// against the rows of {table}_hits read after the restart. A row holds the
-// largest stamp committed to it, so an acknowledged (code, stamp) whose
-// row holds a smaller stamp, or no row at all, is a write the crash lost.
-// Stamps are 63-bit: they are BigInts here (JSON's numbers would round).
+// and the whole {table}_hits before the run against the table read after
+// the restart. A row holds the largest stamp committed to it, so an
+// acknowledged (code, stamp) whose row holds a smaller stamp, or no row at
+// all, is a write the crash lost; a row no write explains is a state that
+// never existed. Stamps are 63-bit: they are BigInts here (JSON's numbers
+// would round).
 
 // The acknowledged writes of a ledger's text: {writes: [{code, stamp}],
 // bad: [line numbers that are not an update's answer]}. An /update answer
@@ -45,35 +47,108 @@ export function parseRows(text) {
   return rows;
 }
 
-// Each acknowledged write against the rows: {acknowledged, codes (distinct
-// codes written), lost (writes whose row holds less, or has no row),
-// lostCodes, missing (lost writes whose code has no row), newest (the
-// largest acknowledged stamp, as text), lostNewest, lostOldest (as text),
-// examples: up to 5 lost writes {code, stamp, row}}. With ack order known
-// (the ledger's), lostFirstAt is the index of the first lost write among
-// the acknowledged ones in stamp order: how far back the loss reached.
-export function checkLedger(writes, rows) {
-  const codes = new Set(), lostCodes = new Set(), examples = [];
-  let lost = 0, missing = 0, newest = null, lostNewest = null, lostOldest = null;
-  const sorted = [...writes].sort((a, b) => (a.stamp < b.stamp ? -1 : a.stamp > b.stamp ? 1 : 0));
-  let lostFirstAt = -1;
-  sorted.forEach((w, i) => {
+// The whole write table after a crash, audited against the table before
+// the run (baseline) and the acknowledged writes (ledger order: loadgen
+// --threads 1 appends the answers in the order they came). Rows are Maps
+// code -> BigInt stamp (parseRows). Stamps are unique and grow with every
+// write, whoever draws them (the server's counter or the database's
+// sequence), so a stamp of this run is larger than every stamp of the
+// baseline. opts.inFlight: how many writes may have been sent and not
+// acknowledged when the crash came (loadgen's connections, -c: each has
+// one request at a time).
+//
+// Per row: the baseline's stamp, an acknowledged stamp of its code, or a
+// stamp of this run newer than every acknowledged one of its code (a write
+// in flight at the crash, committed, its answer lost). Anything else is a
+// state that never existed:
+//   missing   a row of the baseline that is gone
+//   added     a row that was not in the baseline
+//   older     a row older than its baseline (a durable state undone)
+//   unknown   a stamp that is not the baseline's and no write of this run
+//             can have made (not newer than the baseline's stamps, or
+//             older than an acknowledged stamp of its code while not one)
+//   unacknowledged (more than opts.inFlight of them): more rows changed by
+//             unanswered writes than requests can have been in flight
+// An acknowledged write is lost when its row holds a smaller stamp (or is
+// gone). Acknowledged writes may be lost only as a suffix of the
+// acknowledgement order, give or take the writes in flight: a write
+// acknowledged after a lost one committed before it only if it was in
+// flight when the lost one was acknowledged, so more than inFlight - 1
+// writes kept after the first lost one is a recovery to a state that never
+// existed (outOfOrder).
+//
+// Returns {acknowledged, codes (distinct codes written), lost, lostCodes,
+// newest, lostNewest, lostOldest (stamps as text), lostFirstAt (the first
+// lost write's place in the acknowledgement order, -1: none), examples (up
+// to 5 lost writes {code, stamp, row}), rows, baselineRows, missing, added,
+// older, unknown, unacknowledged, inFlight, keptAfterLost (acknowledged
+// writes kept after the first lost one), stateExisted, findings (a
+// sentence each, up to 5 examples in each)}.
+export function checkLedger(writes, rows, baseline, opts = {}) {
+  const inFlight = opts.inFlight ?? 8;
+  const s = x => (x === null ? null : String(x));
+  const codes = new Set(), lostCodes = new Set(), examples = [], acked = new Map();
+  let lost = 0, newest = null, lostNewest = null, lostOldest = null, lostFirstAt = -1, keptAfterLost = 0;
+  let keptExample = null;
+  writes.forEach((w, i) => {
     codes.add(w.code);
+    if (!acked.has(w.code)) acked.set(w.code, new Set());
+    acked.get(w.code).add(w.stamp);
     if (newest === null || w.stamp > newest) newest = w.stamp;
     const row = rows.get(w.code);
-    if (row !== undefined && row >= w.stamp) return;
+    if (row !== undefined && row >= w.stamp) {
+      if (lostFirstAt >= 0) {
+        keptAfterLost++;
+        keptExample ??= { code: w.code, stamp: String(w.stamp), row: String(row), at: i };
+      }
+      return;
+    }
     lost++;
     lostCodes.add(w.code);
-    if (row === undefined) missing++;
     if (lostFirstAt < 0) lostFirstAt = i;
     if (lostNewest === null || w.stamp > lostNewest) lostNewest = w.stamp;
     if (lostOldest === null || w.stamp < lostOldest) lostOldest = w.stamp;
     if (examples.length < 5) examples.push({ code: w.code, stamp: String(w.stamp), row: row === undefined ? null : String(row) });
   });
-  const s = x => (x === null ? null : String(x));
-  return { acknowledged: writes.length, codes: codes.size, lost, lostCodes: lostCodes.size, missing,
-           newest: s(newest), lostNewest: s(lostNewest), lostOldest: s(lostOldest),
-           lostFirstAt, examples };
+
+  // The rows against the baseline.
+  let baselineMax = -1n;
+  for (const v of (baseline ?? new Map()).values()) if (v > baselineMax) baselineMax = v;
+  const kinds = { missing: [], added: [], older: [], unknown: [], unacknowledged: [] };
+  if (baseline) {
+    for (const [code, was] of baseline) {
+      const row = rows.get(code);
+      if (row === undefined) { kinds.missing.push({ code, was: String(was) }); continue; }
+      if (row === was || acked.get(code)?.has(row)) continue;
+      const e = { code, was: String(was), row: String(row) };
+      if (row < was) kinds.older.push(e);
+      else if (row <= baselineMax || [...(acked.get(code) ?? [])].some(a => a > row)) kinds.unknown.push(e);
+      else kinds.unacknowledged.push(e);
+    }
+    for (const [code, row] of rows) if (!baseline.has(code)) kinds.added.push({ code, row: String(row) });
+  }
+  const findings = [];
+  const say = (list, what) => {
+    if (list.length) findings.push(`${list.length} ${what}: ${list.slice(0, 5).map(e => JSON.stringify(e)).join(', ')}`);
+  };
+  say(kinds.missing, 'rows of the baseline missing');
+  say(kinds.added, 'rows not in the baseline');
+  say(kinds.older, 'rows older than the baseline');
+  say(kinds.unknown, 'rows holding a stamp no write of the run made');
+  if (kinds.unacknowledged.length > inFlight)
+    say(kinds.unacknowledged, `rows changed by unanswered writes, more than the ${inFlight} that can be in flight`);
+  if (keptAfterLost > inFlight - 1)
+    findings.push(`${keptAfterLost} acknowledged writes kept after the first lost one (${examples[0].code} ` +
+                  `${examples[0].stamp}, acknowledged #${lostFirstAt + 1}), more than the ${inFlight - 1} in flight ` +
+                  `beside it: e.g. ${JSON.stringify(keptExample)}`);
+  return {
+    acknowledged: writes.length, codes: codes.size, lost, lostCodes: lostCodes.size,
+    newest: s(newest), lostNewest: s(lostNewest), lostOldest: s(lostOldest), lostFirstAt, examples,
+    rows: rows.size, baselineRows: baseline ? baseline.size : null,
+    missing: kinds.missing.length, added: kinds.added.length, older: kinds.older.length, unknown: kinds.unknown.length,
+    unacknowledged: kinds.unacknowledged.length, inFlight, keptAfterLost,
+    stateExisted: findings.length === 0, findings,
+  };
 }
 
 // MariaDB's CHECK TABLE output (mariadb -N -B: Table, Op, Msg_type,

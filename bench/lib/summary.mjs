@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { commitText, machineKey } from './provenance.mjs';
-import { SETTINGS, DURABLE, crashCells } from './durability.mjs';
+import { SETTINGS, CRASH_SETTINGS, DURABLE, KINDS, crashCells } from './durability.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
@@ -97,8 +97,32 @@ export function answer(dataDir) {
   return lines;
 }
 
+// The crash experiment's kinds of crash, as the answer names them.
+const CRASH_WORDS = { process: 'process crashes', power: 'power cuts (clear-cache)', 'torn-op': 'torn-op cuts',
+                      'torn-seq': 'torn-seq cuts', 'no-dir-sync': 'no-dir-sync cuts', 'fsync-eio': 'fsync-eio runs' };
+
+// What a setting survived in the crash experiment's runs (lib/durability.mjs
+// crashCells), naming each kind of crash: ", survived N process crashes,
+// ...; under KIND: what went wrong". '' when it was not run.
+export function survivedText(crash, b, s) {
+  const kinds = KINDS.map(k => crash?.get(`${b} ${s} ${k}`)).filter(Boolean);
+  if (!kinds.length) return '';
+  const wrong = g => [g.losing && `lost acknowledged writes in ${g.losing} of ${g.checked} (median ${g.lostPct}%)`,
+                      g.existed < g.audited && `recovered to a state that never existed in ${g.audited - g.existed} of ${g.audited}`,
+                      g.startedRuns < g.runs && `did not start after ${g.runs - g.startedRuns} of ${g.runs}`,
+                      g.corrupt && `failed its integrity check after ${g.corrupt}`].filter(Boolean);
+  const kept = kinds.filter(g => !wrong(g).length), hurt = kinds.filter(g => wrong(g).length);
+  const parts = [];
+  if (kept.length) parts.push(`survived ${kept.map(g => `${g.runs} ${CRASH_WORDS[g.kind]}`).join(', ')}`);
+  for (const g of hurt) {
+    const text = `under ${CRASH_WORDS[g.kind]}: ${wrong(g).join(', ')}`;
+    parts.push(DURABLE.has(`${b} ${s}`) ? `**${text}**` : text);
+  }
+  return `, ${parts.join('; ')}`;
+}
+
 // What a durability setting buys (the durability experiment's updates/s
-// at c 10, over the backend's durable setting) and what it loses (the
+// at c 10, over the backend's durable setting) and what it survives (the
 // crash experiment's recorded runs, DIR/data/crash/results.jsonl).
 function durability(dataDir, backends) {
   const dur = readJSON(path.join(dataDir, 'durability.json')) || {};
@@ -106,29 +130,24 @@ function durability(dataDir, backends) {
   try {
     crash = crashCells(fs.readFileSync(path.join(dataDir, 'crash', 'results.jsonl'), 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l)));
   } catch { /* not recorded */ }
-  const lost = (b, s) => {
-    if (!crash) return '';
-    const kinds = ['process', 'power'].map(k => crash.get(`${b} ${s} ${k}`)).filter(Boolean);
-    if (!kinds.length) return '';
-    const losing = kinds.filter(g => g.losing);
-    return losing.length ? `, lost writes in ${losing.map(g => `${g.losing} of ${g.runs} ${g.kind === 'power' ? 'power cuts' : 'process crashes'} (median ${g.lostPct}%)`).join(' and ')}`
-                         : `, lost nothing in ${kinds.map(g => `${g.runs} ${g.kind === 'power' ? 'power cuts' : 'process crashes'}`).join(' and ')}`;
-  };
   const out = [];
   for (const b of backends) {
     const durable = SETTINGS[b].find(s => DURABLE.has(`${b} ${s}`)) || SETTINGS[b][0];
     const base = dur[`${b} ${durable} 10`];
     if (!base && !crash) continue;
-    const rows = SETTINGS[b].map(s => {
+    const rows = CRASH_SETTINGS[b].filter(s => SETTINGS[b].includes(s) || survivedText(crash, b, s)).map(s => {
       const f = dur[`${b} ${s} 10`];
       const rate = f ? `${fmtFigure(f)}${s === durable || !base ? '' : ` (${ratio(f, base)})`}` : 'updates/s not measured';
-      return `${s === 'as-is' ? 'as it is' : s}: ${rate}${lost(b, s)}`;
+      return `${s === 'as-is' ? 'as it is' : s}: ${rate}${survivedText(crash, b, s)}`;
     });
     out.push(`- ${LABEL[b]}: ${rows.join('; ')}.`);
   }
   if (!out.length) return [];
   return ['Durability: acknowledged updates per second at c=10 under each setting (over the durable one, ratio of medians) and ' +
-          'what each lost in the crash experiment\'s runs (docs/RESULTS-durability.md, docs/RESULTS-crash.md):', '', ...out, ''];
+          'what each survived in the crash experiment\'s runs, by kind of crash: a process crash, a power cut that loses what ' +
+          'was not fsynced (clear-cache), and one that also tears the last write (torn-op), keeps any subset of the writes ' +
+          'since each fsync (torn-seq), undoes names whose directory was not fsynced (no-dir-sync), or follows a failed ' +
+          'fsync (fsync-eio) (docs/RESULTS-durability.md, docs/RESULTS-crash.md, docs/CRASH.md):', '', ...out, ''];
 }
 
 // The lookups over HTTP (the server experiment's answer.json): the ranking
