@@ -2,16 +2,24 @@
  * are made of. Once per run: a flush of an 8 kB write (pwrite + fdatasync
  * on one file, as pg_test_fsync times PostgreSQL's default wal_sync_method)
  * in the scratch directory; a loopback TCP round trip of one byte; a
- * process spawn (posix_spawn of /bin/true and its wait). Per backend: a
- * connection made and closed (an SQLite open and close). Each run times n
- * of them; a figure's per-operation cost is its seconds over n. */
+ * process spawn (posix_spawn of /bin/true and its wait); a wake-up (a
+ * thread asleep in epoll_wait woken through an eventfd, and answering
+ * through another: a round trip is two); a context switch (two processes
+ * on one CPU taking turns through a pipe: a round trip is two); a fork and
+ * exit (fork, _exit, waitpid); a memory-bound load (a chain of dependent
+ * reads through 64 MiB, as a cache miss costs). Per backend: a connection
+ * made and closed (an SQLite open and close). Each run times n of them; a
+ * figure's per-operation cost is its seconds over n. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,13 +123,141 @@ static int time_spawn(int n, double *secs, struct zb_err *err)
     return 0;
 }
 
+/* A thread asleep in epoll_wait on an eventfd, woken, waking back: n
+ * round trips (two wake-ups each). */
+struct wake_pair {
+    int to, back, ep;
+    int n;
+};
+
+static void *wake_main(void *arg)
+{
+    struct wake_pair *w = arg;
+    struct epoll_event ev;
+    uint64_t v;
+    for (int i = 0; i < w->n; i++) {
+        if (epoll_wait(w->ep, &ev, 1, 5000) != 1 || read(w->to, &v, sizeof v) != sizeof v)
+            break;
+        v = 1;
+        if (write(w->back, &v, sizeof v) != sizeof v)
+            break;
+    }
+    return NULL;
+}
+
+static int time_wake(int n, double *secs, struct zb_err *err)
+{
+    struct wake_pair w = { eventfd(0, 0), eventfd(0, 0), epoll_create1(0), n };
+    struct epoll_event ev = { .events = EPOLLIN };
+    pthread_t t;
+    int rc = 0;
+    if (w.to < 0 || w.back < 0 || w.ep < 0 || epoll_ctl(w.ep, EPOLL_CTL_ADD, w.to, &ev) < 0 ||
+        pthread_create(&t, NULL, wake_main, &w) != 0) {
+        rc = zb_fail(err, ZB_ERR_SYS, "eventfd ping-pong: %s", strerror(errno));
+    } else {
+        uint64_t v = 1;
+        double t0 = zb_now_s();
+        for (int i = 0; i < n && rc == 0; i++)
+            if (write(w.to, &v, sizeof v) != sizeof v || read(w.back, &v, sizeof v) != sizeof v)
+                rc = zb_fail(err, ZB_ERR_SYS, "eventfd ping-pong: %s", strerror(errno));
+        *secs = zb_now_s() - t0;
+        pthread_join(t, NULL);
+    }
+    close(w.to);
+    close(w.back);
+    close(w.ep);
+    return rc;
+}
+
+/* Two processes on one CPU, taking turns through two pipes: n round
+ * trips, two switches each. */
+static int time_switch(int n, double *secs, struct zb_err *err)
+{
+    int a[2], b[2];
+    if (pipe(a) < 0 || pipe(b) < 0)
+        return zb_fail(err, ZB_ERR_SYS, "pipe: %s", strerror(errno));
+    cpu_set_t one, was;
+    sched_getaffinity(0, sizeof was, &was);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &was)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    sched_setaffinity(0, sizeof one, &one);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char c;
+        while (read(a[0], &c, 1) == 1 && write(b[1], &c, 1) == 1)
+            ;
+        _exit(0);
+    }
+    int rc = pid < 0 ? zb_fail(err, ZB_ERR_SYS, "fork: %s", strerror(errno)) : 0;
+    char c = 'x';
+    double t0 = zb_now_s();
+    for (int i = 0; i < n && rc == 0; i++)
+        if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+            rc = zb_fail(err, ZB_ERR_SYS, "pipe ping-pong: %s", strerror(errno));
+    *secs = zb_now_s() - t0;
+    close(a[1]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    close(a[0]);
+    close(b[0]);
+    close(b[1]);
+    sched_setaffinity(0, sizeof was, &was);
+    return rc;
+}
+
+static int time_fork(int n, double *secs, struct zb_err *err)
+{
+    double t0 = zb_now_s();
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        if (pid < 0 || waitpid(pid, NULL, 0) < 0)
+            return zb_fail(err, ZB_ERR_SYS, "fork: %s", strerror(errno));
+    }
+    *secs = zb_now_s() - t0;
+    return 0;
+}
+
+/* n dependent loads through a random cycle of 64 MiB of pointers. */
+static int time_memory(int n, double *secs, struct zb_err *err)
+{
+    size_t count = (64u << 20) / sizeof(size_t);
+    size_t *next = malloc(count * sizeof *next);
+    if (!next)
+        return zb_fail(err, ZB_ERR_SYS, "out of memory");
+    for (size_t i = 0; i < count; i++)
+        next[i] = i;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = count - 1; i > 0; i--) {   /* Sattolo's shuffle: one cycle through all */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t j = (size_t)(x % i), t = next[i];
+        next[i] = next[j];
+        next[j] = t;
+    }
+    size_t at = 0;
+    double t0 = zb_now_s();
+    for (int i = 0; i < n; i++)
+        at = next[at];
+    *secs = zb_now_s() - t0;
+    __asm__ volatile("" : : "r"(at));
+    free(next);
+    return 0;
+}
+
 int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err)
 {
     struct utsname u;
     uname(&u);
     snprintf(machine.version, sizeof machine.version, "%.40s %.50s", u.sysname, u.release);
     const int nfsync = o->calib_n * 5, ntcp = o->calib_n * 50, nspawn = o->calib_n * 2;
-    struct sb_figure *f = calloc(3, sizeof *f);
+    const int nwake = o->calib_n * 50, nfork = o->calib_n * 4, nmem = o->calib_n * 2000;
+    enum { NFIG = 7 };
+    struct sb_figure *f = calloc(NFIG, sizeof *f);
     if (!f)
         return zb_fail(err, ZB_ERR_SYS, "out of memory");
     char where[1200];
@@ -129,6 +265,12 @@ int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err)
     sb_figure_init(&f[0], "calibrate", where, &machine, "", nfsync);
     sb_figure_init(&f[1], "calibrate", "tcp: 1-byte round trip on 127.0.0.1", &machine, "", ntcp);
     sb_figure_init(&f[2], "calibrate", "spawn: posix_spawn /bin/true + waitpid", &machine, "", nspawn);
+    sb_figure_init(&f[3], "calibrate", "wake: an eventfd round trip between two threads (two wake-ups "
+                   "from epoll_wait)", &machine, "", nwake);
+    sb_figure_init(&f[4], "calibrate", "switch: a pipe round trip between two processes on one CPU "
+                   "(two context switches)", &machine, "", nwake);
+    sb_figure_init(&f[5], "calibrate", "fork: fork + _exit + waitpid", &machine, "", nfork);
+    sb_figure_init(&f[6], "calibrate", "memory: a dependent load through 64 MiB", &machine, "", nmem);
     int rc = 0;
     for (int r = 0; r < o->repeat && rc == 0; r++) {
         double s = 0;
@@ -138,8 +280,16 @@ int sb_calibrate_machine(const struct sb_opts *o, struct zb_err *err)
             sb_figure_add(&f[1], s, 0, 0);
         if (rc == 0 && (rc = time_spawn(nspawn, &s, err)) == 0)
             sb_figure_add(&f[2], s, 0, 0);
+        if (rc == 0 && (rc = time_wake(nwake, &s, err)) == 0)
+            sb_figure_add(&f[3], s, 0, 0);
+        if (rc == 0 && (rc = time_switch(nwake, &s, err)) == 0)
+            sb_figure_add(&f[4], s, 0, 0);
+        if (rc == 0 && (rc = time_fork(nfork, &s, err)) == 0)
+            sb_figure_add(&f[5], s, 0, 0);
+        if (rc == 0 && (rc = time_memory(nmem, &s, err)) == 0)
+            sb_figure_add(&f[6], s, 0, 0);
     }
-    for (int i = 0; i < 3 && rc == 0; i++)
+    for (int i = 0; i < NFIG && rc == 0; i++)
         sb_record(&f[i]);
     free(f);
     return rc;
