@@ -114,6 +114,11 @@ test: all $(BIN)/zbtest dataset hdrjs
 check: all $(BIN)/zbtest
 	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest --tier unit $(TESTS)
 
+# The bench driver's own tests (node --test bench/test/), apart from the
+# C unit tier; make test runs them too (tests/test_bench.c, case driver).
+check-bench: all
+	ZB_BUILD=$(BUILD) node --test bench/test/
+
 # The slow tier alone (lifecycle, bench, lab), with the servers up; make
 # test runs it too.
 test-slow: all $(BIN)/zbtest dataset hdrjs
@@ -179,5 +184,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all check test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man
+.PHONY: all check check-bench test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

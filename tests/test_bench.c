@@ -169,7 +169,9 @@ END_TEST
 
 Suite *suite_bench(void)
 {
-    TCase *driver = tier(test_case("driver", NULL, NULL, 120, TESTS(driver_unit_tests)), TIER_UNIT);
+    /* Untagged: make test runs it, make check does not (make check-bench
+     * runs the Node suite alone). */
+    TCase *driver = test_case("driver", NULL, NULL, 120, TESTS(driver_unit_tests));
     TCase *smoke = tier(test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table)), TIER_SLOW);
     return suite_of("bench", driver, smoke, NULL);
 }
