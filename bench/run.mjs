@@ -126,7 +126,8 @@ Your own app:
       ./zipbench run --url 'http://127.0.0.1:8082/zip.php?backend=sqlite&code={key}' \\
         --keys build/ken_all.keys --concurrency 10
 
-Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA.
+Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA, ZB_RUNS
+(where runs are saved, default build/runs).
 Exit status: 0 when every cell was measured without errors, 1 when a run
 failed or answered errors (shown in the errors column), 2 on bad usage,
 130 when interrupted (Ctrl-C, SIGTERM).`;
@@ -293,7 +294,7 @@ async function main() {
     console.log(`Interrupted: ${made} of ${n * runs * (paired ? 2 : 1)} runs made. What was measured so far:\n`);
   }
   const bad = report(cells, cellsOf);
-  console.log(`\n${provenanceLine()}\nThe server's log: ${urlMode ? '(none: --url)' : log}.`);
+  console.log(`\n${provenanceLine()}${urlMode ? '' : `\nThe server's log: ${log}.`}`);
   console.log(progress.breakdown(cells.keys().reduce((t, k) => t + cells.get(k).values.length, 0)));
   save(cells, cellsOf, interrupted);
   if (interrupted) return 130;

@@ -58,7 +58,7 @@ export class Progress {
     const measured = this.spent.runs || 0;
     const parts = PARTS.map(([k, what]) => [what, this.spent[k] || 0]).filter(([, s]) => s >= 0.05);
     const other = wall - parts.reduce((a, [, s]) => a + s, 0);
-    const text = [`Where the ${clock(wall)} (${wall.toFixed(0)} s) went: ` +
+    const text = [`Where the ${wall.toFixed(0)} s went: ` +
       [...parts, ['the rest (the driver, its reports)', Math.max(0, other)]]
         .map(([what, s]) => `${what} ${s.toFixed(1)} s`).join(', ') + '.'];
     if (measured > 0 && wall > 2 * measured) {

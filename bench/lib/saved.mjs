@@ -1,5 +1,5 @@
 // Every run kept: `make run` and `zipbench run` write their JSON into
-// BUILD/runs/ as TIME-COMMIT-NAME.json (UTC time, so that the names sort
+// BUILD/runs/ (or $ZB_RUNS) as TIME-COMMIT-NAME.json (UTC time, so that the names sort
 // as the runs were made; the commit's first 7 digits, "+" when the tree
 // had changed tracked files; a short name of what was measured), and
 // `zipbench compare` with no arguments reads the last two of them.
@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-// The directory of the saved runs of the build (ZB_BUILD, default build),
-// under the tree.
+// The directory of the saved runs: ZB_RUNS (the tests' own), else runs/
+// of the build (ZB_BUILD, default build) under the tree.
 export function runsDir(build = process.env.ZB_BUILD || 'build') {
-  return path.resolve(ROOT, build, 'runs');
+  return process.env.ZB_RUNS ? path.resolve(process.env.ZB_RUNS) : path.resolve(ROOT, build, 'runs');
 }
 
 // The file a run is saved in: "20250302-004512-a9a1e4a-sqlite.json".
