@@ -177,6 +177,24 @@ bench: all dataset
 man: all
 	node bench/man.mjs $(BUILD)/man
 
+# make install PREFIX=~/.local (or /usr/local, the default): PREFIX/bin/
+# zipbench, a link to this tree's front door (which runs the tree's
+# programs and scripts, so the tree stays where it is), the man pages
+# (man zipbench-run) and the bash completion where man and bash-completion
+# look. make uninstall takes them away again.
+PREFIX  ?= /usr/local
+MANDIR  := $(PREFIX)/share/man/man1
+COMPDIR := $(PREFIX)/share/bash-completion/completions
+install: man
+	install -d '$(PREFIX)/bin' '$(MANDIR)' '$(COMPDIR)'
+	ln -sfn '$(CURDIR)/zipbench' '$(PREFIX)/bin/zipbench'
+	install -m 644 $(BUILD)/man/*.1 '$(MANDIR)/'
+	install -m 644 scripts/completion.bash '$(COMPDIR)/zipbench'
+	@echo "installed: $(PREFIX)/bin/zipbench -> $(CURDIR)/zipbench, $$(ls $(BUILD)/man/*.1 | wc -l) man pages in $(MANDIR), the completion in $(COMPDIR)"
+
+uninstall:
+	rm -f '$(PREFIX)/bin/zipbench' '$(COMPDIR)/zipbench' $(patsubst $(BUILD)/man/%,'$(MANDIR)/%',$(wildcard $(BUILD)/man/*.1))
+
 # The main job: load the real list into SQLite, serve it, measure it.
 run: all dataset
 	scripts/run
@@ -184,5 +202,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all check check-bench test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man
+.PHONY: all check check-bench test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man install uninstall
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
