@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -448,4 +449,95 @@ Suite *suite_of(const char *name, TCase *first, ...)
         suite_add_tcase(s, tc);
     va_end(ap);
     return s;
+}
+
+/* ---- Ctrl-C ---- */
+
+pid_t start_in_group(const char *cmd)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);   /* either of us may come first */
+    return pid;
+}
+
+/* The fields of /proc/PID/stat after the name: state, ppid, pgrp. */
+static bool proc_state(int pid, char *state, int *pgrp)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')');   /* the name may hold spaces */
+    int ppid;
+    return close_paren && sscanf(close_paren + 1, " %c %d %d", state, &ppid, pgrp) == 3;
+}
+
+int group_running(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), pgrp;
+        char state;
+        n += pid > 0 && proc_state(pid, &state, &pgrp) && pgrp == pgid && state != 'Z';
+    }
+    closedir(d);
+    return n;
+}
+
+int processes_with(const char *text)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0 || pid == getpid())
+            continue;
+        char path[64], cmd[8192];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(cmd, 1, sizeof cmd - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i++)
+            if (!cmd[i])
+                cmd[i] = ' ';
+        cmd[len] = 0;
+        n += strstr(cmd, text) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
+double ctrl_c_bound_ms(void)
+{
+    uint64_t t0 = zb_now_ns();
+    run_cmd(NULL, 0, "node -e 0");
+    return 2000 + 10 * (double)(zb_now_ns() - t0) / 1e6;
+}
+
+int ctrl_c(pid_t pid, double *ms, int *left)
+{
+    uint64_t t0 = zb_now_ns();
+    ck_assert_int_eq(kill(-pid, SIGINT), 0);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    *ms = (double)(zb_now_ns() - t0) / 1e6;
+    *left = group_running(pid);
+    if (*left)
+        kill(-pid, SIGKILL);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -126,6 +126,22 @@ int free_port(int from);
  * tests, and they inherit it). */
 int test_port(int preferred);
 
+/* ---- Ctrl-C: a command in a process group of its own, as a terminal runs it ---- */
+/* Starts `sh -c cmd` in a new process group (its pid is the group's). */
+pid_t start_in_group(const char *cmd);
+/* How many processes of group pgid still run (zombies not counted: one
+ * whose parent ended waits for init to reap it, which may take a while). */
+int group_running(pid_t pgid);
+/* How many processes but this one have text in their command line. */
+int processes_with(const char *text);
+/* Ctrl-C as a terminal sends it: SIGINT to the group of pid, then waits
+ * for pid. Its exit status (128 + signal when killed), the ms it took in
+ * *ms, and the processes of the group still running then in *left (those
+ * are killed). The bound a stop must keep on this machine now: 2 s, plus
+ * ten times what starting node takes here (a busy machine's slowness). */
+int ctrl_c(pid_t pid, double *ms, int *left);
+double ctrl_c_bound_ms(void);
+
 /* ---- Check suites: every tests/test_NAME.c builds its suite with these ---- */
 #include <check.h>
 

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -154,6 +155,42 @@ START_TEST(quick_run_produces_every_table)
 }
 END_TEST
 
+/* Ctrl-C, as a terminal sends it (SIGINT to the process group), while a
+ * bench part measures: the driver stops its servers and clients and exits
+ * 130 within the bound (helpers.h, ctrl_c_bound_ms), nothing of its group
+ * left, no server of its own left. */
+START_TEST(ctrl_c_stops_the_bench)
+{
+    char mark[64], cmd[1200], out[4096];
+    snprintf(mark, sizeof mark, "bench-int-%d-%ld", (int)getpid(), (long)time(NULL));
+    const char *log = build_path("test/bench-ctrl-c.log");
+    snprintf(cmd, sizeof cmd, MARK_VAR "=%s exec scripts/bench --quick --only server > '%s' 2>&1", mark, log);
+    pid_t pid = start_in_group(cmd);
+    /* Until a client of its runs against its server. */
+    bool measuring = false;
+    for (int i = 0; i < 15000 && !measuring; i++) {
+        measuring = our_processes("bin/loadgen", mark) > 0 && our_processes("bin/server", mark) > 0;
+        if (!measuring && waitpid(pid, NULL, WNOHANG) != 0)
+            break;
+        if (!measuring)
+            usleep(20 * 1000);
+    }
+    if (!measuring)
+        run_cmd(out, sizeof out, "tail -c 2000 '%s'", log);
+    ck_assert_msg(measuring, "the bench never measured: %s", out);
+    double bound = ctrl_c_bound_ms(), ms;
+    int left, rc = ctrl_c(pid, &ms, &left);
+    run_cmd(out, sizeof out, "tail -c 2000 '%s'", log);
+    printf("bench: Ctrl-C while measuring: exit %d after %.0f ms (bound %.0f)\n", rc, ms, bound);
+    fflush(stdout);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
+    ck_assert_msg(ms < bound, "stopped %.0f ms after SIGINT (bound %.0f): %s", ms, bound, out);
+    ck_assert_msg(left == 0, "%d processes of its group outlived it", left);
+    ck_assert_int_eq(our_processes("bin/server", mark), 0);
+    ck_assert_int_eq(our_processes("bin/loadgen", mark), 0);
+}
+END_TEST
+
 /* The driver's own arithmetic (the .test.mjs files of bench/test: the median's
  * interval, when a cell stops, how it prints), with Node's test runner. */
 START_TEST(driver_unit_tests)
@@ -171,7 +208,8 @@ Suite *suite_bench(void)
 {
     /* Untagged: make test runs it, make check does not (make check-bench
      * runs the Node suite alone). */
-    TCase *driver = test_case("driver", NULL, NULL, 120, TESTS(driver_unit_tests));
-    TCase *smoke = tier(test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table)), TIER_SLOW);
+    TCase *driver = test_case("driver", NULL, NULL, 600, TESTS(driver_unit_tests));
+    TCase *smoke = tier(test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table, ctrl_c_stops_the_bench)),
+                        TIER_SLOW);
     return suite_of("bench", driver, smoke, NULL);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -351,12 +352,49 @@ START_TEST(foreign_environment_is_dropped)
 }
 END_TEST
 
+/* Ctrl-C, as a terminal sends it (SIGINT to the process group), while
+ * `make test` runs a suite with a server of its own under load: make, the
+ * runner, the test's server, loader and loadgen are gone within the bound
+ * (helpers.h, ctrl_c_bound_ms), nothing of the group left. The databases
+ * were up before, so they stay. */
+START_TEST(ctrl_c_stops_make_test)
+{
+    char cmd[2 * PATH_MAX + 256], out[4096], log[PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/ctrl-c.log", dir);
+    const char *b = getenv("ZB_BUILD");
+    snprintf(cmd, sizeof cmd, "exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make BUILD='%s' test TESTS=sqlite > '%s' 2>&1",
+             b && *b ? b : "build", log);
+    pid_t pid = start_in_group(cmd);
+    /* Until the sqlite suite's server serves (its config is the suite's). */
+    bool serving = false;
+    for (int i = 0; i < 15000 && !serving; i++) {
+        serving = processes_with("bin/server --conf ") > 0 && processes_with("test/sqlite/sqlite.conf") > 0;
+        if (!serving && waitpid(pid, NULL, WNOHANG) != 0)
+            break;
+        if (!serving)
+            usleep(20 * 1000);
+    }
+    if (!serving)
+        run_cmd(out, sizeof out, "tail -c 2000 '%s'", log);
+    ck_assert_msg(serving, "the sqlite suite's server never ran: %s", out);
+    usleep(500 * 1000);   /* into its first test */
+    double bound = ctrl_c_bound_ms(), ms;
+    int left, rc = ctrl_c(pid, &ms, &left);
+    run_cmd(out, sizeof out, "tail -c 1500 '%s'", log);
+    fprintf(stderr, "lifecycle: Ctrl-C in make test: exit %d after %.0f ms (bound %.0f)\n", rc, ms, bound);
+    ck_assert_msg(rc != 0, "make test passed though interrupted: %s", out);
+    ck_assert_msg(ms < bound, "make test stopped %.0f ms after SIGINT (bound %.0f): %s", ms, bound, out);
+    ck_assert_msg(left == 0, "%d processes of make test's group outlived it: %s", left, out);
+    ck_assert_int_eq(processes_with("test/sqlite/sqlite.conf"), 0);
+}
+END_TEST
+
 Suite *suite_lifecycle(void)
 {
     TCase *t = tier(test_case("ports", setup, NULL, 180, TESTS(
         ports_are_below_the_ephemeral_range, databases_restart_right_after_a_load,
         foreign_environment_is_dropped)), TIER_SLOW);
     TCase *r = tier(test_case("make test", setup, NULL, 1200, TESTS(
-        make_test_twice_then_in_a_second_checkout)), TIER_SLOW);
+        make_test_twice_then_in_a_second_checkout, ctrl_c_stops_make_test)), TIER_SLOW);
     return suite_of("lifecycle", t, r, NULL);
 }

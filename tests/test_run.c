@@ -6,8 +6,6 @@
  * starting node takes there), and no process of its group is left. The
  * dataset is a CSV of the test's own, on SQLite: no database server. */
 #include <check.h>
-#include <dirent.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,89 +42,24 @@ static void write_rows(int rows)
                              "printf \"K%%07d,item %%d,%%d\\n\", i, i, i %% 97 }' > '%s'", rows, csv), 0);
 }
 
-/* What starting node takes here now, in ms: the stop's bound grows with it. */
-static double node_start_ms(void)
-{
-    uint64_t t0 = zb_now_ns();
-    run_cmd(NULL, 0, "node -e 0");
-    return (double)(zb_now_ns() - t0) / 1e6;
-}
-
 /* scripts/run ARGS in a process group of its own, output in out_file. */
 static pid_t start_run(const char *args, int port)
 {
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        char cmd[4096], p[16];
-        snprintf(p, sizeof p, "%d", port);
-        setenv("ZB_RUN_PORT", p, 1);
-        setenv("ZB_RUNS", runs_dir, 1);
-        snprintf(cmd, sizeof cmd, "exec scripts/run --conf '%s' --csv '%s' --key k --backends sqlite %s > '%s' 2>&1",
-                 conf, csv, args, out_file);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    return pid;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ZB_RUN_PORT=%d ZB_RUNS='%s' exec scripts/run --conf '%s' --csv '%s' --key k "
+             "--backends sqlite %s > '%s' 2>&1", port, runs_dir, conf, csv, args, out_file);
+    return start_in_group(cmd);
 }
 
-/* How many processes (but this one) whose command line holds text are
- * alive: read from /proc here, so that no command of ours holds it. */
-static int alive_with(const char *text)
-{
-    DIR *d = opendir("/proc");
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0 || pid == getpid())
-            continue;
-        char path[64], cmd[8192];
-        snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(cmd, 1, sizeof cmd - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < len; i++)
-            if (!cmd[i])
-                cmd[i] = ' ';
-        cmd[len] = 0;
-        n += strstr(cmd, text) != NULL;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Processes of process group pgid that still run (not zombies: one whose
- * parent ended waits for init to reap it, which may take a while). */
-static int group_running(pid_t pgid)
-{
-    char out[64];
-    run_cmd(out, sizeof out, "cat /proc/[0-9]*/stat 2>/dev/null | "
-            "awk '{ sub(/^.*\\) /, \"\"); if ($3 == %d && $1 != \"Z\") n++ } END { print n + 0 }'", (int)pgid);
-    return atoi(out);
-}
-
-/* SIGINT to the group; the exit status and the ms it took. Fails the test
- * if the group outlives the bound. */
+/* Ctrl-C to the run: its exit status; within the bound, nothing of its
+ * group left. */
 static int interrupt(pid_t pid, double *ms)
 {
-    double bound = 2000 + 10 * node_start_ms();
-    uint64_t t0 = zb_now_ns();
-    ck_assert_int_eq(kill(-pid, SIGINT), 0);
-    int st = 0;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    *ms = (double)(zb_now_ns() - t0) / 1e6;
-    /* The rest of the group, ended (what a terminal's Ctrl-C reaches). */
-    int left = group_running(pid);
-    if (left)
-        kill(-pid, SIGKILL);
+    double bound = ctrl_c_bound_ms();
+    int left, rc = ctrl_c(pid, ms, &left);
     ck_assert_msg(!left, "%d processes of the run's group outlived it", left);
     ck_assert_msg(*ms < bound, "the run stopped %.0f ms after SIGINT (bound %.0f)", *ms, bound);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return rc;
 }
 
 static int file_text(const char *path, char *buf, size_t len)
@@ -146,7 +79,7 @@ START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
     char out[65536];
     for (int i = 0; i < 15000; i++) {
         run_cmd(out, sizeof out, "grep -c 'bin/loadgen .*127.0.0.1:%d/' '%s' 2>/dev/null || echo 0", port, log);
-        if (atoi(out) >= 26 && alive_with("bin/loadgen -q --json -c 2") > 0)
+        if (atoi(out) >= 26 && processes_with("bin/loadgen -q --json -c 2") > 0)
             break;
         ck_assert_msg(waitpid(pid, NULL, WNOHANG) == 0, "the run ended by itself: %s",
                       (file_text(out_file, out, sizeof out), out));
@@ -164,7 +97,7 @@ START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
     ck_assert_msg(strstr(out, "pooled / per-request, from the runs of the same rounds"), "%s", out);
     ck_assert_msg(strstr(out, "Saved: ") && strstr(out, "-items2000-sqlite-interrupted.json"), "%s", out);
     ck_assert_int_eq(run_cmd(out, sizeof out, "ls '%s' | grep -c interrupted", runs_dir), 0);
-    ck_assert_int_eq(alive_with(csv), 0);
+    ck_assert_int_eq(processes_with(csv), 0);
 }
 END_TEST
 
@@ -179,7 +112,7 @@ START_TEST(ctrl_c_while_loading_stops_the_loader)
     for (int i = 0; i < 3000 && !seen; i++) {
         char pat[2400];
         snprintf(pat, sizeof pat, "%s --key k --backend sqlite --mode bulk", strrchr(csv, '/'));
-        seen = alive_with(pat) > 0;
+        seen = processes_with(pat) > 0;
         if (!seen)
             usleep(10 * 1000);
     }
@@ -191,7 +124,7 @@ START_TEST(ctrl_c_while_loading_stops_the_loader)
     printf("run: Ctrl-C while loading: exit %d after %.0f ms\n", rc, ms);
     fflush(stdout);
     ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
-    ck_assert_int_eq(alive_with(csv), 0);
+    ck_assert_int_eq(processes_with(csv), 0);
 }
 END_TEST
 
