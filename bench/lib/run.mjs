@@ -28,7 +28,15 @@ export function atCleanup(fn) {
   return () => { const i = cleanups.indexOf(fn); if (i >= 0) cleanups.splice(i, 1); };
 }
 
-export async function runCleanups() {
+// Once: a second call (the end of main and a signal both come) waits for
+// the first, so that nobody exits while a stop is still under way.
+let cleaning = null;
+export function runCleanups() {
+  cleaning ??= cleanUp();
+  return cleaning;
+}
+
+async function cleanUp() {
   stopClients();
   await Promise.all([...live.values()].map(x => x.done));
   await new Promise(resolve => setImmediate(resolve));   // their callers register their stops
