@@ -50,12 +50,14 @@ process.chdir(root);
 const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
 const STRATEGIES = ['pooled', 'per-request', 'pipelined'];
 const usage = `Usage: scripts/run [OPTIONS]   (./zipbench run, make run)
-       scripts/run --url TEMPLATE (--keys FILE | --csv FILE --key COLUMN) [OPTIONS]
+       scripts/run --url TEMPLATE (--keys FILE | --csv FILE --key COLUMN)
+                   [OPTIONS]
 
 Loads the postal-code list (or, with --csv, a CSV of one's own) into each
 backend, starts the lookup server on it and measures random-key lookups
-over HTTP for every backend, connection strategy and concurrency: each figure is the median of repeated runs, the
-runs of all cells interleaved round by round, each run after a warm-up.
+over HTTP for every backend, connection strategy and concurrency: each
+figure is the median of repeated runs, the runs of all cells interleaved
+round by round, each run after a warm-up.
 Prints, per cell, answered lookups per second with the 95% confidence
 interval of the median, its width, and the CPU each tier spent per answered
 lookup; then, per backend and concurrency, pooled / per-request measured in
@@ -83,8 +85,9 @@ Options:
                           fewest a 95% interval of a median needs)
       --json FILE         also write every cell, with its runs, as JSON to
                           FILE (build/runs/ has it anyway)
-      --against DIR       also measure another build's server (DIR/bin/server
-                          or DIR/build/bin/server: e.g. a git worktree of
+      --against DIR       also measure another build's server
+                          (DIR/bin/server or DIR/build/bin/server: e.g. a
+                          git worktree of
                           the commit before, built with make) on the same
                           data and client, with its tree's own
                           conf/zipbench.conf (the same config as this
@@ -96,9 +99,10 @@ Options:
                           change only where the interval excludes 1
                           (zipbench compare FILE reads the --json of such a
                           run). The other server listens on ZB_RUN_PORT + 1
-      --csv FILE          benchmark a CSV of one's own, its first line naming
-                          the columns: loader --csv loads it (types inferred,
-                          its section written to build/conf.d/NAME.conf, its
+      --csv FILE          benchmark a CSV of one's own, its first line
+                          naming the columns: loader --csv loads it (types
+                          inferred, its section written to
+                          build/conf.d/NAME.conf, its
                           keys beside it; no tracked file is edited), the
                           server serves it (--datasets NAME), and each
                           lookup is GET /NAME/BACKEND/{key}; with --url:
@@ -115,7 +119,8 @@ Your own app:
                           (http or https, any host): {key} in it is filled
                           with random keys of --keys FILE or of --csv FILE's
                           --key column; nothing is loaded or started, and
-                          --backends, --strategies and --against do not apply
+                          --backends, --strategies and --against do not
+                          apply
       --against-url TEMPLATE
                           with --url: a second target measured beside the
                           first in the same rounds, their order
@@ -123,11 +128,11 @@ Your own app:
                           its 95% interval, as --against does
       --keys FILE         with --url: the keys, one a line
   e.g. scripts/php-fpm start, then
-      ./zipbench run --url 'http://127.0.0.1:8082/zip.php?backend=sqlite&code={key}' \\
-        --keys build/ken_all.keys --concurrency 10
+      ./zipbench run --keys build/ken_all.keys --concurrency 10 --url \\
+        'http://127.0.0.1:8082/zip.php?backend=sqlite&code={key}'
 
-Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA, ZB_RUNS
-(where runs are saved, default build/runs).
+Environment: ZB_RUN_PORT (the server's port, 18180), ZB_BUILD, ZB_DATA,
+ZB_RUNS (where runs are saved, default build/runs).
 Exit status: 0 when every cell was measured without errors, 1 when a run
 failed or answered errors (shown in the errors column), 2 on bad usage,
 130 when interrupted (Ctrl-C, SIGTERM).`;
