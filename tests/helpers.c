@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "conf.h"
 #include "kenall.h"
 
 #include <arpa/inet.h>
@@ -540,4 +541,58 @@ int ctrl_c(pid_t pid, double *ms, int *left)
     if (*left)
         kill(-pid, SIGKILL);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int interrupt_when(const char *cmd, bool (*ready)(void *), void *arg, const char *log, double *ms,
+                   char *out, size_t outlen)
+{
+    pid_t pid = start_in_group(cmd);
+    bool now = false;
+    for (int i = 0; i < 15000 && !now; i++) {
+        now = ready(arg);
+        if (!now && waitpid(pid, NULL, WNOHANG) != 0)
+            break;
+        if (!now)
+            usleep(20 * 1000);
+    }
+    if (!now) {
+        kill(-pid, SIGKILL);
+        run_cmd(out, outlen, "tail -c 2000 '%s'", log);
+    }
+    ck_assert_msg(now, "`%s` never came to the point to interrupt it: ...%s", cmd, out);
+    double bound = ctrl_c_bound_ms();
+    int left, rc = ctrl_c(pid, ms, &left);
+    run_cmd(out, outlen, "tail -c 2000 '%s'", log);
+    fprintf(stderr, "ctrl-c: `%.60s...`: exit %d after %.0f ms (bound %.0f)\n", cmd, rc, *ms, bound);
+    ck_assert_msg(left == 0, "%d processes of its group outlived it: ...%s", left, out);
+    ck_assert_msg(*ms < bound, "it stopped %.0f ms after SIGINT (bound %.0f): ...%s", *ms, bound, out);
+    return rc;
+}
+
+int copy_tree(const char *dir, char *why, size_t whylen)
+{
+    return run_cmd(why, whylen, "mkdir -p '%s' && git ls-files -z --cached --others --exclude-standard | "
+                   "tar --null --ignore-failed-read -T - -cf - | tar -xf - -C '%s'", dir, dir);
+}
+
+void second_tree_db_ports(int offset, int *pg_port, int *my_port)
+{
+    struct zb_conf zc;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&zc, conf_path(), &err) == 0, "%s", err.msg);
+    *pg_port = free_port(conf_backend(&zc, "pg")->port + offset);
+    *my_port = free_port(conf_backend(&zc, "innodb")->port + offset);
+    conf_free(&zc);
+}
+
+int write_conf_for_csv(const char *path, const char *dir, const char *sqlite_name, char *why,
+                       size_t whylen)
+{
+    char include[1300], sqlite_file[1300];
+    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
+    snprintf(sqlite_file, sizeof sqlite_file, "%s/%s", dir, sqlite_name);
+    const struct conf_change changes[] = { { "", "include", include },
+                                           { "backend sqlite", "path", sqlite_file },
+                                           { NULL, NULL, NULL } };
+    return write_conf_copy(path, changes, NULL, why, whylen);
 }

@@ -41,6 +41,12 @@ struct conf_change {
  * extra (NULL: nothing) added at the end. 0, or -1 with why. */
 int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
                     char *why, size_t whylen);
+/* The tests' config at path, as a CSV of one's own needs it: the
+ * overlays loader --csv writes read from the *.conf files of dir/conf.d
+ * (include), and
+ * SQLite's file dir/SQLITE_NAME. 0, or -1 with why. */
+int write_conf_for_csv(const char *path, const char *dir, const char *sqlite_name, char *why,
+                       size_t whylen);
 /* The tests' config at path, with a text-keyed dataset of their own:
  * text written to the CSV file words, served as [dataset words] keyed by
  * its column word, with columns ("word text, meaning text"). 0, or -1
@@ -141,6 +147,22 @@ int processes_with(const char *text);
  * ten times what starting node takes here (a busy machine's slowness). */
 int ctrl_c(pid_t pid, double *ms, int *left);
 double ctrl_c_bound_ms(void);
+/* A whole Ctrl-C test: cmd started in a group of its own, ready(arg)
+ * polled every 20 ms until true (5 minutes at most; cmd ending first, or
+ * the time passing, fails the test with log's tail), then ctrl_c. Fails
+ * the test unless the group is gone within ctrl_c_bound_ms. Returns cmd's
+ * exit status; *ms the stop's time, log's tail (2,000 bytes) in out. */
+int interrupt_when(const char *cmd, bool (*ready)(void *), void *arg, const char *log, double *ms,
+                   char *out, size_t outlen);
+
+/* ---- a second tree, for the runs of make test and the README's journeys ---- */
+/* The tree's files as they are now (tracked and untracked, not ignored:
+ * uncommitted work is what is tested) copied into dir. 0, or the copy's
+ * exit status with its output in why. */
+int copy_tree(const char *dir, char *why, size_t whylen);
+/* Free ports for a second tree's PostgreSQL and MariaDB: the first free
+ * ones from the config's own plus offset. */
+void second_tree_db_ports(int offset, int *pg_port, int *my_port);
 
 /* ---- Check suites: every tests/test_NAME.c builds its suite with these ---- */
 #include <check.h>

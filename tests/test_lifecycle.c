@@ -300,15 +300,9 @@ START_TEST(make_test_twice_then_in_a_second_checkout)
     snprintf(clone, sizeof clone, "%s/clone", dir);
     ck_assert_msg(realpath(data_path("ken_all.csv"), data), "no %s", data_path("ken_all.csv"));
     *strrchr(data, '/') = 0;
-    ck_assert_msg(run_cmd(out, sizeof out, "mkdir -p '%s' && git ls-files -z --cached --others --exclude-standard | "
-                          "tar --null --ignore-failed-read -T - -cf - | tar -xf - -C '%s'", clone, clone) == 0,
-                  "copying the tree: %s", out);
-    struct zb_conf zc;
-    struct zb_err err = { 0 };
-    ck_assert_msg(conf_load(&zc, conf_path(), &err) == 0, "%s", err.msg);
-    int pg_port = free_port(conf_backend(&zc, "pg")->port + 100);
-    int my_port = free_port(conf_backend(&zc, "innodb")->port + 100);
-    conf_free(&zc);
+    ck_assert_msg(copy_tree(clone, out, sizeof out) == 0, "copying the tree: %s", out);
+    int pg_port, my_port;
+    second_tree_db_ports(100, &pg_port, &my_port);
     /* make's command-line variables reach us in the environment (make
      * sanitize's BUILD, OPT, LDFLAGS): the copy builds as a fresh one would. */
     snprintf(env, sizeof env, "-u BUILD -u OPT -u LDFLAGS -u CFLAGS -u CC ZB_PG_PORT=%d ZB_MY_PORT=%d",
@@ -357,6 +351,13 @@ END_TEST
  * runner, the test's server, loader and loadgen are gone within the bound
  * (helpers.h, ctrl_c_bound_ms), nothing of the group left. The databases
  * were up before, so they stay. */
+/* The sqlite suite's own server serves (its config is the suite's). */
+static bool sqlite_suite_serving(void *unused)
+{
+    (void)unused;
+    return processes_with("bin/server --conf ") > 0 && processes_with("test/sqlite/sqlite.conf") > 0;
+}
+
 START_TEST(ctrl_c_stops_make_test)
 {
     char cmd[2 * PATH_MAX + 256], out[4096], log[PATH_MAX + 32];
@@ -364,27 +365,9 @@ START_TEST(ctrl_c_stops_make_test)
     const char *b = getenv("ZB_BUILD");
     snprintf(cmd, sizeof cmd, "exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make BUILD='%s' test TESTS=sqlite > '%s' 2>&1",
              b && *b ? b : "build", log);
-    pid_t pid = start_in_group(cmd);
-    /* Until the sqlite suite's server serves (its config is the suite's). */
-    bool serving = false;
-    for (int i = 0; i < 15000 && !serving; i++) {
-        serving = processes_with("bin/server --conf ") > 0 && processes_with("test/sqlite/sqlite.conf") > 0;
-        if (!serving && waitpid(pid, NULL, WNOHANG) != 0)
-            break;
-        if (!serving)
-            usleep(20 * 1000);
-    }
-    if (!serving)
-        run_cmd(out, sizeof out, "tail -c 2000 '%s'", log);
-    ck_assert_msg(serving, "the sqlite suite's server never ran: %s", out);
-    usleep(500 * 1000);   /* into its first test */
-    double bound = ctrl_c_bound_ms(), ms;
-    int left, rc = ctrl_c(pid, &ms, &left);
-    run_cmd(out, sizeof out, "tail -c 1500 '%s'", log);
-    fprintf(stderr, "lifecycle: Ctrl-C in make test: exit %d after %.0f ms (bound %.0f)\n", rc, ms, bound);
+    double ms;
+    int rc = interrupt_when(cmd, sqlite_suite_serving, NULL, log, &ms, out, sizeof out);
     ck_assert_msg(rc != 0, "make test passed though interrupted: %s", out);
-    ck_assert_msg(ms < bound, "make test stopped %.0f ms after SIGINT (bound %.0f): %s", ms, bound, out);
-    ck_assert_msg(left == 0, "%d processes of make test's group outlived it: %s", left, out);
     ck_assert_int_eq(processes_with("test/sqlite/sqlite.conf"), 0);
 }
 END_TEST

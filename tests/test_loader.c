@@ -1586,13 +1586,8 @@ static void make_own_csv(void)
         fprintf(f, "P%05d,Product %d,%d.%02d,%d,cat%d\n", i, i, 1 + i % 997, i % 100, i % 501,
                 i % 7);
     fclose(f);
-    char include[1300], sqlite_file[1300], why[256];
-    snprintf(include, sizeof include, "%s/conf.d/*.conf", own_dir);
-    snprintf(sqlite_file, sizeof sqlite_file, "%s/own.sqlite", own_dir);
-    const struct conf_change changes[] = { { "", "include", include },
-                                           { "backend sqlite", "path", sqlite_file },
-                                           { NULL, NULL, NULL } };
-    ck_assert_msg(write_conf_copy(own_conf, changes, NULL, why, sizeof why) == 0, "%s", why);
+    char why[256];
+    ck_assert_msg(write_conf_for_csv(own_conf, own_dir, "own.sqlite", why, sizeof why) == 0, "%s", why);
 }
 
 static int count_lines(const char *path)

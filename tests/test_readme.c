@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
 #include "helpers.h"
 #include "util.h"
 
@@ -78,20 +77,16 @@ START_TEST(the_readme_journeys_work_as_written)
     ck_assert_msg(realpath(data_path("ken_all.csv"), data), "no %s", data_path("ken_all.csv"));
     *strrchr(data, '/') = 0;
     /* The tree's files as they are, then what a download would bring. */
-    ck_assert_msg(run_cmd(out, sizeof out, "mkdir -p '%s/build' && git ls-files -z --cached --others --exclude-standard | "
-                          "tar --null --ignore-failed-read -T - -cf - | tar -xf - -C '%s' && "
+    ck_assert_msg(copy_tree(tree, out, sizeof out) == 0, "copying the tree: %s", out);
+    ck_assert_msg(run_cmd(out, sizeof out, "mkdir -p '%s/build' && "
                           "cp %s/ken_all.csv %s/ken_all.keys %s/ken_all.meta %s/cities1000.txt %s/cities.keys '%s/build/' && "
                           "cp -r %s/npm '%s/build/' && touch '%s'/build/* && "
                           "find '%s/build/npm' -name package.json -exec touch {} +",
-                          tree, tree, data, data, data, data, data, tree, data, tree, tree, tree) == 0,
-                  "copying the tree: %s", out);
+                          tree, data, data, data, data, data, tree, data, tree, tree, tree) == 0,
+                  "the datasets: %s", out);
     write_products(strcat(strcpy(out, tree), "/products.csv"));
-    struct zb_conf zc;
-    struct zb_err err = { 0 };
-    ck_assert_msg(conf_load(&zc, conf_path(), &err) == 0, "%s", err.msg);
-    int pg_port = free_port(conf_backend(&zc, "pg")->port + 200);
-    int my_port = free_port(conf_backend(&zc, "innodb")->port + 200);
-    conf_free(&zc);
+    int pg_port, my_port;
+    second_tree_db_ports(200, &pg_port, &my_port);
     int run_port = free_port(18780);
     /* A fresh tree's environment: make's variables of this run and the
      * tree's own (ZB_BUILD...) dropped, its own ports. */

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -24,13 +23,8 @@ static void setup(void)
     snprintf(conf, sizeof conf, "%s/zipbench.conf", dir);
     snprintf(out_file, sizeof out_file, "%s/run.out", dir);
     snprintf(runs_dir, sizeof runs_dir, "%s/runs", dir);
-    char include[1200], sqlite_file[1200], why[256];
-    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
-    snprintf(sqlite_file, sizeof sqlite_file, "%s/run.sqlite", dir);
-    const struct conf_change changes[] = { { "", "include", include },
-                                           { "backend sqlite", "path", sqlite_file },
-                                           { NULL, NULL, NULL } };
-    if (write_conf_copy(conf, changes, NULL, why, sizeof why) != 0)
+    char why[256];
+    if (write_conf_for_csv(conf, dir, "run.sqlite", why, sizeof why) != 0)
         fprintf(stderr, "run: %s\n", why);
 }
 
@@ -42,89 +36,65 @@ static void write_rows(int rows)
                              "printf \"K%%07d,item %%d,%%d\\n\", i, i, i %% 97 }' > '%s'", rows, csv), 0);
 }
 
-/* scripts/run ARGS in a process group of its own, output in out_file. */
-static pid_t start_run(const char *args, int port)
+/* scripts/run ARGS (port: its server's) interrupted once ready(arg) holds,
+ * as interrupt_when does: its exit status, which must be 130, and its
+ * output in out. */
+static int interrupt_run(const char *args, int port, bool (*ready)(void *), void *arg, char *out,
+                         size_t len)
 {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "ZB_RUN_PORT=%d ZB_RUNS='%s' exec scripts/run --conf '%s' --csv '%s' --key k "
              "--backends sqlite %s > '%s' 2>&1", port, runs_dir, conf, csv, args, out_file);
-    return start_in_group(cmd);
-}
-
-/* Ctrl-C to the run: its exit status; within the bound, nothing of its
- * group left. */
-static int interrupt(pid_t pid, double *ms)
-{
-    double bound = ctrl_c_bound_ms();
-    int left, rc = ctrl_c(pid, ms, &left);
-    ck_assert_msg(!left, "%d processes of the run's group outlived it", left);
-    ck_assert_msg(*ms < bound, "the run stopped %.0f ms after SIGINT (bound %.0f)", *ms, bound);
+    double ms;
+    int rc = interrupt_when(cmd, ready, arg, out_file, &ms, out, len);
+    run_cmd(out, len, "cat '%s'", out_file);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
+    ck_assert_int_eq(processes_with(csv), 0);
     return rc;
 }
 
-static int file_text(const char *path, char *buf, size_t len)
+
+/* 6 measured runs a cell are made (an interval exists; the run's log has
+ * a loadgen line per run, a warm-up's too) and a client runs. arg: the
+ * run's port. */
+static bool measured_six(void *arg)
 {
-    return run_cmd(buf, len, "cat '%s'", path);
+    char out[64];
+    run_cmd(out, sizeof out, "grep -c 'bin/loadgen .*127.0.0.1:%d/' '%s' 2>/dev/null || echo 0", *(int *)arg,
+            build_path("run/run.log"));
+    return atoi(out) >= 26 && processes_with("bin/loadgen -q --json -c 2") > 0;
 }
 
 START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
 {
     write_rows(2000);
     int port = free_port(18496);
-    const char *log = build_path("run/run.log");
-    unlink(log);
-    pid_t pid = start_run("--runs 200 --duration 0.3 --concurrency 2", port);
-    /* Until 6 measured runs a cell are made (an interval exists; the log
-     * has a loadgen line per run, a warm-up's too) and a client runs. */
-    char out[65536];
-    for (int i = 0; i < 15000; i++) {
-        run_cmd(out, sizeof out, "grep -c 'bin/loadgen .*127.0.0.1:%d/' '%s' 2>/dev/null || echo 0", port, log);
-        if (atoi(out) >= 26 && processes_with("bin/loadgen -q --json -c 2") > 0)
-            break;
-        ck_assert_msg(waitpid(pid, NULL, WNOHANG) == 0, "the run ended by itself: %s",
-                      (file_text(out_file, out, sizeof out), out));
-        usleep(20 * 1000);
-    }
-    double ms;
-    int rc = interrupt(pid, &ms);
-    file_text(out_file, out, sizeof out);
-    printf("run: Ctrl-C while measuring: exit %d after %.0f ms\n", rc, ms);
-    fflush(stdout);
-    ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
+    unlink(build_path("run/run.log"));
+    static char out[65536];
+    interrupt_run("--runs 200 --duration 0.3 --concurrency 2", port, measured_six, &port, out, sizeof out);
     ck_assert_msg(strstr(out, "Interrupted: ") && strstr(out, " of 400 runs made. What was measured so far:"), "%s", out);
     /* the cells with their intervals, the ratio of the same rounds */
     ck_assert_msg(strstr(out, "| sqlite  | pooled      | 2   | ") && strstr(out, "] | +-"), "%s", out);
     ck_assert_msg(strstr(out, "pooled / per-request, from the runs of the same rounds"), "%s", out);
     ck_assert_msg(strstr(out, "Saved: ") && strstr(out, "-items2000-sqlite-interrupted.json"), "%s", out);
     ck_assert_int_eq(run_cmd(out, sizeof out, "ls '%s' | grep -c interrupted", runs_dir), 0);
-    ck_assert_int_eq(processes_with(csv), 0);
 }
 END_TEST
+
+/* The loader runs (its arguments, not the driver's, name the file so). */
+static bool loading(void *unused)
+{
+    (void)unused;
+    char pat[2400];
+    snprintf(pat, sizeof pat, "%s --key k --backend sqlite --mode bulk", strrchr(csv, '/'));
+    return processes_with(pat) > 0;
+}
 
 START_TEST(ctrl_c_while_loading_stops_the_loader)
 {
     write_rows(3000000);
-    int port = free_port(18496);
-    pid_t pid = start_run("--runs 6 --duration 0.3 --concurrency 2", port);
-    /* Until the loader runs (its arguments, not the driver's). */
     char out[16384];
-    int seen = 0;
-    for (int i = 0; i < 3000 && !seen; i++) {
-        char pat[2400];
-        snprintf(pat, sizeof pat, "%s --key k --backend sqlite --mode bulk", strrchr(csv, '/'));
-        seen = processes_with(pat) > 0;
-        if (!seen)
-            usleep(10 * 1000);
-    }
-    ck_assert_msg(seen, "no loader seen: %s", (file_text(out_file, out, sizeof out), out));
-    usleep(200 * 1000);
-    double ms;
-    int rc = interrupt(pid, &ms);
-    file_text(out_file, out, sizeof out);
-    printf("run: Ctrl-C while loading: exit %d after %.0f ms\n", rc, ms);
-    fflush(stdout);
-    ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
-    ck_assert_int_eq(processes_with(csv), 0);
+    interrupt_run("--runs 6 --duration 0.3 --concurrency 2", free_port(18496), loading, NULL, out, sizeof out);
 }
 END_TEST
 
