@@ -300,7 +300,7 @@ async function main() {
   }
   const bad = report(cells, cellsOf);
   console.log(`\n${provenanceLine()}${urlMode ? '' : `\nThe server's log: ${log}.`}`);
-  console.log(progress.breakdown(cells.keys().reduce((t, k) => t + cells.get(k).values.length, 0)));
+  console.log(progress.breakdown());
   save(cells, cellsOf, interrupted);
   if (interrupted) return 130;
   if (bad) console.error(`scripts/run: ${bad} cell(s) had errors or failed runs (see the errors column)`);

@@ -203,13 +203,17 @@ export class Cells {
     }
   }
 
-  // fn's seconds added to ctx.spent[what] (where it is kept).
+  // fn's seconds added to ctx.spent[what] (where it is kept), and one to
+  // ctx.spent.counts[what].
   async #timed(what, fn) {
     const t0 = process.hrtime.bigint();
     try { return await fn(); }
     finally {
       const sp = this.ctx.spent;
-      if (sp) sp[what] = (sp[what] || 0) + Number(process.hrtime.bigint() - t0) / 1e9;
+      if (sp) {
+        sp[what] = (sp[what] || 0) + Number(process.hrtime.bigint() - t0) / 1e9;
+        sp.counts = { ...sp.counts, [what]: (sp.counts?.[what] || 0) + 1 };
+      }
     }
   }
 

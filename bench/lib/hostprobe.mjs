@@ -10,7 +10,7 @@
 // sections report runs over.
 import fs from 'node:fs';
 import { run, sleep, isStopping } from './run.mjs';
-import { ownTicks, clockTicks } from './proc.mjs';
+import { ownTicks, clockTicks, childrenOf } from './proc.mjs';
 
 export const SLOW_HOST = 0.04;
 
@@ -23,14 +23,17 @@ export const RATE_FOLLOWS = '1.3-4 times as much';
 // not built (or a signal stops the driver meanwhile). It first waits for
 // what a run leaves behind (PostgreSQL ending a hundred backends) to end,
 // so that it is not taken for a slow host: until the benchmark's own
-// processes (ctx.ownRoots, default this process's tree) stay idle for a
-// 100-ms window (waitIdle), or the whole machine does, ten windows at most. Work of
+// processes (ctx.ownRoots, default this process's tree; this process's
+// own CPU left out, its judging costs some) stay idle for a 100-ms window
+// (waitIdle), or the whole machine does, ten windows at most. Work of
 // others, which no wait would end, does not hold it up.
 export async function probeHost(ctx) {
   if (typeof ctx.bin !== 'function') return NaN;
   const bin = ctx.bin('hostprobe');
   if (!fs.existsSync(bin)) return NaN;
-  await waitIdle(ctx.ownRoots ? ctx.ownRoots() : [process.pid]);
+  // not this process itself: reading /proc to judge takes CPU of its own
+  const roots = (ctx.ownRoots ? ctx.ownRoots() : [process.pid]).flatMap(r => (r === process.pid ? childrenOf(r) : [r]));
+  await waitIdle(roots);
   const r = await run(bin, [], { timeoutS: 10 });
   if (r.code !== 0) return NaN;
   const ms = r.stdout.trim().split('\n').map(l => Number(l.split(' ')[1])).filter(Number.isFinite);

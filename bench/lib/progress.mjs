@@ -51,23 +51,27 @@ export class Progress {
   }
 
   // Where the wall time went, and, when it is more than twice the
-  // measured seconds, which parts made it so and what would shorten it.
-  // runs: the number of measured runs (the warm-ups' count alike).
-  breakdown(runs) {
+  // measured seconds, which parts made it so, each with its count and
+  // time apiece (Cells counts them: spent.counts), and what would
+  // shorten it.
+  breakdown() {
     const wall = (Date.now() - this.t0) / 1000;
     const measured = this.spent.runs || 0;
-    const parts = PARTS.map(([k, what]) => [what, this.spent[k] || 0]).filter(([, s]) => s >= 0.05);
-    const other = wall - parts.reduce((a, [, s]) => a + s, 0);
+    const counts = this.spent.counts || {};
+    const parts = PARTS.map(([k, what]) => ({ k, what, s: this.spent[k] || 0 })).filter(p => p.s >= 0.05);
+    const other = wall - parts.reduce((a, p) => a + p.s, 0);
     const text = [`Where the ${wall.toFixed(0)} s went: ` +
-      [...parts, ['the rest (the driver, its reports)', Math.max(0, other)]]
-        .map(([what, s]) => `${what} ${s.toFixed(1)} s`).join(', ') + '.'];
+      [...parts, { what: 'the rest (the driver, its reports)', s: Math.max(0, other) }]
+        .map(p => `${p.what} ${p.s.toFixed(1)} s`).join(', ') + '.'];
     if (measured > 0 && wall > 2 * measured) {
-      const extra = parts.filter(([what]) => what !== 'the measured runs').sort((a, b) => b[1] - a[1])
-        .filter(([, s]) => s > 0.1 * wall).map(([what]) => what);
-      const per = runs ? `, ${((wall - measured) / runs).toFixed(2)} s beside each run` : '';
-      text.push(`That is ${(wall / measured).toFixed(1)} times the measured seconds${extra.length ? `, mostly ${extra.join(' and ')}` : ''}${per}` +
-        (extra.includes('host probes') ? ' (the host is probed before and after each run, each probe waiting up to 1 s for what the run left running to end)' : '') +
-        '; a longer --duration spreads that over more measured seconds.');
+      const big = parts.filter(p => p.k !== 'runs' && p.s > 0.1 * wall).sort((a, b) => b.s - a.s);
+      const each = p => (counts[p.k] ? ` (${counts[p.k]}, ${(p.s / counts[p.k]).toFixed(2)} s each)` : '');
+      const why = { probes: 'a probe times its loops on every CPU, and they run slowly while other work holds the CPU',
+                    warmups: 'each run follows a warm-up at its concurrency' };
+      text.push(`That is ${(wall / measured).toFixed(1)} times the measured seconds` +
+        (big.length ? `: ${big.map(p => `${p.what} ${p.s.toFixed(1)} s${each(p)}`).join(', ')}` : '') +
+        (big.some(p => why[p.k]) ? ` (${big.filter(p => why[p.k]).map(p => why[p.k]).join('; ')})` : '') +
+        '. A longer --duration spreads them over more measured seconds; a quieter machine shortens the probes.');
     }
     return text.join('\n');
   }
