@@ -483,6 +483,39 @@ static bool proc_state(int pid, char *state, int *pgrp)
     return close_paren && sscanf(close_paren + 1, " %c %d %d", state, &ppid, pgrp) == 3;
 }
 
+/* The command line of pid, its arguments joined by spaces, into cmd. */
+static bool cmdline_of(int pid, char *cmd, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(cmd, 1, len - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (!cmd[i])
+            cmd[i] = ' ';
+    cmd[n] = 0;
+    return true;
+}
+
+int group_has(pid_t pgid, const char *text)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), pgrp;
+        char state, cmd[8192];
+        if (pid > 0 && proc_state(pid, &state, &pgrp) && pgrp == pgid && state != 'Z' &&
+            cmdline_of(pid, cmd, sizeof cmd))
+            n += strstr(cmd, text) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
 int group_running(pid_t pgid)
 {
     DIR *d = opendir("/proc");
@@ -504,19 +537,9 @@ int processes_with(const char *text)
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
         int pid = atoi(e->d_name);
-        if (pid <= 0 || pid == getpid())
+        char cmd[8192];
+        if (pid <= 0 || pid == getpid() || !cmdline_of(pid, cmd, sizeof cmd))
             continue;
-        char path[64], cmd[8192];
-        snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(cmd, 1, sizeof cmd - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < len; i++)
-            if (!cmd[i])
-                cmd[i] = ' ';
-        cmd[len] = 0;
         n += strstr(cmd, text) != NULL;
     }
     closedir(d);
@@ -543,13 +566,13 @@ int ctrl_c(pid_t pid, double *ms, int *left)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int interrupt_when(const char *cmd, bool (*ready)(void *), void *arg, const char *log, double *ms,
-                   char *out, size_t outlen)
+int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void *arg, const char *log,
+                   double *ms, char *out, size_t outlen)
 {
     pid_t pid = start_in_group(cmd);
     bool now = false;
     for (int i = 0; i < 15000 && !now; i++) {
-        now = ready(arg);
+        now = ready(pid, arg);
         if (!now && waitpid(pid, NULL, WNOHANG) != 0)
             break;
         if (!now)

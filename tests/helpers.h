@@ -147,13 +147,17 @@ int processes_with(const char *text);
  * ten times what starting node takes here (a busy machine's slowness). */
 int ctrl_c(pid_t pid, double *ms, int *left);
 double ctrl_c_bound_ms(void);
-/* A whole Ctrl-C test: cmd started in a group of its own, ready(arg)
- * polled every 20 ms until true (5 minutes at most; cmd ending first, or
- * the time passing, fails the test with log's tail), then ctrl_c. Fails
- * the test unless the group is gone within ctrl_c_bound_ms. Returns cmd's
- * exit status; *ms the stop's time, log's tail (2,000 bytes) in out. */
-int interrupt_when(const char *cmd, bool (*ready)(void *), void *arg, const char *log, double *ms,
-                   char *out, size_t outlen);
+/* How many processes of group pgid (not zombies) have text in their
+ * command line: what a command started, not another tree's like it. */
+int group_has(pid_t pgid, const char *text);
+/* A whole Ctrl-C test: cmd started in a group of its own, ready(group,
+ * arg) polled every 20 ms until true (5 minutes at most; cmd ending
+ * first, or the time passing, fails the test with log's tail), then
+ * ctrl_c. Fails the test unless the group is gone within
+ * ctrl_c_bound_ms. Returns cmd's exit status; *ms the stop's time, log's
+ * tail (2,000 bytes) in out. */
+int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void *arg, const char *log,
+                   double *ms, char *out, size_t outlen);
 
 /* ---- a second tree, for the runs of make test and the README's journeys ---- */
 /* The tree's files as they are now (tracked and untracked, not ignored:

@@ -160,8 +160,9 @@ END_TEST
  * 130 within the bound (helpers.h, ctrl_c_bound_ms), nothing of its group
  * left, no server of its own left. */
 /* A client of the bench's runs against its server (arg: the mark). */
-static bool bench_measuring(void *mark)
+static bool bench_measuring(pid_t group, void *mark)
 {
+    (void)group;
     return our_processes("bin/loadgen", mark) > 0 && our_processes("bin/server", mark) > 0;
 }
 

@@ -351,11 +351,12 @@ END_TEST
  * runner, the test's server, loader and loadgen are gone within the bound
  * (helpers.h, ctrl_c_bound_ms), nothing of the group left. The databases
  * were up before, so they stay. */
-/* The sqlite suite's own server serves (its config is the suite's). */
-static bool sqlite_suite_serving(void *unused)
+/* The sqlite suite's own server serves (its config is the suite's), in
+ * the group of the make test started here: not another tree's. */
+static bool sqlite_suite_serving(pid_t group, void *unused)
 {
     (void)unused;
-    return processes_with("bin/server --conf ") > 0 && processes_with("test/sqlite/sqlite.conf") > 0;
+    return group_has(group, "bin/server --conf ") > 0 && group_has(group, "test/sqlite/sqlite.conf") > 0;
 }
 
 START_TEST(ctrl_c_stops_make_test)

@@ -39,7 +39,7 @@ static void write_rows(int rows)
 /* scripts/run ARGS (port: its server's) interrupted once ready(arg) holds,
  * as interrupt_when does: its exit status, which must be 130, and its
  * output in out. */
-static int interrupt_run(const char *args, int port, bool (*ready)(void *), void *arg, char *out,
+static int interrupt_run(const char *args, int port, bool (*ready)(pid_t, void *), void *arg, char *out,
                          size_t len)
 {
     char cmd[8192];
@@ -57,12 +57,12 @@ static int interrupt_run(const char *args, int port, bool (*ready)(void *), void
 /* 6 measured runs a cell are made (an interval exists; the run's log has
  * a loadgen line per run, a warm-up's too) and a client runs. arg: the
  * run's port. */
-static bool measured_six(void *arg)
+static bool measured_six(pid_t group, void *arg)
 {
     char out[64];
     run_cmd(out, sizeof out, "grep -c 'bin/loadgen .*127.0.0.1:%d/' '%s' 2>/dev/null || echo 0", *(int *)arg,
             build_path("run/run.log"));
-    return atoi(out) >= 26 && processes_with("bin/loadgen -q --json -c 2") > 0;
+    return atoi(out) >= 26 && group_has(group, "bin/loadgen -q --json -c 2") > 0;
 }
 
 START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
@@ -82,12 +82,12 @@ START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
 END_TEST
 
 /* The loader runs (its arguments, not the driver's, name the file so). */
-static bool loading(void *unused)
+static bool loading(pid_t group, void *unused)
 {
     (void)unused;
     char pat[2400];
     snprintf(pat, sizeof pat, "%s --key k --backend sqlite --mode bulk", strrchr(csv, '/'));
-    return processes_with(pat) > 0;
+    return group_has(group, pat) > 0;
 }
 
 START_TEST(ctrl_c_while_loading_stops_the_loader)
