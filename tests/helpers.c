@@ -459,16 +459,19 @@ pid_t start_in_group(const char *cmd)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        setpgid(0, 0);
+        setsid();
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    setpgid(pid, pid);   /* either of us may come first */
+    /* Until the child is in its session: a signal to its group before
+     * then would miss it. */
+    while (getsid(pid) != pid && waitpid(pid, NULL, WNOHANG) == 0)
+        usleep(1000);
     return pid;
 }
 
-/* The fields of /proc/PID/stat after the name: state, ppid, pgrp. */
-static bool proc_state(int pid, char *state, int *pgrp)
+/* Of /proc/PID/stat, the fields after the name: state, and the session. */
+static bool proc_state(int pid, char *state, int *session)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -479,8 +482,8 @@ static bool proc_state(int pid, char *state, int *pgrp)
     fclose(f);
     buf[n] = 0;
     const char *close_paren = strrchr(buf, ')');   /* the name may hold spaces */
-    int ppid;
-    return close_paren && sscanf(close_paren + 1, " %c %d %d", state, &ppid, pgrp) == 3;
+    int ppid, pgrp;
+    return close_paren && sscanf(close_paren + 1, " %c %d %d %d", state, &ppid, &pgrp, session) == 4;
 }
 
 /* The command line of pid, its arguments joined by spaces, into cmd. */
@@ -500,15 +503,15 @@ static bool cmdline_of(int pid, char *cmd, size_t len)
     return true;
 }
 
-int group_has(pid_t pgid, const char *text)
+int session_has(pid_t sid, const char *text)
 {
     DIR *d = opendir("/proc");
     ck_assert_ptr_nonnull(d);
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        int pid = atoi(e->d_name), pgrp;
+        int pid = atoi(e->d_name), session;
         char state, cmd[8192];
-        if (pid > 0 && proc_state(pid, &state, &pgrp) && pgrp == pgid && state != 'Z' &&
+        if (pid > 0 && proc_state(pid, &state, &session) && session == sid && state != 'Z' &&
             cmdline_of(pid, cmd, sizeof cmd))
             n += strstr(cmd, text) != NULL;
     }
@@ -516,15 +519,29 @@ int group_has(pid_t pgid, const char *text)
     return n;
 }
 
-int group_running(pid_t pgid)
+/* SIGKILL to every process of session sid (not this one). */
+static void kill_session(pid_t sid)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), session;
+        char state;
+        if (pid > 0 && pid != getpid() && proc_state(pid, &state, &session) && session == sid)
+            kill(pid, SIGKILL);
+    }
+    closedir(d);
+}
+
+int session_running(pid_t sid)
 {
     DIR *d = opendir("/proc");
     ck_assert_ptr_nonnull(d);
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        int pid = atoi(e->d_name), pgrp;
+        int pid = atoi(e->d_name), session;
         char state;
-        n += pid > 0 && proc_state(pid, &state, &pgrp) && pgrp == pgid && state != 'Z';
+        n += pid > 0 && proc_state(pid, &state, &session) && session == sid && state != 'Z';
     }
     closedir(d);
     return n;
@@ -560,9 +577,9 @@ int ctrl_c(pid_t pid, double *ms, int *left)
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     *ms = (double)(zb_now_ns() - t0) / 1e6;
-    *left = group_running(pid);
-    if (*left)
-        kill(-pid, SIGKILL);
+    *left = session_running(pid);
+    if (*left)   /* what is left, by group: each of the session's */
+        kill_session(pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -579,7 +596,7 @@ int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void 
             usleep(20 * 1000);
     }
     if (!now) {
-        kill(-pid, SIGKILL);
+        kill_session(pid);
         run_cmd(out, outlen, "tail -c 2000 '%s'", log);
     }
     ck_assert_msg(now, "`%s` never came to the point to interrupt it: ...%s", cmd, out);
@@ -587,7 +604,7 @@ int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void 
     int left, rc = ctrl_c(pid, ms, &left);
     run_cmd(out, outlen, "tail -c 2000 '%s'", log);
     fprintf(stderr, "ctrl-c: `%.60s...`: exit %d after %.0f ms (bound %.0f)\n", cmd, rc, *ms, bound);
-    ck_assert_msg(left == 0, "%d processes of its group outlived it: ...%s", left, out);
+    ck_assert_msg(left == 0, "%d processes of its session outlived it: ...%s", left, out);
     ck_assert_msg(*ms < bound, "it stopped %.0f ms after SIGINT (bound %.0f): ...%s", *ms, bound, out);
     return rc;
 }

@@ -132,31 +132,34 @@ int free_port(int from);
  * tests, and they inherit it). */
 int test_port(int preferred);
 
-/* ---- Ctrl-C: a command in a process group of its own, as a terminal runs it ---- */
-/* Starts `sh -c cmd` in a new process group (its pid is the group's). */
+/* ---- Ctrl-C: a command in a session of its own, as a terminal runs it ---- */
+/* Starts `sh -c cmd` in a new session (setsid: its pid is the session's
+ * and its first process group's, which a terminal's Ctrl-C would reach;
+ * Check's forked tests make groups of their own within it). */
 pid_t start_in_group(const char *cmd);
-/* How many processes of group pgid still run (zombies not counted: one
+/* How many processes of session sid still run (zombies not counted: one
  * whose parent ended waits for init to reap it, which may take a while). */
-int group_running(pid_t pgid);
+int session_running(pid_t sid);
+/* How many processes of session sid (not zombies) have text in their
+ * command line: what a command started, not another tree's like it. */
+int session_has(pid_t sid, const char *text);
 /* How many processes but this one have text in their command line. */
 int processes_with(const char *text);
-/* Ctrl-C as a terminal sends it: SIGINT to the group of pid, then waits
- * for pid. Its exit status (128 + signal when killed), the ms it took in
- * *ms, and the processes of the group still running then in *left (those
- * are killed). The bound a stop must keep on this machine now: 2 s, plus
- * ten times what starting node takes here (a busy machine's slowness). */
+/* Ctrl-C as a terminal sends it: SIGINT to the process group of pid,
+ * then waits for pid. Its exit status (128 + signal when killed), the ms
+ * it took in *ms, and the processes of its session still running then in
+ * *left (those are killed). The bound a stop must keep on this machine
+ * now: 2 s, plus ten times what starting node takes here (a busy
+ * machine's slowness). */
 int ctrl_c(pid_t pid, double *ms, int *left);
 double ctrl_c_bound_ms(void);
-/* How many processes of group pgid (not zombies) have text in their
- * command line: what a command started, not another tree's like it. */
-int group_has(pid_t pgid, const char *text);
-/* A whole Ctrl-C test: cmd started in a group of its own, ready(group,
+/* A whole Ctrl-C test: cmd started in a session of its own, ready(sid,
  * arg) polled every 20 ms until true (5 minutes at most; cmd ending
  * first, or the time passing, fails the test with log's tail), then
- * ctrl_c. Fails the test unless the group is gone within
+ * ctrl_c. Fails the test unless the session is gone within
  * ctrl_c_bound_ms. Returns cmd's exit status; *ms the stop's time, log's
  * tail (2,000 bytes) in out. */
-int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void *arg, const char *log,
+int interrupt_when(const char *cmd, bool (*ready)(pid_t sid, void *arg), void *arg, const char *log,
                    double *ms, char *out, size_t outlen);
 
 /* ---- a second tree, for the runs of make test and the README's journeys ---- */

@@ -157,12 +157,12 @@ END_TEST
 
 /* Ctrl-C, as a terminal sends it (SIGINT to the process group), while a
  * bench part measures: the driver stops its servers and clients and exits
- * 130 within the bound (helpers.h, ctrl_c_bound_ms), nothing of its group
+ * 130 within the bound (helpers.h, ctrl_c_bound_ms), nothing of its session
  * left, no server of its own left. */
 /* A client of the bench's runs against its server (arg: the mark). */
-static bool bench_measuring(pid_t group, void *mark)
+static bool bench_measuring(pid_t sid, void *mark)
 {
-    (void)group;
+    (void)sid;
     return our_processes("bin/loadgen", mark) > 0 && our_processes("bin/server", mark) > 0;
 }
 

@@ -349,14 +349,14 @@ END_TEST
 /* Ctrl-C, as a terminal sends it (SIGINT to the process group), while
  * `make test` runs a suite with a server of its own under load: make, the
  * runner, the test's server, loader and loadgen are gone within the bound
- * (helpers.h, ctrl_c_bound_ms), nothing of the group left. The databases
+ * (helpers.h, ctrl_c_bound_ms), nothing of its session left. The databases
  * were up before, so they stay. */
 /* The sqlite suite's own server serves (its config is the suite's), in
- * the group of the make test started here: not another tree's. */
-static bool sqlite_suite_serving(pid_t group, void *unused)
+ * the session of the make test started here: not another tree's. */
+static bool sqlite_suite_serving(pid_t sid, void *unused)
 {
     (void)unused;
-    return group_has(group, "bin/server --conf ") > 0 && group_has(group, "test/sqlite/sqlite.conf") > 0;
+    return session_has(sid, "bin/server --conf ") > 0 && session_has(sid, "test/sqlite/sqlite.conf") > 0;
 }
 
 START_TEST(ctrl_c_stops_make_test)
@@ -364,7 +364,7 @@ START_TEST(ctrl_c_stops_make_test)
     char cmd[2 * PATH_MAX + 256], out[4096], log[PATH_MAX + 32];
     snprintf(log, sizeof log, "%s/ctrl-c.log", dir);
     const char *b = getenv("ZB_BUILD");
-    snprintf(cmd, sizeof cmd, "exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make BUILD='%s' test TESTS=sqlite > '%s' 2>&1",
+    snprintf(cmd, sizeof cmd, "exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u CK_RUN_CASE -u CK_RUN_SUITE make BUILD='%s' test TESTS=sqlite > '%s' 2>&1",
              b && *b ? b : "build", log);
     double ms;
     int rc = interrupt_when(cmd, sqlite_suite_serving, NULL, log, &ms, out, sizeof out);

@@ -3,7 +3,7 @@
  * and loadgen running) it prints what it had measured, with intervals,
  * saves it, and exits 130; while it loads (the loader running) it exits
  * 130 too. Either way within 2 s (on a busy machine: plus ten times what
- * starting node takes there), and no process of its group is left. The
+ * starting node takes there), and no process of its session is left. The
  * dataset is a CSV of the test's own, on SQLite: no database server. */
 #include <check.h>
 #include <stdbool.h>
@@ -57,12 +57,12 @@ static int interrupt_run(const char *args, int port, bool (*ready)(pid_t, void *
 /* 6 measured runs a cell are made (an interval exists; the run's log has
  * a loadgen line per run, a warm-up's too) and a client runs. arg: the
  * run's port. */
-static bool measured_six(pid_t group, void *arg)
+static bool measured_six(pid_t sid, void *arg)
 {
     char out[64];
     run_cmd(out, sizeof out, "grep -c 'bin/loadgen .*127.0.0.1:%d/' '%s' 2>/dev/null || echo 0", *(int *)arg,
             build_path("run/run.log"));
-    return atoi(out) >= 26 && group_has(group, "bin/loadgen -q --json -c 2") > 0;
+    return atoi(out) >= 26 && session_has(sid, "bin/loadgen -q --json -c 2") > 0;
 }
 
 START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
@@ -82,12 +82,12 @@ START_TEST(ctrl_c_while_measuring_reports_and_stops_everything)
 END_TEST
 
 /* The loader runs (its arguments, not the driver's, name the file so). */
-static bool loading(pid_t group, void *unused)
+static bool loading(pid_t sid, void *unused)
 {
     (void)unused;
     char pat[2400];
     snprintf(pat, sizeof pat, "%s --key k --backend sqlite --mode bulk", strrchr(csv, '/'));
-    return group_has(group, pat) > 0;
+    return session_has(sid, pat) > 0;
 }
 
 START_TEST(ctrl_c_while_loading_stops_the_loader)
