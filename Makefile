@@ -125,6 +125,11 @@ test: all $(BIN)/zbtest dataset hdrjs
 check: all $(BIN)/zbtest
 	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) $(BIN)/zbtest --tier unit $(TESTS)
 
+# The bench driver's own tests (node --test bench/test/), apart from the
+# C unit tier; make test runs them too (tests/test_bench.c, case driver).
+check-bench: all
+	ZB_BUILD=$(BUILD) node --test bench/test/
+
 # The slow tier alone (lifecycle, bench, lab), with the servers up; make
 # test runs it too.
 test-slow: all $(BIN)/zbtest dataset hdrjs
@@ -183,6 +188,24 @@ bench: all dataset
 man: all
 	node bench/man.mjs $(BUILD)/man
 
+# make install PREFIX=~/.local (or /usr/local, the default): PREFIX/bin/
+# zipbench, a link to this tree's front door (which runs the tree's
+# programs and scripts, so the tree stays where it is), the man pages
+# (man zipbench-run) and the bash completion where man and bash-completion
+# look. make uninstall takes them away again.
+PREFIX  ?= /usr/local
+MANDIR  := $(PREFIX)/share/man/man1
+COMPDIR := $(PREFIX)/share/bash-completion/completions
+install: man
+	install -d '$(PREFIX)/bin' '$(MANDIR)' '$(COMPDIR)'
+	ln -sfn '$(CURDIR)/zipbench' '$(PREFIX)/bin/zipbench'
+	install -m 644 $(BUILD)/man/*.1 '$(MANDIR)/'
+	install -m 644 scripts/completion.bash '$(COMPDIR)/zipbench'
+	@echo "installed: $(PREFIX)/bin/zipbench -> $(CURDIR)/zipbench, $$(ls $(BUILD)/man/*.1 | wc -l) man pages in $(MANDIR), the completion in $(COMPDIR)"
+
+uninstall:
+	rm -f '$(PREFIX)/bin/zipbench' '$(COMPDIR)/zipbench' $(patsubst $(BUILD)/man/%,'$(MANDIR)/%',$(wildcard $(BUILD)/man/*.1))
+
 # The main job: load the real list into SQLite, serve it, measure it.
 run: all dataset
 	scripts/run
@@ -190,5 +213,5 @@ run: all dataset
 clean:
 	rm -rf build
 
-.PHONY: all check test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man
+.PHONY: all check check-bench test test-slow sanitize valgrind fuzz bench clean dataset run hdrjs man install uninstall
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

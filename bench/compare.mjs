@@ -3,17 +3,24 @@
 // two sets of loadgen --json reports, and prints per cell B/A with its 95%
 // interval and a verdict (lib/compare.mjs). ./zipbench compare runs it.
 import { parseArgs } from 'node:util';
-import { readSide, compareSides, againstSides, InputError } from './lib/compare.mjs';
+import { readSide, compareSides, againstSides, InputError, lastTwoRuns, busyShare, sideProbes, probeReference } from './lib/compare.mjs';
+import { cellNames, shownPath } from './lib/saved.mjs';
+import { SLOW_HOST } from './lib/hostprobe.mjs';
 import { table } from './lib/table.mjs';
 import { commitText, machineKey } from './lib/provenance.mjs';
 import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
 
 const usage = `Usage: zipbench compare [OPTIONS] A B
        zipbench compare [OPTIONS] FILE.json
+       zipbench compare [OPTIONS]
 
 Compares two runs cell by cell and says, for each, whether B is faster
 than A, slower, or not measurably different: B/A, the ratio of B's runs to
 A's, with its 95% confidence interval.
+
+With no arguments, the last two runs saved in build/runs/ (make run and
+zipbench run save each run there): the last as B, and as A the latest
+before it that measured the same cells.
 
 With one FILE, what \`zipbench run --against DIR --json FILE\` wrote: both
 builds measured in the same rounds, A the other build (DIR), B this one.
@@ -64,6 +71,15 @@ ${RATE_FOLLOWS} as the probe, so such a ratio measures the host too;
 ratios taken within one run (make run's pooled / per-request, or run
 --against) hold better.
 
+Where a cell says "no change" its interval may still be wide: the
+column "runs a side for 5% / 10%" says how many runs a side would tell a
+change of 5% and of 10% from none at the spread seen (the interval
+narrows as the square root of the runs), as benchstat and Maricq et al.
+("Taming performance variability", OSDI 2018) advise; a quieter machine
+narrows it too. A warning says when a side's host probe found the machine
+busy (more than a quarter of its runs more than 4% slower than the
+quickest probe of either side).
+
 Options:
       --threshold PCT  call a difference only when the interval lies more
                        than PCT% away from 1 (default 0: any interval that
@@ -105,14 +121,20 @@ try {
 } catch (e) { usageError(e.message); }
 const { values: opt, positionals } = parsed;
 if (opt.help) { process.stdout.write(usage + '\n'); process.exit(0); }
-if (positionals.length !== 1 && positionals.length !== 2)
-  usageError(`two runs to compare, A and B, or one run with --against, are needed (${positionals.length} given)`);
+if (positionals.length > 2)
+  usageError(`two runs to compare, A and B, or one run with --against, or none (the last two saved) are needed (${positionals.length} given)`);
 const threshold = opt.threshold === undefined ? 0 : Number(opt.threshold);
 if (!Number.isFinite(threshold) || threshold < 0 || threshold > 100)
   usageError(`--threshold: '${opt.threshold}' is not a percentage in 0..100`);
 
 let A, B, result;
 try {
+  if (!positionals.length) {
+    const { a, b } = lastTwoRuns(cellNames);
+    process.stderr.write(`zipbench compare: ${a ? `the last two saved runs: ${shownPath(a)} (A) and ${shownPath(b)} (B)`
+                                                 : `the last saved run, its two sides: ${shownPath(b)}`}\n`);
+    positionals.push(...(a ? [a, b] : [b]));
+  }
   if (positionals.length === 1) {
     result = againstSides(positionals[0], { threshold: threshold / 100 });
     if (!result) usageError(`${positionals[0]}: not a run with --against (zipbench run --against DIR --json FILE); two runs to compare need A and B (1 given)`);
@@ -162,6 +184,10 @@ function sideText(side) {
 }
 
 const json = x => (Number.isFinite(x) ? x : null);
+// Each side's runs on a host its probe found slow (lib/hostprobe.mjs).
+const ref = probeReference(A, B);
+const busyA = busyShare(sideProbes(A), ref), busyB = busyShare(sideProbes(B), ref);
+const needed = r => (r.needed ? `${r.needed[5] > 9999 ? '>9999' : r.needed[5]} / ${r.needed[10] > 9999 ? '>9999' : r.needed[10]}` : '');
 if (opt.json) {
   process.stdout.write(JSON.stringify({
     a: { input: A.label, provenance: Object.fromEntries(A.files.map(f => [f.name, f.provenance])) },
@@ -171,7 +197,8 @@ if (opt.json) {
                             a: { median: json(r.a.median), runs: r.a.n, errors: r.a.errors, samples: r.a.source },
                             b: { median: json(r.b.median), runs: r.b.n, errors: r.b.errors, samples: r.b.source },
                             ratio: json(r.ratio), lo: json(r.lo), hi: json(r.hi), verdict: r.verdict, flags: r.flags,
-                            host_probe_ratio: json(r.host) })),
+                            host_probe_ratio: json(r.host), ...(r.needed ? { runs_needed: { pct5: r.needed[5], pct10: r.needed[10] } } : {}) })),
+    busy: { a: json(busyA.share), b: json(busyB.share) },
     only_a: result.onlyA, only_b: result.onlyB,
   }) + '\n');
 } else {
@@ -181,10 +208,14 @@ if (opt.json) {
   const x3 = x => (Number.isFinite(x) ? x.toFixed(3) : x === Infinity ? 'inf' : '-');
   const ratio = r => (Number.isFinite(r.lo) || r.lo === Infinity ? `${x3(r.ratio)} [${x3(r.lo)}-${x3(r.hi)}]` : x3(r.ratio));
   const out = [`A: ${sideText(A)}`, `B: ${sideText(B)}`, ''];
+  const advice = rows.some(r => r.needed);
+  const rounds = result.rows.some(r => r.rounds !== undefined);   // one run --against file: its rounds
   if (rows.length)
-    out.push(table(['cell', 'better', 'A: median (runs)', 'B: median (runs)', 'B/A [95% interval]', 'verdict', 'differs'],
-                   rows.map(r => [r.cell + (r.cellB ? ` (B: ${r.cellB})` : ''), r.better, fig(r.a), fig(r.b), ratio(r), r.verdict, r.flags.join(', ')]),
-                   'llrrrll'));
+    out.push(table(['cell', 'better', 'A: median (runs)', 'B: median (runs)', 'B/A [95% interval]', 'verdict',
+                    ...(advice ? [rounds ? 'rounds for 5% / 10%' : 'runs a side for 5% / 10%'] : []), 'differs'],
+                   rows.map(r => [r.cell + (r.cellB ? ` (B: ${r.cellB})` : ''), r.better, fig(r.a), fig(r.b), ratio(r), r.verdict,
+                                  ...(advice ? [needed(r)] : []), r.flags.join(', ')]),
+                   advice ? 'llrrrlrl' : 'llrrrll'));
   else out.push('(no cell to show)', '');
   out.push(`${compared.length} cells compared: ${counts.faster} faster, ${counts.slower} slower, ${counts.no_change} no change, ` +
            `${counts.too_few_runs} too few runs for an interval${threshold ? ` (threshold ${threshold}%)` : ''}.`);
@@ -196,6 +227,13 @@ if (opt.json) {
     out.push(`${flagged('host')} cells were measured while the host ran at another speed: its CPU probe took ` +
              `${hosts.map(h => h.toFixed(2)).join(', ')}x as long during B as during A (above 1: B's host slower); ` +
              `the lookups move ${RATE_FOLLOWS}, so these ratios measure the host too.`);
+  const unresolved = compared.filter(r => r.needed);
+  if (unresolved.length) {
+    const most = k => Math.max(...unresolved.map(r => r.needed[k]));
+    out.push(`${unresolved.length} cells say no change, at the spread seen: to tell a 5% change from none would take up to ` +
+             `${most(5) > 9999 ? 'more than 9999' : most(5)} ${rounds ? 'rounds' : 'runs a side'}, a 10% change ${most(10) > 9999 ? 'more than 9999' : most(10)} ` +
+             `(the column says per cell); or a quieter machine, where the runs spread less.`);
+  }
   if (compared.some(r => r.a.source !== 'runs' || r.b.source !== 'runs'))
     out.push('Some cells compare the intervals of a single run: they are not independent runs, so their interval is too narrow; repeat the runs.');
   if (rows.some(r => r.a.errors || r.b.errors))
@@ -205,6 +243,14 @@ if (opt.json) {
   if (result.onlyB.length) out.push(`Only in B (${result.onlyB.length}): ${some(result.onlyB)}.`);
   process.stdout.write(out.join('\n') + '\n');
 }
+// A side measured on a busy machine: its runs are noisier and slower.
+// (One file of both sides: its rounds are both sides', said once.)
+for (const [side, b] of positionals.length === 1 ? [['the run', busyB]] : [['A', busyA], ['B', busyB]])
+  if (b.share > 0.25)
+    process.stderr.write(`zipbench compare: warning: ${side}'s host probe found the machine busy: ${b.slow} of its ${b.runs} runs ` +
+                         `ran more than ${(100 * SLOW_HOST).toFixed(0)}% slower than the quickest probe; its figures are ` +
+                         'noisier and slower than a quiet machine\'s (run again when it is quiet' +
+                         `${positionals.length === 1 ? '' : ', or measure both in the same rounds: run --against'})\n`);
 // Provenance of A and B as whole: stated once more on stderr when the
 // machines differ, the most likely misreading.
 const machinesOf = side => new Set(side.files.map(f => machineKey(f.provenance)).filter(Boolean));

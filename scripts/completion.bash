@@ -2,8 +2,8 @@
 # server, loadgen, sqlbench, gen, relay): commands, then each command's
 # long options, read from its own --help. Sourced, never run: scripts/setup
 # installs it (bash-completion's directory for the user, or
-# /etc/bash_completion.d as root); `. scripts/completion.bash` loads it by
-# hand.
+# /etc/bash_completion.d as root), and so does make install (under
+# PREFIX/share); `. scripts/completion.bash` loads it by hand.
 
 # The long options a help text names.
 _zipbench_options() {
@@ -12,7 +12,9 @@ _zipbench_options() {
 
 _zipbench() {
     local cur=${COMP_WORDS[COMP_CWORD]} door=${COMP_WORDS[0]} root cmd prog
-    root=$(cd "$(dirname "$door")" 2> /dev/null && pwd) || return
+    # The tree of the door: through PATH and a link (make install's).
+    door=$(type -P -- "$door" 2> /dev/null) || door=${COMP_WORDS[0]}
+    root=$(cd "$(dirname "$(readlink -f -- "$door")")" 2> /dev/null && pwd) || return
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$("$door" help 2> /dev/null | awk '/^  [a-z]/ {print $1}') help --version" -- "$cur"))
         return

@@ -1,8 +1,10 @@
 #include "helpers.h"
+#include "conf.h"
 #include "kenall.h"
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -369,17 +371,6 @@ int write_conf_with_words(const char *path, const char *words, const char *text,
     return write_conf_copy(path, NULL, dataset, why, whylen);
 }
 
-int write_conf_in_dir(const char *path, const char *dir, char *why, size_t whylen)
-{
-    char include[1100], sqlite_file[1100];
-    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
-    snprintf(sqlite_file, sizeof sqlite_file, "%s/test.sqlite", dir);
-    const struct conf_change changes[] = { { "", "include", include },
-                                           { "backend sqlite", "path", sqlite_file },
-                                           { NULL, NULL, NULL } };
-    return write_conf_copy(path, changes, NULL, why, whylen);
-}
-
 int write_refusing_conf(const char *path, const char *dir, const char *var, int port, bool tcp,
                         char *why, size_t whylen)
 {
@@ -459,4 +450,189 @@ Suite *suite_of(const char *name, TCase *first, ...)
         suite_add_tcase(s, tc);
     va_end(ap);
     return s;
+}
+
+/* ---- Ctrl-C ---- */
+
+pid_t start_in_group(const char *cmd)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setsid();
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    /* Until the child is in its session: a signal to its group before
+     * then would miss it. */
+    while (getsid(pid) != pid && waitpid(pid, NULL, WNOHANG) == 0)
+        usleep(1000);
+    return pid;
+}
+
+/* Of /proc/PID/stat, the fields after the name: state, and the session. */
+static bool proc_state(int pid, char *state, int *session)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')');   /* the name may hold spaces */
+    int ppid, pgrp;
+    return close_paren && sscanf(close_paren + 1, " %c %d %d %d", state, &ppid, &pgrp, session) == 4;
+}
+
+/* The command line of pid, its arguments joined by spaces, into cmd. */
+static bool cmdline_of(int pid, char *cmd, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(cmd, 1, len - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (!cmd[i])
+            cmd[i] = ' ';
+    cmd[n] = 0;
+    return true;
+}
+
+int session_has(pid_t sid, const char *text)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), session;
+        char state, cmd[8192];
+        if (pid > 0 && proc_state(pid, &state, &session) && session == sid && state != 'Z' &&
+            cmdline_of(pid, cmd, sizeof cmd))
+            n += strstr(cmd, text) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
+/* SIGKILL to every process of session sid (not this one). */
+static void kill_session(pid_t sid)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), session;
+        char state;
+        if (pid > 0 && pid != getpid() && proc_state(pid, &state, &session) && session == sid)
+            kill(pid, SIGKILL);
+    }
+    closedir(d);
+}
+
+int session_running(pid_t sid)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name), session;
+        char state;
+        n += pid > 0 && proc_state(pid, &state, &session) && session == sid && state != 'Z';
+    }
+    closedir(d);
+    return n;
+}
+
+int processes_with(const char *text)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid = atoi(e->d_name);
+        char cmd[8192];
+        if (pid <= 0 || pid == getpid() || !cmdline_of(pid, cmd, sizeof cmd))
+            continue;
+        n += strstr(cmd, text) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
+double ctrl_c_bound_ms(void)
+{
+    uint64_t t0 = zb_now_ns();
+    run_cmd(NULL, 0, "node -e 0");
+    return 2000 + 10 * (double)(zb_now_ns() - t0) / 1e6;
+}
+
+int ctrl_c(pid_t pid, double *ms, int *left)
+{
+    uint64_t t0 = zb_now_ns();
+    ck_assert_int_eq(kill(-pid, SIGINT), 0);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    *ms = (double)(zb_now_ns() - t0) / 1e6;
+    *left = session_running(pid);
+    if (*left)   /* what is left, by group: each of the session's */
+        kill_session(pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int interrupt_when(const char *cmd, bool (*ready)(pid_t group, void *arg), void *arg, const char *log,
+                   double *ms, char *out, size_t outlen)
+{
+    pid_t pid = start_in_group(cmd);
+    bool now = false;
+    for (int i = 0; i < 15000 && !now; i++) {
+        now = ready(pid, arg);
+        if (!now && waitpid(pid, NULL, WNOHANG) != 0)
+            break;
+        if (!now)
+            usleep(20 * 1000);
+    }
+    if (!now) {
+        kill_session(pid);
+        run_cmd(out, outlen, "tail -c 2000 '%s'", log);
+    }
+    ck_assert_msg(now, "`%s` never came to the point to interrupt it: ...%s", cmd, out);
+    double bound = ctrl_c_bound_ms();
+    int left, rc = ctrl_c(pid, ms, &left);
+    run_cmd(out, outlen, "tail -c 2000 '%s'", log);
+    fprintf(stderr, "ctrl-c: `%.60s...`: exit %d after %.0f ms (bound %.0f)\n", cmd, rc, *ms, bound);
+    ck_assert_msg(left == 0, "%d processes of its session outlived it: ...%s", left, out);
+    ck_assert_msg(*ms < bound, "it stopped %.0f ms after SIGINT (bound %.0f): ...%s", *ms, bound, out);
+    return rc;
+}
+
+int copy_tree(const char *dir, char *why, size_t whylen)
+{
+    return run_cmd(why, whylen, "mkdir -p '%s' && git ls-files -z --cached --others --exclude-standard | "
+                   "tar --null --ignore-failed-read -T - -cf - | tar -xf - -C '%s'", dir, dir);
+}
+
+void second_tree_db_ports(int offset, int *pg_port, int *my_port)
+{
+    struct zb_conf zc;
+    struct zb_err err = { 0 };
+    ck_assert_msg(conf_load(&zc, conf_path(), &err) == 0, "%s", err.msg);
+    *pg_port = free_port(conf_backend(&zc, "pg")->port + offset);
+    *my_port = free_port(conf_backend(&zc, "innodb")->port + offset);
+    conf_free(&zc);
+}
+
+int write_conf_for_csv(const char *path, const char *dir, const char *sqlite_name, char *why,
+                       size_t whylen)
+{
+    char include[1300], sqlite_file[1300];
+    snprintf(include, sizeof include, "%s/conf.d/*.conf", dir);
+    snprintf(sqlite_file, sizeof sqlite_file, "%s/%s", dir, sqlite_name);
+    const struct conf_change changes[] = { { "", "include", include },
+                                           { "backend sqlite", "path", sqlite_file },
+                                           { NULL, NULL, NULL } };
+    return write_conf_copy(path, changes, NULL, why, whylen);
 }

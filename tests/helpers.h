@@ -41,16 +41,18 @@ struct conf_change {
  * extra (NULL: nothing) added at the end. 0, or -1 with why. */
 int write_conf_copy(const char *path, const struct conf_change *changes, const char *extra,
                     char *why, size_t whylen);
+/* The tests' config at path, as a CSV of one's own needs it: the
+ * overlays loader --csv writes read from the *.conf files of dir/conf.d
+ * (include), and
+ * SQLite's file dir/SQLITE_NAME. 0, or -1 with why. */
+int write_conf_for_csv(const char *path, const char *dir, const char *sqlite_name, char *why,
+                       size_t whylen);
 /* The tests' config at path, with a text-keyed dataset of their own:
  * text written to the CSV file words, served as [dataset words] keyed by
  * its column word, with columns ("word text, meaning text"). 0, or -1
  * with why. */
 int write_conf_with_words(const char *path, const char *words, const char *text,
                           const char *columns, char *why, size_t whylen);
-/* The tests' config at path, its overlays (include) read from dir/conf.d
- * and its SQLite file dir/test.sqlite: for loader --csv, whose overlay
- * and tables then stay in the test's directory. 0, or -1 with why. */
-int write_conf_in_dir(const char *path, const char *dir, char *why, size_t whylen);
 /* The tests' config at path, with databases that refuse: pg's socket
  * directory and innodb's socket file are in dir, where nothing listens
  * (tcp: pg on 127.0.0.1 instead, where nothing listens on the port
@@ -129,6 +131,45 @@ int free_port(int from);
  * rest of the process (ask first in the fixture, before Check forks the
  * tests, and they inherit it). */
 int test_port(int preferred);
+
+/* ---- Ctrl-C: a command in a session of its own, as a terminal runs it ---- */
+/* Starts `sh -c cmd` in a new session (setsid: its pid is the session's
+ * and its first process group's, which a terminal's Ctrl-C would reach;
+ * Check's forked tests make groups of their own within it). */
+pid_t start_in_group(const char *cmd);
+/* How many processes of session sid still run (zombies not counted: one
+ * whose parent ended waits for init to reap it, which may take a while). */
+int session_running(pid_t sid);
+/* How many processes of session sid (not zombies) have text in their
+ * command line: what a command started, not another tree's like it. */
+int session_has(pid_t sid, const char *text);
+/* How many processes but this one have text in their command line. */
+int processes_with(const char *text);
+/* Ctrl-C as a terminal sends it: SIGINT to the process group of pid,
+ * then waits for pid. Its exit status (128 + signal when killed), the ms
+ * it took in *ms, and the processes of its session still running then in
+ * *left (those are killed). The bound a stop must keep on this machine
+ * now: 2 s, plus ten times what starting node takes here (a busy
+ * machine's slowness). */
+int ctrl_c(pid_t pid, double *ms, int *left);
+double ctrl_c_bound_ms(void);
+/* A whole Ctrl-C test: cmd started in a session of its own, ready(sid,
+ * arg) polled every 20 ms until true (5 minutes at most; cmd ending
+ * first, or the time passing, fails the test with log's tail), then
+ * ctrl_c. Fails the test unless the session is gone within
+ * ctrl_c_bound_ms. Returns cmd's exit status; *ms the stop's time, log's
+ * tail (2,000 bytes) in out. */
+int interrupt_when(const char *cmd, bool (*ready)(pid_t sid, void *arg), void *arg, const char *log,
+                   double *ms, char *out, size_t outlen);
+
+/* ---- a second tree, for the runs of make test and the README's journeys ---- */
+/* The tree's files as they are now (tracked and untracked, not ignored:
+ * uncommitted work is what is tested) copied into dir. 0, or the copy's
+ * exit status with its output in why. */
+int copy_tree(const char *dir, char *why, size_t whylen);
+/* Free ports for a second tree's PostgreSQL and MariaDB: the first free
+ * ones from the config's own plus offset. */
+void second_tree_db_ports(int offset, int *pg_port, int *my_port);
 
 /* ---- Check suites: every tests/test_NAME.c builds its suite with these ---- */
 #include <check.h>

@@ -66,6 +66,12 @@ static void own_environment(void)
 int main(int argc, char **argv)
 {
     own_environment();
+    /* The runs the tests make (scripts/run, ./zipbench run) are saved in
+     * a directory of the tests', not among the user's (build/runs). */
+    char runs[1100];
+    const char *build = getenv("ZB_BUILD");
+    snprintf(runs, sizeof runs, "%s/test/runs", build && *build ? build : "build");
+    setenv("ZB_RUNS", runs, 1);
     const char *tier = NULL;
     int nnames = 0;
     for (int a = 1; a < argc; a++) {

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -154,6 +155,31 @@ START_TEST(quick_run_produces_every_table)
 }
 END_TEST
 
+/* Ctrl-C, as a terminal sends it (SIGINT to the process group), while a
+ * bench part measures: the driver stops its servers and clients and exits
+ * 130 within the bound (helpers.h, ctrl_c_bound_ms), nothing of its session
+ * left, no server of its own left. */
+/* A client of the bench's runs against its server (arg: the mark). */
+static bool bench_measuring(pid_t sid, void *mark)
+{
+    (void)sid;
+    return our_processes("bin/loadgen", mark) > 0 && our_processes("bin/server", mark) > 0;
+}
+
+START_TEST(ctrl_c_stops_the_bench)
+{
+    char mark[64], cmd[1200], out[4096];
+    snprintf(mark, sizeof mark, "bench-int-%d-%ld", (int)getpid(), (long)time(NULL));
+    const char *log = build_path("test/bench-ctrl-c.log");
+    snprintf(cmd, sizeof cmd, MARK_VAR "=%s exec scripts/bench --quick --only server > '%s' 2>&1", mark, log);
+    double ms;
+    int rc = interrupt_when(cmd, bench_measuring, mark, log, &ms, out, sizeof out);
+    ck_assert_msg(rc == 130, "exit %d: %s", rc, out);
+    ck_assert_int_eq(our_processes("bin/server", mark), 0);
+    ck_assert_int_eq(our_processes("bin/loadgen", mark), 0);
+}
+END_TEST
+
 /* The driver's own arithmetic (the .test.mjs files of bench/test: the median's
  * interval, when a cell stops, how it prints), with Node's test runner. */
 START_TEST(driver_unit_tests)
@@ -169,7 +195,10 @@ END_TEST
 
 Suite *suite_bench(void)
 {
-    TCase *driver = tier(test_case("driver", NULL, NULL, 120, TESTS(driver_unit_tests)), TIER_UNIT);
-    TCase *smoke = tier(test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table)), TIER_SLOW);
+    /* Untagged: make test runs it, make check does not (make check-bench
+     * runs the Node suite alone). */
+    TCase *driver = test_case("driver", NULL, NULL, 600, TESTS(driver_unit_tests));
+    TCase *smoke = tier(test_case("smoke", NULL, NULL, 900, TESTS(quick_run_produces_every_table, ctrl_c_stops_the_bench)),
+                        TIER_SLOW);
     return suite_of("bench", driver, smoke, NULL);
 }

@@ -29,7 +29,7 @@ static void fresh_dir(const char *name, char *dir, size_t dirlen, char *conf, si
     char why[256];
     snprintf(dir, dirlen, "%s", test_dir(name));
     snprintf(conf, conflen, "%s/truth.conf", dir);
-    ck_assert_msg(write_conf_in_dir(conf, dir, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(write_conf_for_csv(conf, dir, "test.sqlite", why, sizeof why) == 0, "%s", why);
 }
 
 /* The body of GET path from the server on port (200 or the test fails). */

@@ -6,7 +6,7 @@
  * after the head, so neither waits for more. Wherever nginx refuses
  * (4xx, 5xx, or it closes without an answer) the server must refuse too;
  * wherever a head breaks one of the server's own rules (the list of
- * differences below, the one list, which docs/RELIABILITY.md explains)
+ * differences below, the one list, which docs/RELIABILITY-server.md explains)
  * the server must refuse whatever nginx does; a head with no mutation
  * must be 2xx from both. A failure names the seed, which
  * ZB_HTTPDIFF_SEED=N replays, and the head, escaped.
@@ -43,7 +43,7 @@
 /* Where the server and nginx differ by design. OWN: a rule of the
  * server's, which it holds whatever nginx does (asserted: refused).
  * LIMIT: nginx refuses, the server cannot (asserted: nothing). Each name
- * is a bold item of docs/RELIABILITY.md's "Request heads against nginx". */
+ * is a bold item of docs/RELIABILITY-server.md's "Request heads against nginx". */
 enum kind { OWN, LIMIT };
 static const struct difference {
     unsigned mark;
@@ -458,23 +458,23 @@ START_TEST(heads_refused_where_nginx_refuses)
 }
 END_TEST
 
-/* The list of differences is docs/RELIABILITY.md's, item for item. */
+/* The list of differences is docs/RELIABILITY-server.md's, item for item. */
 START_TEST(differences_are_documented)
 {
-    FILE *f = fopen("docs/RELIABILITY.md", "r");
-    ck_assert_msg(f != NULL, "no docs/RELIABILITY.md (run from the tree's top)");
+    FILE *f = fopen("docs/RELIABILITY-server.md", "r");
+    ck_assert_msg(f != NULL, "no docs/RELIABILITY-server.md (run from the tree's top)");
     static char text[1 << 20];
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = 0;
     const char *section = strstr(text, "### Request heads against nginx");
-    ck_assert_msg(section != NULL, "docs/RELIABILITY.md has no \"### Request heads against nginx\"");
+    ck_assert_msg(section != NULL, "docs/RELIABILITY-server.md has no \"### Request heads against nginx\"");
     const char *next = strstr(section + 4, "\n#");
     for (int d = 0; d < NDIFF; d++) {
         char item[128];
         snprintf(item, sizeof item, "- **%s**", differences[d].name);
         const char *at = strstr(section, item);
-        ck_assert_msg(at && (!next || at < next), "docs/RELIABILITY.md's \"Request heads against "
+        ck_assert_msg(at && (!next || at < next), "docs/RELIABILITY-server.md's \"Request heads against "
                       "nginx\" has no item %s", item);
     }
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -299,15 +300,9 @@ START_TEST(make_test_twice_then_in_a_second_checkout)
     snprintf(clone, sizeof clone, "%s/clone", dir);
     ck_assert_msg(realpath(data_path("ken_all.csv"), data), "no %s", data_path("ken_all.csv"));
     *strrchr(data, '/') = 0;
-    ck_assert_msg(run_cmd(out, sizeof out, "mkdir -p '%s' && git ls-files -z --cached --others --exclude-standard | "
-                          "tar --null --ignore-failed-read -T - -cf - | tar -xf - -C '%s'", clone, clone) == 0,
-                  "copying the tree: %s", out);
-    struct zb_conf zc;
-    struct zb_err err = { 0 };
-    ck_assert_msg(conf_load(&zc, conf_path(), &err) == 0, "%s", err.msg);
-    int pg_port = free_port(conf_backend(&zc, "pg")->port + 100);
-    int my_port = free_port(conf_backend(&zc, "innodb")->port + 100);
-    conf_free(&zc);
+    ck_assert_msg(copy_tree(clone, out, sizeof out) == 0, "copying the tree: %s", out);
+    int pg_port, my_port;
+    second_tree_db_ports(100, &pg_port, &my_port);
     /* make's command-line variables reach us in the environment (make
      * sanitize's BUILD, OPT, LDFLAGS): the copy builds as a fresh one would. */
     snprintf(env, sizeof env, "-u BUILD -u OPT -u LDFLAGS -u CFLAGS -u CC ZB_PG_PORT=%d ZB_MY_PORT=%d",
@@ -351,12 +346,39 @@ START_TEST(foreign_environment_is_dropped)
 }
 END_TEST
 
+/* Ctrl-C, as a terminal sends it (SIGINT to the process group), while
+ * `make test` runs a suite with a server of its own under load: make, the
+ * runner, the test's server, loader and loadgen are gone within the bound
+ * (helpers.h, ctrl_c_bound_ms), nothing of its session left. The databases
+ * were up before, so they stay. */
+/* The sqlite suite's own server serves (its config is the suite's), in
+ * the session of the make test started here: not another tree's. */
+static bool sqlite_suite_serving(pid_t sid, void *unused)
+{
+    (void)unused;
+    return session_has(sid, "bin/server --conf ") > 0 && session_has(sid, "test/sqlite/sqlite.conf") > 0;
+}
+
+START_TEST(ctrl_c_stops_make_test)
+{
+    char cmd[2 * PATH_MAX + 256], out[4096], log[PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/ctrl-c.log", dir);
+    const char *b = getenv("ZB_BUILD");
+    snprintf(cmd, sizeof cmd, "exec env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u CK_RUN_CASE -u CK_RUN_SUITE make BUILD='%s' test TESTS=sqlite > '%s' 2>&1",
+             b && *b ? b : "build", log);
+    double ms;
+    int rc = interrupt_when(cmd, sqlite_suite_serving, NULL, log, &ms, out, sizeof out);
+    ck_assert_msg(rc != 0, "make test passed though interrupted: %s", out);
+    ck_assert_int_eq(processes_with("test/sqlite/sqlite.conf"), 0);
+}
+END_TEST
+
 Suite *suite_lifecycle(void)
 {
     TCase *t = tier(test_case("ports", setup, NULL, 180, TESTS(
         ports_are_below_the_ephemeral_range, databases_restart_right_after_a_load,
         foreign_environment_is_dropped)), TIER_SLOW);
     TCase *r = tier(test_case("make test", setup, NULL, 1200, TESTS(
-        make_test_twice_then_in_a_second_checkout)), TIER_SLOW);
+        make_test_twice_then_in_a_second_checkout, ctrl_c_stops_make_test)), TIER_SLOW);
     return suite_of("lifecycle", t, r, NULL);
 }

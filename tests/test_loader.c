@@ -1587,7 +1587,7 @@ static void make_own_csv(void)
                 i % 7);
     fclose(f);
     char why[256];
-    ck_assert_msg(write_conf_in_dir(own_conf, own_dir, why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(write_conf_for_csv(own_conf, own_dir, "own.sqlite", why, sizeof why) == 0, "%s", why);
 }
 
 static int count_lines(const char *path)

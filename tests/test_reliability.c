@@ -297,23 +297,25 @@ static int connect_nb(int port)
 }
 
 /* Counts the sockets of fds the server has closed (readable with EOF or
- * an error), within wait_ms; with opened (each one's open time, ns) only
- * those opened after since_ns. */
-static int count_closed(int *fds, int n, int wait_ms, const uint64_t *opened, uint64_t since_ns)
+ * an error), within wait_ms; each one's flag in closed (NULL: not wanted). */
+static int count_closed(int *fds, int n, int wait_ms, bool *closed)
 {
     struct pollfd *p = calloc((size_t)n, sizeof *p);
     for (int i = 0; i < n; i++)
         p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-    int closed = 0;
+    int count = 0;
     if (poll(p, (nfds_t)n, wait_ms) > 0)
         for (int i = 0; i < n; i++)
-            if (p[i].revents && (!opened || opened[i] > since_ns)) {
+            if (p[i].revents) {
                 char c;
-                if (read(fds[i], &c, 1) <= 0)
-                    closed++;
+                if (read(fds[i], &c, 1) <= 0) {
+                    count++;
+                    if (closed)
+                        closed[i] = true;
+                }
             }
     free(p);
-    return closed;
+    return count;
 }
 
 START_TEST(ten_thousand_idle_connections)
@@ -326,12 +328,20 @@ START_TEST(ten_thousand_idle_connections)
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
 
+    /* The yardstick: the slowest of 20 requests with no idle connection,
+     * on this machine now. */
+    double quiet = 0, ms;
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(get_on(PORT, "/zip/sqlite/random", &ms), 200);
+        quiet = ms > quiet ? ms : quiet;
+    }
+    double bound = 4 * quiet > 1000 ? 4 * quiet : 1000;
     static int fds[IDLE];
-    static uint64_t opened[IDLE];
+    static uint64_t opened_at[IDLE];
     uint64_t t0 = zb_now_ns();
     int open = 0;
     for (int i = 0; i < IDLE; i++) {
-        opened[i] = zb_now_ns();
+        opened_at[i] = zb_now_ns();
         fds[i] = connect_nb(PORT);
         ck_assert_msg(fds[i] >= 0, "connection %d: %s", i, strerror(errno));
         open++;
@@ -340,8 +350,9 @@ START_TEST(ten_thousand_idle_connections)
     }
     double open_ms = (double)(zb_now_ns() - t0) / 1e6;
     usleep(300 * 1000);
-    /* Others are still served while the 10,000 are held, fast. */
-    double worst = 0, ms;
+    /* Others are still served while the 10,000 are held, fast: within 4
+     * times the slowest before them, 1 s at least. */
+    double worst = 0;
     for (int i = 0; i < 20; i++) {
         int st = get_on(PORT, "/zip/sqlite/random", &ms);
         ck_assert_msg(st == 200, "request %d with %d idle connections: %d", i, open, st);
@@ -349,21 +360,27 @@ START_TEST(ten_thousand_idle_connections)
     }
     ck_assert_int_eq(get("/zip/pg/%s", code), 200);
     ck_assert_int_eq(get("/zip/innodb/%s", code), 200);
-    ck_assert_msg(worst < 1000, "a request took %.0f ms with %d idle connections", worst, open);
-    /* None closed before its own connection_timeout_s: on a busy machine
-     * the first may be older than that by now (opening took long). */
-    uint64_t now = zb_now_ns(), young = now - TIMEOUT_S * 1000000000ull;
-    int nyoung = 0;
+    ck_assert_msg(worst < bound, "a request took %.0f ms with %d idle connections (bound %.0f)", worst, open,
+                  bound);
+    /* Closed early: of those idle for less than the timeout yet (on a busy
+     * machine the first may reach it while the last are still opened). */
+    static bool shut[IDLE];
+    memset(shut, 0, sizeof shut);
+    count_closed(fds, IDLE, 0, shut);
+    uint64_t now = zb_now_ns();
+    int early = 0, young = 0;
     for (int i = 0; i < IDLE; i++)
-        nyoung += opened[i] > young;
-    int early = count_closed(fds, IDLE, 0, opened, young);
-    ck_assert_msg(early <= nyoung / 100, "%d of the %d idle connections opened less than %d s ago "
-                  "closed (opening the %d took %.0f ms)", early, nyoung, TIMEOUT_S, IDLE, open_ms);
+        if (now - opened_at[i] < TIMEOUT_S * 1000000000ull) {
+            young++;
+            early += shut[i];
+        }
+    ck_assert_msg(early <= young / 100, "%d of the %d idle connections younger than the timeout closed before it",
+                  early, young);
     /* After connection_timeout_s the server has closed them all. */
     uint64_t t1 = zb_now_ns();
     int closed = 0;
     while (closed < IDLE && zb_now_ns() - t1 < (TIMEOUT_S + 8) * 1000000000ull) {
-        int c = count_closed(fds, IDLE, 500, NULL, 0);
+        int c = count_closed(fds, IDLE, 500, NULL);
         closed = c > closed ? c : closed;
     }
     double closed_s = (double)(zb_now_ns() - t0) / 1e9;
@@ -416,7 +433,7 @@ START_TEST(slow_clients)
             answered++;
     }
     /* The stalled ones: closed after connection_timeout_s of silence. */
-    int stalled_closed = count_closed(fds + SLOW, STALL, (TIMEOUT_S + 3) * 1000, NULL, 0);
+    int stalled_closed = count_closed(fds + SLOW, STALL, (TIMEOUT_S + 3) * 1000, NULL);
     for (int i = 0; i < SLOW + STALL; i++)
         close(fds[i]);
     figure("slow clients: %d sending 1 byte / 100 ms for %.1f s: %d answered 200; %d stalled half "
@@ -565,14 +582,19 @@ START_TEST(bad_dsn_starts_with_the_backend_down)
     figure("bad DSN: /health %s", body());
     char path[64];
     double worst = 0;
+    /* At once: within 4 times the slowest SQLite answer beside them (what
+     * this machine gives now), 1 s at least; a wait would be a timeout's. */
+    double sqlite_worst = 0;
     for (int i = 0; i < 10; i++) {
         snprintf(path, sizeof path, "/zip/%s/%s", i % 2 ? "pg" : "innodb", code);
         ck_assert_int_eq(get_on(PORT2, path, &ms), 503);
         worst = ms > worst ? ms : worst;
         snprintf(path, sizeof path, "/zip/sqlite/%s", code);
-        ck_assert_int_eq(get_on(PORT2, path, NULL), 200);
+        ck_assert_int_eq(get_on(PORT2, path, &ms), 200);
+        sqlite_worst = ms > sqlite_worst ? ms : sqlite_worst;
     }
-    ck_assert_msg(worst < 1000, "503 after %.0f ms", worst);
+    double bound = 4 * sqlite_worst > 1000 ? 4 * sqlite_worst : 1000;
+    ck_assert_msg(worst < bound, "503 after %.0f ms (bound %.0f)", worst, bound);
     ck_assert_int_eq(term_server(pid), 0);
     run_cmd(out, sizeof out, "cat '%s'", log);
     ck_assert_msg(strstr(out, "backend pg: not available at start") &&
@@ -635,7 +657,8 @@ static int await_200(const char *victim, uint64_t limit_ns, useconds_t poll_us)
 static void outage(const char *db, const char *victim)
 {
     char out[4096], cmd[1200];
-    ck_assert_int_eq(get("/zip/%s/%s", victim, code), 200);
+    /* up (an earlier test may have restarted it: its pool reconnecting) */
+    ck_assert_int_eq(await_200(victim, 15000000000ull, 50 * 1000), 200);
     double reconnects0 = stat_of(victim, "reconnects");
     struct lg s0, v0, s1, v1, s2, v2;
     run_pair(victim, 3, NULL, &s0, &v0);
@@ -702,8 +725,11 @@ static void outage(const char *db, const char *victim)
     /* No 503 waited for a timeout: the gate answers at once. The p99 under
      * load follows the box (1.7 to 280 ms in recorded runs), so the bound is
      * the timeout, not a speed. */
-    ck_assert_msg(v2.max_us < WAIT_LIMIT_MS * 1000.0 && lone_max < WAIT_LIMIT_MS,
-                  "%s 503 max %.0f us under load, %.2f ms alone", victim, v2.max_us, lone_max);
+    /* Under load the bound grows with the machine's own slowness: twice
+     * SQLite's slowest answer of the same seconds where that is more. */
+    double bound_us = 2 * s2.max_us > WAIT_LIMIT_MS * 1000.0 ? 2 * s2.max_us : WAIT_LIMIT_MS * 1000.0;
+    ck_assert_msg(v2.max_us < bound_us && lone_max < WAIT_LIMIT_MS,
+                  "%s 503 max %.0f us under load (bound %.0f), %.2f ms alone", victim, v2.max_us, bound_us, lone_max);
 }
 
 /* A database that hangs instead of going away: its processes stopped, so
@@ -713,7 +739,8 @@ static void outage(const char *db, const char *victim)
 static void frozen(const char *db, const char *victim)
 {
     char out[4096], cmd[1200];
-    ck_assert_int_eq(get("/zip/%s/%s", victim, code), 200);
+    /* up (an earlier test may have restarted it: its pool reconnecting) */
+    ck_assert_int_eq(await_200(victim, 15000000000ull, 50 * 1000), 200);
     struct lg s0, v0, s1, v1;
     run_pair(victim, 2, NULL, &s0, &v0);
     ck_assert_msg(v0.non2xx == 0 && v0.failed == 0 && s0.failed == 0, "before: %s", victim);

@@ -131,7 +131,25 @@ static int get(const char *path, double *ms, char *raw, size_t len)
     return http_status(raw);
 }
 
-/* Every code answers 200, each within 1 s; what after says when. */
+/* What a lookup may take: 4 times the slowest of NCODES GET /health on
+ * this machine now (set_answer_bound: the server's own path, no SQLite),
+ * and never under 1 s. A lookup that waited for a lock waits out its
+ * acquire_timeout_ms, 2 s. */
+static double answer_bound_ms = 1000;
+
+static void set_answer_bound(void)
+{
+    char raw[16384];
+    double slowest = 0;
+    for (int i = 0; i < NCODES; i++) {
+        double ms;
+        ck_assert_int_eq(get("/health", &ms, raw, sizeof raw), 200);
+        slowest = ms > slowest ? ms : slowest;
+    }
+    answer_bound_ms = 4 * slowest > 1000 ? 4 * slowest : 1000;
+}
+
+/* Every code answers 200, each within answer_bound_ms; what after says when. */
 static void lookups_answer(const char *after)
 {
     char path[160], raw[16384];
@@ -139,8 +157,8 @@ static void lookups_answer(const char *after)
         double ms;
         snprintf(path, sizeof path, "/zip/sqlite/%s", codes[i]);
         int status = get(path, &ms, raw, sizeof raw);
-        ck_assert_msg(status == 200 && ms < 1000, "%s: %s: %d after %.0f ms: %.300s", after, path,
-                      status, ms, raw);
+        ck_assert_msg(status == 200 && ms < answer_bound_ms, "%s: %s: %d after %.0f ms (bound %.0f): %.300s",
+                      after, path, status, ms, answer_bound_ms, raw);
     }
 }
 
@@ -151,6 +169,7 @@ START_TEST(killed_loads_leave_the_file_readable)
 {
     SETUP_OK();
     pid_t server = serve();
+    set_answer_bound();
     srand(20250131);
     int mid_load = 0;
     for (int k = 0; k < KILLS; k++) {
@@ -171,8 +190,8 @@ START_TEST(killed_loads_leave_the_file_readable)
         snprintf(after, sizeof after, "after kill %d (%s)", k + 1, modes[k % 4]);
         lookups_answer(after);
     }
-    printf("sqlite: %d loads killed (%d of them mid-load), every lookup after each 200 in < 1 s\n",
-           KILLS, mid_load);
+    printf("sqlite: %d loads killed (%d of them mid-load), every lookup after each 200 in < %.0f ms\n",
+           KILLS, mid_load, answer_bound_ms);
     fflush(stdout);
     ck_assert_msg(mid_load >= KILLS / 2, "only %d of %d kills came mid-load", mid_load, KILLS);
     double ms;
@@ -215,6 +234,7 @@ START_TEST(a_hot_journal_is_rolled_back)
     struct stat sj;
     ck_assert_msg(stat(journal, &sj) == 0 && sj.st_size > 0, "no hot journal %s", journal);
     pid_t server = serve();
+    set_answer_bound();
     lookups_answer("after a hot journal was left");
     double ms;
     char raw[16384];
@@ -275,22 +295,46 @@ static double slowest_ms(const char *report, double *done, double *non2xx)
     return lat ? json_num(lat, "max") / 1000 : -1;
 }
 
-/* Bounds no answer of pg may pass while SQLite is written. A stall of the
- * loop lasts as long as SQLite's lock (a reader that waits inline waits
- * out busy_timeout_ms, 2 s): 2 s and more for the lock held below.
- * pg's own slowest answer is tens of ms on a quiet 2-core machine, and
- * was seen at 0.8 s on one loaded to 12 runnable threads. */
-#define PG_SLOWEST_MS 1000
-#define PG_SLOWEST_RELOADS_MS 1500
+/* pg's slowest answer of a loadgen run of secs seconds at c 10 on the
+ * test's server, nothing else going on: what the machine gives now, the
+ * yardstick of the bounds below (a busy machine makes it slower). */
+static double pg_baseline_ms(int secs)
+{
+    char file[1200], cmd[4096], out[8192];
+    snprintf(file, sizeof file, "%s/lg-pg-baseline.json", dir);
+    loadgen_bg(cmd, sizeof cmd, "pg", 10, secs, file);
+    size_t n = strlen(cmd);
+    snprintf(cmd + n, sizeof cmd - n, "wait; cat '%s'", file);
+    run_cmd(out, sizeof out, "%s", cmd);
+    double done, bad, ms = slowest_ms(out, &done, &bad);
+    ck_assert_msg(done > 0 && bad == 0 && ms >= 0, "pg baseline: %s", out);
+    return ms;
+}
+
+/* A loop stalled by SQLite's lock holds every answer it owes until the
+ * lock goes: a reader that waits inline waits out busy_timeout_ms (2 s),
+ * and the lock held below lasts seconds. What no pg answer may pass is
+ * set against pg's own slowest answer on this machine now
+ * (pg_baseline_ms): twice that, and never under STALL_FLOOR_MS, which a
+ * quiet 2-core machine leaves far behind (tens of ms) and a stall passes. */
+#define STALL_FLOOR_MS 1000.0
 
 /* SQLite reloaded three times while loadgen runs on pg (c 10) and on
- * SQLite (c 2), served by the same loops: no SQLite lookup ever meets the
- * loader's lock (WAL: readers read their snapshot; /stats lock_waits), none
- * fails, and no pg answer waits for SQLite. */
+ * SQLite (c 2), served by the same loops: no SQLite lookup fails, and no
+ * pg answer waits for SQLite. SQLite lookups meet no lock of the load
+ * itself (WAL: readers read their snapshot); at most one a reload may
+ * meet the loader's close: when the server's connections were just
+ * dropped (the reload renamed the table), the loader is the file's last
+ * connection and takes its lock for a moment to checkpoint the WAL
+ * (SQLite's "Sometimes Queries Return SQLITE_BUSY In WAL Mode"), seen
+ * on a busy machine (/stats lock_waits 1, connect_failures 8). */
+#define RELOADS 3
 START_TEST(a_reload_stalls_no_other_backend)
 {
     SETUP_OK();
     pid_t server = serve();
+    double bound = 2 * pg_baseline_ms(3);
+    bound = bound > STALL_FLOOR_MS ? bound : STALL_FLOOR_MS;
     char pg_file[1200], sq_file[1200], cmd[8192], out[8192];
     snprintf(pg_file, sizeof pg_file, "%s/lg-pg.json", dir);
     snprintf(sq_file, sizeof sq_file, "%s/lg-sqlite.json", dir);
@@ -299,61 +343,91 @@ START_TEST(a_reload_stalls_no_other_backend)
     n = strlen(cmd);
     loadgen_bg(cmd + n, sizeof cmd - n, "sqlite", 2, 8, sq_file);
     n = strlen(cmd);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < RELOADS; i++)
         n += (size_t)snprintf(cmd + n, sizeof cmd - n, "sleep 1; %s -q --conf %s --backend sqlite "
                               "--mode %s --dataset %s || echo LOADER FAILED; ", prog("loader"),
                               conf, modes[i % 2], csv);
     snprintf(cmd + n, sizeof cmd - n, "wait");
     int rc = run_cmd(out, sizeof out, "%s", cmd);
-    ck_assert_msg(rc == 0 && !strstr(out, "LOADER FAILED"), "exit %d: %s", rc, out);
     char pg[8192] = "", sq[8192] = "";
     run_cmd(pg, sizeof pg, "cat '%s'", pg_file);
     run_cmd(sq, sizeof sq, "cat '%s'", sq_file);
     double pg_done, pg_bad, sq_done, sq_bad;
     double pg_max = slowest_ms(pg, &pg_done, &pg_bad), sq_max = slowest_ms(sq, &sq_done, &sq_bad);
-    printf("sqlite: 3 reloads under load: pg %.0f answered, slowest %.0f ms; sqlite %.0f "
-           "answered, %.0f not 2xx, slowest %.0f ms\n", pg_done, pg_max, sq_done, sq_bad, sq_max);
-    fflush(stdout);
     char stats[1 << 16];
     double ms;
-    ck_assert_int_eq(get("/stats", &ms, stats, sizeof stats), 200);
+    int stats_status = get("/stats", &ms, stats, sizeof stats);
+    /* Stopped before any check: a failed check leaves no server that
+     * holds the file for the next test. */
+    int server_rc = term_server(server);
+    printf("sqlite: %d reloads under load: pg %.0f answered, slowest %.0f ms (bound %.0f); sqlite %.0f "
+           "answered, %.0f not 2xx, slowest %.0f ms\n", RELOADS, pg_done, pg_max, bound, sq_done, sq_bad,
+           sq_max);
+    fflush(stdout);
+    ck_assert_msg(rc == 0 && !strstr(out, "LOADER FAILED"), "exit %d: %s", rc, out);
+    ck_assert_int_eq(stats_status, 200);
     const char *sq_stats = strstr(stats, "{\"name\":\"sqlite\"");
     double waits = sq_stats ? json_num(sq_stats, "lock_waits") : -1;
-    ck_assert_msg(waits == 0, "sqlite: %g lookups met the loader's lock: %s", waits, stats);
-    ck_assert_msg(pg_done > 0 && pg_bad == 0 && pg_max >= 0 && pg_max < PG_SLOWEST_RELOADS_MS,
-                  "pg: %.0f answered, %.0f not 2xx, slowest %.0f ms: %s", pg_done, pg_bad, pg_max,
-                  pg);
+    ck_assert_msg(waits >= 0 && waits <= RELOADS, "sqlite: %g lookups met a lock in %d reloads: %s", waits,
+                  RELOADS, stats);
+    ck_assert_msg(pg_done > 0 && pg_bad == 0 && pg_max >= 0 && pg_max < bound,
+                  "pg: %.0f answered, %.0f not 2xx, slowest %.0f ms (bound %.0f): %s", pg_done, pg_bad,
+                  pg_max, bound, pg);
     ck_assert_msg(sq_done > 0 && sq_bad == 0, "sqlite: %.0f answered, %.0f not 2xx: %s", sq_done,
                   sq_bad, sq);
-    ck_assert_int_eq(term_server(server), 0);
+    ck_assert_int_eq(server_rc, 0);
 }
 END_TEST
 
-/* A writer that keeps a rollback journal holds the file's exclusive lock
- * for 3 s, as a long commit does: the SQLite lookups meanwhile wait (and
- * are answered once it is gone, within their acquire_timeout_ms, 5 s
- * here), but off the loop: no pg answer waits for them. */
-START_TEST(a_held_lock_stalls_no_other_backend)
+/* Opens sqlite_path as a writer that keeps a rollback journal. Leaving WAL
+ * mode needs the file to itself: a server of an earlier test may still be
+ * closing it, so this waits for that (a condition, 30 s at most). */
+static sqlite3 *rollback_writer(void)
 {
-    SETUP_OK();
     sqlite3 *h = NULL;
     ck_assert_int_eq(sqlite3_open(sqlite_path, &h), SQLITE_OK);
     sqlite3_busy_timeout(h, 5000);
-    ck_assert_msg(sqlite3_exec(h, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL) == SQLITE_OK,
-                  "%s", sqlite3_errmsg(h));
-    pid_t server = serve_with("--set sqlite.acquire_timeout_ms=5000");
+    int rc = SQLITE_BUSY;
+    for (uint64_t t0 = zb_now_ns(); zb_now_ns() - t0 < 30000000000ull; usleep(50 * 1000))
+        if ((rc = sqlite3_exec(h, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL)) != SQLITE_BUSY)
+            break;
+    ck_assert_msg(rc == SQLITE_OK, "PRAGMA journal_mode = DELETE: %s", sqlite3_errmsg(h));
+    return h;
+}
+
+/* A writer that keeps a rollback journal holds the file's exclusive lock
+ * for a few seconds, as a long commit does: the SQLite lookups meanwhile
+ * wait (and are answered once it is gone, within their
+ * acquire_timeout_ms, longer here), but off the loop: no pg answer waits
+ * for them. The lock is held long enough that a pg answer which waited
+ * for it would pass the bound by a second at least. */
+START_TEST(a_held_lock_stalls_no_other_backend)
+{
+    SETUP_OK();
+    sqlite3 *h = rollback_writer();
+    pid_t server = serve_with("--set sqlite.acquire_timeout_ms=30000");
+    double bound = 2 * pg_baseline_ms(2);
+    bound = bound > STALL_FLOOR_MS ? bound : STALL_FLOOR_MS;
+    /* the lookups below are sent within 1 s of taking the lock */
+    double hold_ms = bound + 2000 > 3000 ? bound + 2000 : 3000;
     char pg_file[1200], cmd[8192], out[8192];
     snprintf(pg_file, sizeof pg_file, "%s/lg-pg-lock.json", dir);
-    loadgen_bg(cmd, sizeof cmd, "pg", 10, 5, pg_file);
+    unlink(pg_file);
+    int lg_secs = (int)(hold_ms / 1000) + 3;
+    loadgen_bg(cmd, sizeof cmd, "pg", 10, lg_secs, pg_file);
     size_t n = strlen(cmd);
-    snprintf(cmd + n, sizeof cmd - n, "sleep 5.5");
+    snprintf(cmd + n, sizeof cmd - n, "wait");
     pid_t lg = fork();
     ck_assert_int_ge(lg, 0);
     if (lg == 0) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    usleep(1000 * 1000);
+    /* Once pg's load has begun (its report file is made at its start). */
+    struct stat st_lg;
+    for (int i = 0; i < 100 && stat(pg_file, &st_lg) != 0; i++)
+        usleep(50 * 1000);
+    usleep(500 * 1000);
     /* Lookups sent while the lock is held, each on a connection of its
      * own, their answers read once it is gone. */
     ck_assert_msg(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK, "%s",
@@ -364,7 +438,9 @@ START_TEST(a_held_lock_stalls_no_other_backend)
         fds[i] = send_request(codes[i]);
         usleep(200 * 1000);
     }
-    usleep((useconds_t)(3000000 - (zb_now_ns() - locked) / 1000));
+    double held = (double)(zb_now_ns() - locked) / 1e6;
+    if (held < hold_ms)
+        usleep((useconds_t)((hold_ms - held) * 1000));
     sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
     int answered = 0;
     for (int i = 0; i < 4; i++)
@@ -375,15 +451,17 @@ START_TEST(a_held_lock_stalls_no_other_backend)
     waitpid(lg, &st, 0);
     char pg[8192] = "";
     run_cmd(pg, sizeof pg, "cat '%s'", pg_file);
+    int server_rc = term_server(server);
     double pg_done, pg_bad, pg_max = slowest_ms(pg, &pg_done, &pg_bad);
-    printf("sqlite: a 3 s lock: pg %.0f answered, slowest %.0f ms; sqlite %d of 4 answered "
-           "200, the last %.0f ms after the lock was taken\n", pg_done, pg_max, answered, slowest);
+    printf("sqlite: a %.1f s lock: pg %.0f answered, slowest %.0f ms (bound %.0f); sqlite %d of 4 "
+           "answered 200, the last %.0f ms after the lock was taken\n", hold_ms / 1000, pg_done, pg_max,
+           bound, answered, slowest);
     fflush(stdout);
-    ck_assert_msg(pg_done > 0 && pg_bad == 0 && pg_max >= 0 && pg_max < PG_SLOWEST_MS,
-                  "pg: %.0f answered, %.0f not 2xx, slowest %.0f ms: %s", pg_done, pg_bad, pg_max,
-                  pg);
+    ck_assert_msg(pg_done > 0 && pg_bad == 0 && pg_max >= 0 && pg_max < bound,
+                  "pg: %.0f answered, %.0f not 2xx, slowest %.0f ms (bound %.0f): %s", pg_done, pg_bad,
+                  pg_max, bound, pg);
     ck_assert_msg(answered == 4, "sqlite: %d of 4 lookups 200 around the lock", answered);
-    ck_assert_int_eq(term_server(server), 0);
+    ck_assert_int_eq(server_rc, 0);
     /* The next load puts the file back in WAL mode. */
     ck_assert_msg(load("sqlite", "bulk", out, sizeof out) == 0, "%s", out);
 }

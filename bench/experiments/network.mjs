@@ -18,7 +18,7 @@ import { Cells, fmtCell, fmtNum, writeCells } from '../lib/cells.mjs';
 import { loadgenReport, warmSeconds } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { table, fmtRatio, fmtSameRound } from '../lib/table.mjs';
-import { draw, writeData, errorBar, logAxis, gpString } from '../lib/plot.mjs';
+import { lineStyle, draw, writeData, errorBar, logAxis, gpString } from '../lib/plot.mjs';
 import { run, runJSON, background, atCleanup } from '../lib/run.mjs';
 import { waitFor } from '../lib/http.mjs';
 import { median } from '../lib/stats.mjs';
@@ -300,8 +300,11 @@ export function plot(dir, file, c) {
   const rates = rows.flatMap(r => r.split(' ').slice(1).map(Number));
   draw(dir, 'network', 900, 560, [
     "set xlabel 'RTT (ms), through the relay'", "set ylabel 'answered requests/s (log scale)'", logAxis(rates),
-    'set grid',
-    'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines title ${gpString(l)}`).join(', '),
+    // a setting not measured (PHP-FPM's at 0.2 ms) is skipped, its line drawn on
+    "set grid\nset datafile missing 'NaN'",
+    // each line a colour of its own; PHP-FPM's dashed beside the server's
+    'plot ' + ALL.map(([l], i) => `'${file}' using 1:${3 * i + 2}:${3 * i + 3}:${3 * i + 4} with yerrorlines lw 1.5 ` +
+                                  `${lineStyle(i, /^PHP-FPM/.test(l) ? 2 : 1)} title ${gpString(l)}`).join(', '),
   ].join('\n'), { title: `Lookups across a network: answered req/s against the RTT (c ${c}; bars: 95% CI of the median)`,
                   legend: ALL.map(([l]) => l) });
 }

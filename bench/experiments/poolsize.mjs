@@ -158,21 +158,34 @@ export default {
         return [...bars(cell), fmtNum(ms(cell, 'p99'), 2)];
       })])]);
     const dflt = b => results[b].median('default');
-    // Two plots (draw's PNG is a replot, which a multiplot does not survive).
-    const common = ["set xlabel 'pool size (connections in all)'", 'set logscale x 2', 'set grid',
-                    'set xrange [0.8:80]'];
-    const withDefault = BACKENDS.filter(b => Number.isFinite(dflt(b)));
-    draw(ctx.out, 'poolsize', 900, 500, [...common,
-      "set ylabel 'answered requests/s'",
-      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${2 + 4 * i}:${3 + 4 * i}:${4 + 4 * i} with yerrorlines lc ${i + 1} title ${gpString(LABEL[b])}`)
-        .concat(withDefault.map(b => `${dflt(b).toFixed(1)} with lines dt 2 lc ${BACKENDS.indexOf(b) + 1} title ${gpString(`${LABEL[b]} default`)}`)).join(', '),
-    ].join('\n'), { title: `Pooled lookups at c ${C}: answered req/s against the pool size (bars: 95% CI; dashed: the default config)`,
-                    legend: [...BACKENDS.map(b => LABEL[b]), ...withDefault.map(b => `${LABEL[b]} default`)] });
-    draw(ctx.out, 'poolsize-p99', 900, 500, [...common,
-      "set ylabel 'p99 latency (ms)'",
-      'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${5 + 4 * i} with linespoints lc ${i + 1} title ${gpString(LABEL[b])}`).join(', '),
-    ].join('\n'), { title: `Pooled lookups at c ${C}: p99 latency against the pool size`, legend: BACKENDS.map(b => LABEL[b]) });
+    plot(ctx.out, file, Object.fromEntries(BACKENDS.map(b => [b, dflt(b)]).filter(([, v]) => Number.isFinite(v))));
     lines.push('', 'Plots: `plots/poolsize.svg`, `plots/poolsize-p99.svg` (data: `data/poolsize.dat`).', '');
     return lines.join('\n');
   },
 };
+
+// The two plots of poolsize.dat (written by run, or recorded): req/s with
+// the 95% interval of each cell's median as bars, and p99, against the
+// pool size, into DIR/plots/poolsize.svg and poolsize-p99.svg; defaults:
+// {backend: req/s of the default config}, drawn dashed. The title says
+// bars only where a cell has them (6 runs at least): else it says why
+// there are none. Two plots, not a multiplot: draw's PNG is a replot,
+// which a multiplot does not survive.
+export function plot(dir, file, defaults) {
+  const rows = fs.readFileSync(file, 'utf8').split('\n').filter(l => l && !l.startsWith('#')).map(l => l.split(' ').map(Number));
+  const withBars = rows.some(r => BACKENDS.some((_, i) => r[3 + 4 * i] > r[2 + 4 * i]));
+  const common = ["set xlabel 'pool size (connections in all)'", 'set logscale x 2', 'set grid',
+                  'set xrange [0.8:80]'];
+  const withDefault = BACKENDS.filter(b => Number.isFinite(defaults[b]));
+  const bars = withBars ? 'bars: 95% CI of the median' : 'no bars: too few runs a cell for a 95% interval';
+  draw(dir, 'poolsize', 900, 500, [...common,
+    "set ylabel 'answered requests/s'",
+    'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${2 + 4 * i}:${3 + 4 * i}:${4 + 4 * i} with yerrorlines lc ${i + 1} title ${gpString(LABEL[b])}`)
+      .concat(withDefault.map(b => `${defaults[b].toFixed(1)} with lines dt 2 lc ${BACKENDS.indexOf(b) + 1} title ${gpString(`${LABEL[b]} default`)}`)).join(', '),
+  ].join('\n'), { title: `Pooled lookups at c ${C}: answered req/s against the pool size (${bars}; dashed: the default config)`,
+                  legend: [...BACKENDS.map(b => LABEL[b]), ...withDefault.map(b => `${LABEL[b]} default`)] });
+  draw(dir, 'poolsize-p99', 900, 500, [...common,
+    "set ylabel 'p99 latency (ms)'",
+    'plot ' + BACKENDS.map((b, i) => `'${file}' using 1:${5 + 4 * i} with linespoints lc ${i + 1} title ${gpString(LABEL[b])}`).join(', '),
+  ].join('\n'), { title: `Pooled lookups at c ${C}: p99 latency against the pool size`, legend: BACKENDS.map(b => LABEL[b]) });
+}

@@ -46,6 +46,8 @@ const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined
 // one at a time, for its interval to sample the drift (effective samples
 // are visits, not runs).
 const HEADLINE_C = 10;
+// The spectrum plot's title (bench/replot.mjs draws it again from its data).
+export const SPECTRUM_TITLE = `Latency by percentile at c=${HEADLINE_C}, every run of each cell merged (loadgen -k, closed loop)`;
 const HEADLINE_RUNS = { minRuns: 10, maxRuns: 90, runsPerVisit: 1 };
 const OTHER_RUNS = { runsPerVisit: 3 };
 
@@ -571,8 +573,7 @@ function spectrum(ctx, hdrLogs, rows) {
                              hdrLog: hdrLogs[key].filter(f => fs.existsSync(f)) }));
   if (!series.length) return;
   try {
-    drawSpectrum(ctx.out, 'spectrum', `Latency by percentile at c=${HEADLINE_C}, every run of each cell merged ` +
-                 '(loadgen -k, closed loop)', series);
+    drawSpectrum(ctx.out, 'spectrum', SPECTRUM_TITLE, series);
   } catch (e) {
     ctx.warn(`the latency spectrum: ${e.message}`);
   }

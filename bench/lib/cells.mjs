@@ -5,8 +5,9 @@
 // that rotates, so drift of the machine hits all cells alike. Around each
 // run the machine is sampled (proc.mjs), and a cell that ran while the
 // machine was busy with other work is flagged; the host's speed is probed
-// before and after (hostprobe.mjs), and with --slow-host a run made while
-// the host ran slow is set aside, not counted.
+// before and after (hostprobe.mjs: the probe after one run serves as the
+// next one's before, the warm-up coming after it), and with --slow-host a
+// run made while the host ran slow is set aside, not counted.
 import fs from 'node:fs';
 import path from 'node:path';
 import { summarize } from './stats.mjs';
@@ -14,6 +15,7 @@ import { machineSample, machineDelta } from './proc.mjs';
 import { cellErrors, ERROR_KINDS } from './goodput.mjs';
 import { provenance } from './provenance.mjs';
 import { probeHost, quickest, slowHost, SLOW_HOST } from './hostprobe.mjs';
+import { isStopping } from './run.mjs';
 
 export class Cells {
   // opts: minRuns, maxRuns, target (0.05), budgetS (seconds for all rounds),
@@ -80,10 +82,20 @@ export class Cells {
     }
   }
 
+  // Runs the rounds until every cell is done, the budget is spent, or a
+  // signal stops the driver (isStopping: the cells keep what they had,
+  // this.interrupted says so). ctx.spent, when given, adds up where the
+  // time went: {runs, warmups, probes} in seconds; ctx.progress, when
+  // given, is called before each run with {key, round, done, total} (runs
+  // made and planned, the planned being at least minRuns a cell).
+  #lastProbe = NaN;
+
   async measure() {
     const t0 = Date.now();
+    this.#lastProbe = NaN;
     let order = [...this.units];
     for (let round = 1; ; round++) {
+      if (isStopping()) { this.interrupted = true; break; }
       const todo = order.filter(u => !u.ran || this.#pending(u).length);
       if (!todo.length) break;
       if ((Date.now() - t0) / 1000 > this.budgetS) {
@@ -98,16 +110,26 @@ export class Cells {
       for (const u of todo) for (let i = 0; i < u.visit; i++) {
         const pending = this.#pending(u);
         if (!pending.length && u.ran) break;
+        if (isStopping()) break;
         u.ran = true;
-        if (u.warm && i === 0) await this.#warm(u, pending, round);
+        if (this.ctx.progress) this.ctx.progress({ key: pending[0], round, ...this.#counts() });
+        // The host's speed before the run: the probe that ended the run
+        // before, where nothing came between, else one taken now, before
+        // the warm-up (a run's own probe is the mean of the two around it).
+        const before = Number.isFinite(this.#lastProbe) ? this.#lastProbe : await this.#timed('probes', () => this.#probe());
+        this.#lastProbe = NaN;
+        if (u.warm && i === 0) await this.#timed('warmups', () => this.#warm(u, pending, round));
         const roots = this.ctx.ownRoots ? this.ctx.ownRoots() : [process.pid];
-        const before = this.#probe();
         const a = machineSample(roots);
         let got = {};
-        try { got = (await u.run(pending)) || {}; }
+        try { got = (await this.#timed('runs', () => u.run(pending))) || {}; }
         catch (e) { this.ctx.log(`${this.name}: run failed: ${e.message}`); }
+        // A run a signal cut short is no run: not counted, not failed.
+        if (isStopping()) break;
         const m = machineDelta(a, machineSample(roots));
-        const probe = (before + this.#probe()) / 2;
+        const after = await this.#timed('probes', () => this.#probe());
+        this.#lastProbe = after;
+        const probe = (before + after) / 2;
         // --slow-host (ctx.slowHostTolerance); never with --quick's one run a cell
         const aside = !this.ctx.quick && this.#tolerance() > 0 &&
                       slowHost(probe, quickest(this.ctx.hostProbes || []), this.#tolerance());
@@ -143,7 +165,7 @@ export class Cells {
       c.steal = c.machine.reduce((s, m) => s + m.steal, 0) / n;
       c.iowait = c.machine.reduce((s, m) => s + m.iowait, 0) / n;
       // --quick caps every cell at one run by design: no warning then.
-      if (c.capped && !this.ctx.quick)
+      if (c.capped && !this.ctx.quick && !this.interrupted)
         this.ctx.warn(`${this.name}: ${c.key}: ` + (c.values.length >= 6
           ? `95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% after ${c.values.length} runs`
           : c.values.length ? `${c.values.length} runs, too few for a 95% interval` : `no run succeeded (${c.failed} failed)`) +
@@ -157,9 +179,9 @@ export class Cells {
   // ctx.hostProbe asks for it (scripts/bench without --quick, and make run:
   // the probes and their waits for an idle machine cost about 0.4 s a run);
   // ctx.probeHost: a stand-in for the tests.
-  #probe() {
+  async #probe() {
     if (!this.ctx.hostProbe && !this.ctx.probeHost) return NaN;
-    const ms = this.ctx.probeHost ? this.ctx.probeHost() : probeHost(this.ctx);
+    const ms = this.ctx.probeHost ? this.ctx.probeHost() : await probeHost(this.ctx);
     (this.ctx.hostProbes ||= []).push(ms);
     return ms;
   }
@@ -179,6 +201,32 @@ export class Cells {
       const s = summarize(c.values, this.target);
       c.capped = !s.within && c.values.length > 0;
     }
+  }
+
+  // fn's seconds added to ctx.spent[what] (where it is kept), and one to
+  // ctx.spent.counts[what].
+  async #timed(what, fn) {
+    const t0 = process.hrtime.bigint();
+    try { return await fn(); }
+    finally {
+      const sp = this.ctx.spent;
+      if (sp) {
+        sp[what] = (sp[what] || 0) + Number(process.hrtime.bigint() - t0) / 1e9;
+        sp.counts = { ...sp.counts, [what]: (sp.counts?.[what] || 0) + 1 };
+      }
+    }
+  }
+
+  // Runs made so far and planned in all (each cell at least its minRuns,
+  // or the runs it has made where it went on).
+  #counts() {
+    let done = 0, total = 0;
+    for (const c of this.cells.values()) {
+      const n = c.values.length + c.failed + c.slowHost.length;
+      done += n;
+      total += c.done ? n : Math.max(n + 1, c.meta.minRuns ?? this.minRuns);
+    }
+    return { done, total };
   }
 
   // --slow-host PCT as a share (0: set nothing aside, only report)

@@ -5,7 +5,7 @@
 //    of any status), non2xx, status: {code: count} or null,
 //    failed: {connect, receive, send, timeout, exceptions, length}, ...}
 import fs from 'node:fs';
-import { run, runJSON } from './run.mjs';
+import { run, runJSON, isStopping } from './run.mjs';
 import { rateRun } from './goodput.mjs';
 
 // loadgen: the report (cpuUsPerReq and the JSON beside it) or null when it failed.
@@ -20,7 +20,8 @@ export async function loadgen(ctx, { url, c, seconds, requests, keepalive = true
   args.push(...extra, url);
   const r = await runJSON(ctx.bin('loadgen'), args, { log: ctx.logFile, timeoutS: (seconds || 60) * 4 + 60 });
   const j = r.json[0];
-  if (!j) { ctx.log(`loadgen ${url} -c ${c}: exit ${r.code}: ${r.stderr.trim().split('\n').pop()}`); return null; }
+  // (a run a signal refused or ended is no failure worth a line)
+  if (!j) { if (!isStopping()) ctx.log(`loadgen ${url} -c ${c}: exit ${r.code}: ${r.stderr.trim().split('\n').pop()}`); return null; }
   return loadgenReport(j);
 }
 

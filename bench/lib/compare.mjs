@@ -10,8 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ratioCI, median, summarize } from './stats.mjs';
 import { machineKey } from './provenance.mjs';
-import { SLOW_HOST } from './hostprobe.mjs';
+import { SLOW_HOST, quickest, slowHost } from './hostprobe.mjs';
 import { roundRatios } from './cells.mjs';
+import { runCellName, savedRuns, runsDir, shownPath } from './saved.mjs';
 
 // The data files whose figures are times (seconds, µs): lower is faster.
 // Every other part's figures are rates (requests/s, rows/s). A cell (or a
@@ -39,15 +40,15 @@ function benchFile(name, data) {
   return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells, probes } : null;
 }
 
-// `zipbench run --json FILE` (bench/run.mjs): {provenance, cells: [{backend,
-// strategy, concurrency, runs: [req/s...], errors}]}, one cell each; of a
-// run with --against, this build's cells (the other's: againstSides).
+// `zipbench run --json FILE` (bench/run.mjs; build/runs/ keeps each):
+// {provenance, cells: [{cell, backend, strategy, concurrency (or url),
+// runs: [req/s...], errors}]}, one cell each; of a run with --against,
+// this build's cells (the other's: againstSides).
 function runFile(name, data) {
   const cells = new Map();
   for (const c of data.cells) {
     if (!c || !Array.isArray(c.runs) || c.build === 'against') continue;
-    cells.set(`${c.backend} ${c.strategy} c=${c.concurrency}`,
-              { values: c.runs.filter(Number.isFinite), better: 'higher', errors: c.errors?.total ?? 0, source: 'runs' });
+    cells.set(runCellName(c), { values: c.runs.filter(Number.isFinite), better: 'higher', errors: c.errors?.total ?? 0, source: 'runs' });
   }
   const probes = data.cells.flatMap(c => (Array.isArray(c?.host_probe_ms) ? c.host_probe_ms : [])).filter(Number.isFinite);
   return cells.size ? { name, kind: 'bench', provenance: data.provenance ?? null, cells, probes } : null;
@@ -87,11 +88,17 @@ function jsonObjects(file) {
   const objs = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
-    try { objs.push(JSON.parse(line)); } catch { throw new InputError(`${file}:${i + 1}: not JSON`); }
+    try { objs.push(JSON.parse(line)); } catch { throw new InputError(`${file}:${i + 1}: not JSON. ${whatToGive()}`); }
   });
   if (!objs.length) throw new InputError(`${file}: empty`);
   return objs;
 }
+
+// What compare reads, said where it was given something else.
+const latestRun = () => savedRuns().at(-1);
+const whatToGive = () => 'Give it the JSON a run saved: make run and ./zipbench run save each run in ' +
+  `${shownPath(runsDir())}/ and print the file's name` + (latestRun() ? ` (the latest: ${shownPath(latestRun())})` : '') +
+  '; or a bench data directory (docs/data) or file, or loadgen --json output. With no arguments it compares the last two saved runs.';
 
 // One side: a file or a directory, as {label, kind, files: [benchFile|loadgenFile]}.
 export function readSide(p) {
@@ -109,12 +116,12 @@ export function readSide(p) {
     } else if (one && typeof one === 'object' && !Array.isArray(one)) {
       const b = Array.isArray(one.cells) ? runFile(name, one) : benchFile(name, one);
       if (b) files.push(b);
-      else if (!st.isDirectory()) throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports`);
+      else if (!st.isDirectory()) throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports. ${whatToGive()}`);
     } else {
-      throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports`);
+      throw new InputError(`${f}: neither a bench data file (cells with "values"), zipbench run --json, nor loadgen --json reports. ${whatToGive()}`);
     }
   }
-  if (!files.length) throw new InputError(`${p}: no bench data files (*.json with cells) in it`);
+  if (!files.length) throw new InputError(`${p}: no bench data files (*.json with cells) in it. ${whatToGive()}`);
   return { label: p, dir: st.isDirectory(), files };
 }
 
@@ -130,10 +137,13 @@ export function againstSides(file, { threshold = 0 } = {}) {
   if (!data || typeof data !== 'object' || !data.against || !Array.isArray(data.cells)) return null;
   const pb = data.provenance ?? null;
   const pa = pb ? { ...pb, commit: data.against.commit ?? null, dirty: data.against.dirty ?? null } : null;
-  const side = (label, build, provenance) => ({ label, dir: false, files: [{ name: path.basename(file), provenance }],
-    cells: new Map(data.cells.filter(c => c && (c.build ?? 'this') === build && Array.isArray(c.runs))
-      .map(c => [`${c.backend} ${c.strategy} c=${c.concurrency}`, c])) });
-  const A = side(`${file}, the other build: ${data.against.dir}`, 'against', pa), B = side(`${file}, this build`, 'this', pb);
+  const side = (label, build, provenance) => {
+    const cells = data.cells.filter(c => c && (c.build ?? 'this') === build && Array.isArray(c.runs));
+    return { label, dir: false, cells: new Map(cells.map(c => [runCellName(c), c])),
+             files: [{ name: path.basename(file), provenance, probes: cells.flatMap(c => c.host_probe_ms || []).filter(Number.isFinite) }] };
+  };
+  const other = data.against.url ? `the --against-url target: ${data.against.url}` : `the other build: ${data.against.dir}`;
+  const A = side(`${file}, ${other}`, 'against', pa), B = side(`${file}, ${data.against.url ? 'the --url target' : 'this build'}`, 'this', pb);
   const flags = provenanceFlags(pa, pb);
   const rows = [];
   for (const [key, b] of B.cells) {
@@ -142,10 +152,12 @@ export function againstSides(file, { threshold = 0 } = {}) {
     const paired = roundRatios({ values: b.runs, rounds: b.rounds || [] }, { values: a.runs, rounds: a.rounds || [] });
     const s = summarize(paired);
     const ci = { ratio: s.median, lo: s.lo, hi: s.hi };
+    const v = verdict(ci, 'higher', threshold);
     rows.push({ file: A.files[0].name, cell: key, better: 'higher',
                 a: { median: median(a.runs), n: a.runs.length, errors: a.errors?.total ?? 0, source: 'runs' },
                 b: { median: median(b.runs), n: b.runs.length, errors: b.errors?.total ?? 0, source: 'runs' },
-                ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, 'higher', threshold), flags, host: NaN, rounds: paired.length });
+                ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: v, flags, host: NaN, rounds: paired.length,
+                needed: v === 'no change' ? runsNeeded(ci, paired.length) : null });
   }
   const onlyA = [...A.cells.keys()].filter(k => !B.cells.has(k)), onlyB = [...B.cells.keys()].filter(k => !A.cells.has(k));
   return { A, B, rows, onlyA, onlyB };
@@ -207,10 +219,12 @@ export function compareSides(A, B, { threshold = 0 } = {}) {
     for (const [ka, kb] of keyPairs) {
       const a = fa.cells.get(ka), b = fb.cells.get(kb);
       const ci = ratioCI(a.values, b.values);
+      const v = verdict(ci, a.better, threshold);
       rows.push({ file: fa.name, cell: prefix(fa, ka), cellB: ka === kb ? undefined : kb, better: a.better,
                   a: { median: median(a.values), n: a.values.length, errors: a.errors, source: a.source },
                   b: { median: median(b.values), n: b.values.length, errors: b.errors, source: b.source },
-                  ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: verdict(ci, a.better, threshold), flags, host });
+                  ratio: ci.ratio, lo: ci.lo, hi: ci.hi, verdict: v, flags, host,
+                  needed: v === 'no change' ? runsNeeded(ci, ci.m, ci.n) : null });
     }
     for (const k of fa.cells.keys()) if (!keyPairs.some(([x]) => x === k)) onlyA.push(prefix(fa, k));
     for (const k of fb.cells.keys()) if (!paired.has(k)) onlyB.push(prefix(fb, k));
@@ -218,4 +232,57 @@ export function compareSides(A, B, { threshold = 0 } = {}) {
   for (const fa of A.files) if (!pairs.some(([x]) => x === fa)) onlyA.push(`${fa.name}: (the whole file)`);
   for (const fb of B.files) if (!pairs.some(([, y]) => y === fb)) onlyB.push(`${fb.name}: (the whole file)`);
   return { rows, onlyA, onlyB };
+}
+
+// Runs a side that would tell a change of 5% and of 10% from none at the
+// spread this interval shows (benchstat's advice, and Maricq et al.'s,
+// "Taming performance variability", OSDI 2018: repeat until the interval
+// is narrower than the effect sought). The interval's half-width in log
+// scale shrinks as the square root of the runs: with m and n runs a side
+// (n undefined: one sample of paired ratios, m rounds), N runs a side
+// bring it to w * sqrt((2/N) / (1/m + 1/n)), or w * sqrt(m/N); N is the
+// fewest that brings it within log(1 + change). {5: N, 10: N}, each at
+// least the runs there are; null where no interval exists.
+export function runsNeeded(ci, m, n) {
+  if (!(ci.lo > 0) || !Number.isFinite(ci.hi) || !(m > 0)) return null;
+  const w = (Math.log(ci.hi) - Math.log(ci.lo)) / 2;
+  const now = n === undefined ? m : Math.max(m, n);
+  const per = d => {
+    const target = Math.log(1 + d);
+    if (w <= target) return now;
+    const N = n === undefined ? m * (w / target) ** 2 : 2 / ((target / w) ** 2 * (1 / m + 1 / n));
+    return Math.max(now, Math.ceil(N));
+  };
+  return { 5: per(0.05), 10: per(0.10) };
+}
+
+// Whether a side's host probe says its machine was busy: the share of its
+// runs whose probe ran more than SLOW_HOST over the quickest of both
+// sides' probes. {share, runs} (share NaN without probes).
+export function busyShare(probes, ref) {
+  const ps = probes.filter(Number.isFinite);
+  if (!ps.length || !Number.isFinite(ref)) return { share: NaN, runs: ps.length, slow: 0 };
+  const slow = ps.filter(p => slowHost(p, ref)).length;
+  return { share: slow / ps.length, runs: ps.length, slow };
+}
+
+// The host probes of a side's files, and the reference of two sides (the
+// quickest of all their probes).
+export const sideProbes = side => side.files.flatMap(f => f.probes || []);
+export const probeReference = (A, B) => quickest([...sideProbes(A), ...sideProbes(B)]);
+
+// The saved runs compare reads with no arguments: the last run of
+// build/runs/, and the latest before it that measured a cell of its (A);
+// {a, b}, or {b} alone for a run with --against of its own, or an
+// InputError saying what is missing.
+export function lastTwoRuns(cellsOf) {
+  const runs = savedRuns();
+  if (!runs.length)
+    throw new InputError(`no run saved in ${shownPath(runsDir())}/ yet: make run or ./zipbench run saves one each time (or give A and B)`);
+  const b = runs.at(-1), mine = new Set(cellsOf(b));
+  const a = runs.slice(0, -1).reverse().find(f => cellsOf(f).some(c => mine.has(c)));
+  if (a) return { a, b };
+  try { if (JSON.parse(fs.readFileSync(b, 'utf8')).against) return { b }; } catch { /* said below */ }
+  throw new InputError(`${shownPath(b)}, the last saved run, has no run before it of the same cells in ${shownPath(runsDir())}/ ` +
+                       `(${runs.length} saved): run it again to compare, or give A and B`);
 }

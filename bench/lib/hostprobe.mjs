@@ -9,7 +9,8 @@
 // the cell runs again in a later round. SLOW_HOST is the share the
 // sections report runs over.
 import fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { run, sleep, isStopping } from './run.mjs';
+import { ownTicks, clockTicks, childrenOf } from './proc.mjs';
 
 export const SLOW_HOST = 0.04;
 
@@ -19,31 +20,38 @@ export const SLOW_HOST = 0.04;
 export const RATE_FOLLOWS = '1.3-4 times as much';
 
 // Milliseconds of the CPUs' loop (their mean), or NaN where the probe is
-// not built. It first waits (up to 1 s) for the machine to go idle, so that
-// what a run leaves behind (PostgreSQL ending a hundred backends) is not
-// taken for a slow host.
-export function probeHost(ctx) {
+// not built (or a signal stops the driver meanwhile). It first waits for
+// what a run leaves behind (PostgreSQL ending a hundred backends) to end,
+// so that it is not taken for a slow host: until the benchmark's own
+// processes (ctx.ownRoots, default this process's tree; this process's
+// own CPU left out, its judging costs some) stay idle for a 100-ms window
+// (waitIdle), or the whole machine does, ten windows at most. Work of
+// others, which no wait would end, does not hold it up.
+export async function probeHost(ctx) {
   if (typeof ctx.bin !== 'function') return NaN;
   const bin = ctx.bin('hostprobe');
   if (!fs.existsSync(bin)) return NaN;
-  waitIdle();
-  try {
-    const out = execFileSync(bin, [], { encoding: 'utf8', timeout: 10000 });
-    const ms = out.trim().split('\n').map(l => Number(l.split(' ')[1])).filter(Number.isFinite);
-    return ms.length ? ms.reduce((a, b) => a + b, 0) / ms.length : NaN;
-  } catch { return NaN; }
+  // not this process itself: reading /proc to judge takes CPU of its own
+  const roots = (ctx.ownRoots ? ctx.ownRoots() : [process.pid]).flatMap(r => (r === process.pid ? childrenOf(r) : [r]));
+  await waitIdle(roots);
+  const r = await run(bin, [], { timeoutS: 10 });
+  if (r.code !== 0) return NaN;
+  const ms = r.stdout.trim().split('\n').map(l => Number(l.split(' ')[1])).filter(Number.isFinite);
+  return ms.length ? ms.reduce((a, b) => a + b, 0) / ms.length : NaN;
 }
 
-// Until a 100-ms window of /proc/stat is at least 90% idle, ten at most.
-function waitIdle() {
-  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+// Until a 100-ms window in which the machine is 90% idle, or the
+// processes below roots took under a tenth of one CPU (one clock tick of
+// /proc at most); ten windows at most.
+async function waitIdle(roots) {
   const cpu = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  for (let i = 0; i < 10; i++) {
-    const a = cpu();
-    Atomics.wait(sleeper, 0, 0, 100);
+  for (let i = 0; i < 10 && !isStopping(); i++) {
+    const a = cpu(), ownA = ownTicks(roots), t0 = Date.now();
+    await sleep(100);
     const b = cpu(), d = b.map((x, j) => x - a[j]);
     const total = d.reduce((s, x) => s + x, 0), idle = d[3] + (d[4] || 0);
-    if (total > 0 && idle / total >= 0.9) return;
+    const ownShare = (ownTicks(roots) - ownA) / clockTicks() / ((Date.now() - t0) / 1000);
+    if (total > 0 && idle / total >= 0.9 || ownShare < 0.1) return;
   }
 }
 

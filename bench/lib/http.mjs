@@ -3,6 +3,7 @@
 // the certificate not checked (the bench's own, self-signed).
 import http from 'node:http';
 import https from 'node:https';
+import { isStopping } from './run.mjs';
 
 export function get(port, path, { host = '127.0.0.1', timeoutMs = 5000, tls = false } = {}) {
   return new Promise(resolve => {
@@ -23,13 +24,14 @@ export async function status(port, path, opts) {
 }
 
 // Polls until GET path answers `want` (any status when want is 0), up to
-// timeoutS; alive() false stops early (the process died). true on success.
+// timeoutS; alive() false stops early (the process died), and so does a
+// signal that stops the driver (isStopping). true on success.
 export async function waitFor(port, path, { want = 200, timeoutS = 30, alive = () => true, tls = false } = {}) {
   const end = Date.now() + timeoutS * 1000;
   while (Date.now() < end) {
     const s = await status(port, path, { timeoutMs: 2000, tls });
     if (want ? s === want : s > 0) return true;
-    if (!alive()) return false;
+    if (!alive() || isStopping()) return false;
     await new Promise(r => setTimeout(r, 100));
   }
   return false;

@@ -62,13 +62,18 @@ export function logTics(lo, hi, axis = 'y') {
   return `set ${axis}tics (${tics.map(v => `${ticLabel(v.toLocaleString('en-US', { maximumFractionDigits: 6 }))} ${v}`).join(', ')})`;
 }
 
-// Rows the legend takes below the plot, for its entries' titles: gnuplot
-// puts as many columns side by side as fit the width.
-export function legendRows(titles, width) {
-  if (!titles.length) return 0;
-  const entry = (Math.max(...titles.map(t => t.length)) + 8) * CHAR;
-  return Math.ceil(titles.length / Math.max(1, Math.floor((width - 40) / entry)));
+// The legend below the plot, for its entries' titles: the columns that
+// fit the width and the rows they take. An entry is its title, the line's
+// sample and the gaps around them (12 characters: gnuplot's own estimate
+// of an SVG font is wider than ours, and it puts fewer columns side by
+// side than 8 would say); draw tells gnuplot the columns (maxcols).
+export function legendLayout(titles, width) {
+  if (!titles.length) return { cols: 0, rows: 0 };
+  const entry = (Math.max(...titles.map(t => t.length)) + 12) * CHAR;
+  const cols = Math.min(titles.length, Math.max(1, Math.floor((width - 40) / entry)));
+  return { cols, rows: Math.ceil(titles.length / cols) };
 }
+export const legendRows = (titles, width) => legendLayout(titles, width).rows;
 
 // A log y axis over whole decades around values, with logTics.
 export function logAxis(values, axis = 'y') {
@@ -90,10 +95,11 @@ export function logAxis(values, axis = 'y') {
 export function draw(dir, name, width, height, body, { title, legend } = {}) {
   const out = path.join(dir, 'plots');
   fs.mkdirSync(out, { recursive: true });
-  const bmargin = legend ? `set bmargin ${4 + legendRows(legend, width)}` : '';
+  const lay = legend ? legendLayout(legend, width) : null;
+  const bmargin = lay ? `set bmargin ${4 + lay.rows}` : '';
   const script = `set terminal svg size ${width},${height} dynamic background rgb 'white' font 'sans,${FONT}' noenhanced
 set output '${out}/${name}.svg'
-set key below width 1
+set key below width 1${lay ? ` maxcols ${lay.cols}` : ''}
 ${bmargin}
 ${title ? titleCommand(title, width) : ''}
 ${body}
@@ -106,6 +112,17 @@ replot
     throw new Error(`gnuplot ${name}: ${r.error ? r.error.message : r.stderr.trim()}`);
   return `${out}/${name}.svg`;
 }
+
+// Twelve colours apart from one another (Tableau's ten, black and a dark
+// yellow): a plot with many lines gives each its own, each also its own
+// point type (for readers who tell colours apart poorly), and a dash type
+// of its own after twelve.
+export const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f',
+  '#bcbd22', '#17becf', '#000000', '#b8860b'];
+// The gnuplot style of a plot's i-th line: its colour, and its dash type
+// and point type (dashed is the caller's, by passing dt).
+export const lineStyle = (i, dt = 1 + Math.floor(i / PALETTE.length)) =>
+  `lc rgb '${PALETTE[i % PALETTE.length]}' dt ${dt} pt ${1 + (i % 13)}`;
 
 // Whitespace-separated rows into DIR/data/NAME (for gnuplot and for a
 // later --only run), returning the path. The first line is a comment

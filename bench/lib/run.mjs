@@ -28,9 +28,16 @@ export function atCleanup(fn) {
   return () => { const i = cleanups.indexOf(fn); if (i >= 0) cleanups.splice(i, 1); };
 }
 
-export async function runCleanups() {
-  stopping = true;
-  for (const [child, { lifecycle }] of live) if (!lifecycle) child.kill('SIGTERM');
+// Once: a second call (the end of main and a signal both come) waits for
+// the first, so that nobody exits while a stop is still under way.
+let cleaning = null;
+export function runCleanups() {
+  cleaning ??= cleanUp();
+  return cleaning;
+}
+
+async function cleanUp() {
+  stopClients();
   await Promise.all([...live.values()].map(x => x.done));
   await new Promise(resolve => setImmediate(resolve));   // their callers register their stops
   await inCleanup.run(true, async () => {
@@ -47,21 +54,24 @@ export const redacted = line => line.replace(/(password=)\S+/gi, '$1***');
 
 // Runs cmd to completion: {code, stdout, stderr, seconds}. A run longer
 // than timeoutS (default 30 min) is killed: every loop stops by itself.
-export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800 } = {}) {
+// inherit: the program writes to this process's stdout and stderr (a
+// loader's own report and progress), nothing captured; 'stderr': to its
+// stderr only, its stdout captured.
+export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800, inherit = false } = {}) {
   let child;
   const done = new Promise(resolve => {
     const t0 = process.hrtime.bigint();
     if (refused()) { resolve({ code: 130, stdout: '', stderr: `${cmd}: not started: stopping`, seconds: 0 }); return; }
     try {
       child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, cwd,
-                                 stdio: ['pipe', 'pipe', 'pipe'] });
+                                 stdio: ['pipe', inherit === true ? 'inherit' : 'pipe', inherit ? 'inherit' : 'pipe'] });
     } catch (e) {
       resolve({ code: 127, stdout: '', stderr: e.message, seconds: 0 });
       return;
     }
     const out = [], err = [];
-    child.stdout.on('data', d => out.push(d));
-    child.stderr.on('data', d => err.push(d));
+    if (child.stdout) child.stdout.on('data', d => out.push(d));
+    if (child.stderr) child.stderr.on('data', d => err.push(d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
     child.on('error', e => err.push(Buffer.from(e.message)));
     child.on('close', (code, signal) => {
@@ -126,19 +136,48 @@ export function background(cmd, args = [], { env, log } = {}) {
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
 
+// How long a driver's main() may go on after Ctrl-C to report what it had
+// measured (its clients are ended at once, nothing new starts): the stop
+// as a whole stays within 2 s.
+export const GRACE_MS = 1200;
+
 // A script's main(): its exit code is the process's, and what it started
-// is stopped first, also on SIGINT/SIGTERM (exit 130) or an exception.
+// is stopped first, also on an exception. On SIGINT or SIGTERM the clients
+// running are ended at once and nothing new starts (isStopping()); main()
+// then has GRACE_MS to report what it had measured, after which what was
+// started is stopped and the process exits 130. A second signal does not
+// wait for main().
 export async function runMain(name, main) {
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => { await runCleanups(); process.exit(130); });
-  let code = 1;
-  try {
-    code = await main();
-  } catch (e) {
-    // A failure says what failed; a bug shows where.
-    const bug = e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError;
-    process.stderr.write(`${name}: ${bug ? e.stack : e.message}\n`);
-  } finally {
+  let code = 1, interrupted = false;
+  const done = (async () => {
+    try {
+      code = await main();
+    } catch (e) {
+      // A failure says what failed; a bug shows where.
+      const bug = e instanceof TypeError || e instanceof ReferenceError || e instanceof RangeError;
+      process.stderr.write(`${name}: ${bug ? e.stack : e.message}\n`);
+      code = 1;
+    }
+  })();
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, async () => {
+    const again = interrupted;
+    interrupted = true;
+    if (!again) {
+      stopClients();
+      const timer = new Promise(resolve => setTimeout(resolve, GRACE_MS).unref());
+      await Promise.race([done, timer]);
+    }
     await runCleanups();
-  }
-  process.exit(code);
+    process.exit(130);
+  });
+  await done;
+  await runCleanups();
+  process.exit(interrupted ? 130 : code);
+}
+
+// Nothing new starts, and the clients running now (not the lifecycle
+// scripts: what they start must be registered, then stopped) are ended.
+function stopClients() {
+  stopping = true;
+  for (const [child, { lifecycle }] of live) if (!lifecycle) child.kill('SIGTERM');
 }

@@ -10,10 +10,11 @@
 // count of values (where 1/(1-p) ends for that many). Under --rate the
 // latencies count from each request's intended start (no coordinated
 // omission); without, they are closed-loop.
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { draw, writeData, gpString, logAxis, ticLabel } from './plot.mjs';
+import { draw, writeData, gpString, logAxis, ticLabel, lineStyle } from './plot.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -55,7 +56,19 @@ export function drawSpectrum(dir, name, title, series) {
     if (i) rows.push([], []);           // gnuplot's index: blocks apart
     rows.push([`# ${l.label}`], ...l.rows.map(r => [r.x.toPrecision(8), r.ms, r.p]));
   });
-  const file = writeData(dir, `${name}.dat`, rows);
+  return plotSpectrum(dir, name, title, writeData(dir, `${name}.dat`, rows));
+}
+
+// The plot of a spectrum's data file (drawSpectrum's, or a recorded one):
+// each block's "# label" line names its line.
+export function plotSpectrum(dir, name, title, file) {
+  const blocks = fs.readFileSync(file, 'utf8').split('\n\n\n');
+  const lines = blocks.map(b => {
+    const label = (b.split('\n').find(l => /^# /.test(l) && !l.startsWith('# provenance:')) || '# ?').slice(2);
+    const rows = b.split('\n').filter(l => l && !l.startsWith('#')).map(l => l.split(' ').map(Number))
+      .map(([x, ms]) => ({ x, ms }));
+    return { label, rows };
+  });
   const xs = lines.flatMap(l => l.rows.map(r => r.x)), ms = lines.flatMap(l => l.rows.map(r => r.ms));
   const maxX = Math.max(...xs), lo = Math.min(...ms.filter(v => v > 0)), hi = Math.max(...ms);
   const y = hi / lo > 50 ? logAxis(ms) : 'set yrange [0:*]';
@@ -63,6 +76,6 @@ export function drawSpectrum(dir, name, title, series) {
     "set xlabel 'percentile (log scale of 1/(1-p))'",
     `set ylabel ${gpString(`latency (ms${hi / lo > 50 ? ', log scale' : ''})`)}`,
     'set logscale x', `set xrange [1:${maxX * 1.05}]`, percentTics(maxX), y, 'set grid',
-    'plot ' + lines.map((l, i) => `'${file}' index ${i} using 1:2 with steps lw 2 dt ${1 + Math.floor(i / 8)} title ${gpString(l.label)}`).join(', '),
+    'plot ' + lines.map((l, i) => `'${file}' index ${i} using 1:2 with steps lw 2 ${lineStyle(i)} title ${gpString(l.label)}`).join(', '),
   ].join('\n'), { title, legend: lines.map(l => l.label) });
 }

@@ -54,6 +54,17 @@ export function clippedTexts(svg) {
     .filter(b => b.by > 0.5);
 }
 
+// The texts whose box overlaps that of a text of `names` (an axis's label,
+// the title): [{text, over}], over the text it lies on.
+export function overlapping(svg, names) {
+  const boxes = textBoxes(svg);
+  const hit = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+  const out = [];
+  for (const a of boxes.filter(b => names.includes(b.text)))
+    for (const b of boxes) if (b !== a && hit(a, b)) out.push({ text: b.text, over: a.text });
+  return out;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   let bad = 0;
   for (const file of process.argv.slice(2)) {

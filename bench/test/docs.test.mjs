@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = f => fs.readFileSync(path.join(root, f), 'utf8');
 const GUIDES = ['README.md', 'docs/LOADER.md', 'docs/SERVER.md', 'docs/LOADGEN.md', 'docs/BENCH.md',
-  'docs/RELIABILITY.md', 'docs/SCALING.md', 'docs/DESIGN.md', 'bench/README.md'];
+  'docs/RELIABILITY.md', 'docs/RELIABILITY-server.md', 'docs/RELIABILITY-tools.md', 'docs/SCALING.md', 'docs/DESIGN.md', 'bench/README.md'];
 // The bench's output, held to the same rules.
 const RESULTS = fs.readdirSync(path.join(root, 'docs')).filter(f => /^RESULTS.*\.md$/.test(f)).map(f => `docs/${f}`);
 // Every doc: the hand-written ones and the bench's.
