@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'conns', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -60,6 +60,10 @@ Experiments (PART):
   poolsize   the pool-sizing curve: pooled req/s and p99 against the pool
              size (1-64) at c 100 for pg, InnoDB and MyISAM, and the
              server's default pool settings against the peak
+  conns      keep-alive connections by the thousand (c 100, 1,000, 10,000):
+             zipbench SQLite and PostgreSQL pooled against nginx static,
+             same rounds: req/s, p50/p99, CPU per request, memory under
+             load, and each server's memory per idle connection
   sql        sqlbench: the 2001 speed tests, separate vs single transaction,
              concurrent writers and the job queue, next to the file system
   as3ap      an AS3AP-style run over the postal data: single-user queries
