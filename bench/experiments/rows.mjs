@@ -20,7 +20,7 @@ import { startServer } from '../lib/benchdb.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { countLines } from '../lib/dataset.mjs';
-import { ratioOf, extraSummary } from '../lib/rank.mjs';
+import { ratioOf, extraSummary, fmtRatioCI } from '../lib/rank.mjs';
 import { provenance } from '../lib/provenance.mjs';
 import { tools, NATIVE } from './bulk.mjs';
 
@@ -190,7 +190,7 @@ function report(ctx, { done, caches }) {
     const kib = c => extraSummary(c, 'kib').median;
     (memory[b] ||= []).push([x.s, kib(z)]);
     loadRows.push([x.s.real ? 'real' : mega(x.s.rows), b, rows.toLocaleString('en-US'), fmtCell(z), fmtCell(n),
-                   fmtSameRound(ratioOf(x.loads, `${k} zipbench`, `${k} native`)), perM(z), perM(n),
+                   fmtRatioCI(ratioOf(x.loads, `${k} zipbench`, `${k} native`)), perM(z), perM(n),
                    Number.isFinite(kib(z)) ? (kib(z) / 1024).toFixed(1) : '-', Number.isFinite(kib(n)) ? (kib(n) / 1024).toFixed(1) : '-']);
   }
   lines.push('### Bulk loads: rows/s, zipbench against the native loader', '',
@@ -204,7 +204,7 @@ function report(ctx, { done, caches }) {
     if (!Number.isFinite(r.value)) continue;
     const verdict = Number.isFinite(r.lo) ? (r.lo >= GOAL ? 'met' : r.hi < GOAL ? 'not met' : 'not shown either way')
                                           : r.value >= GOAL ? `${r.n} round${r.n === 1 ? '' : 's'}, too few for an interval` : 'not met';
-    goals.push(`- ${b}, ${x.s.real ? 'the real list' : `${mega(x.s.rows)} rows`}: ${fmtSameRound(r)} of ${NATIVE[b]}: ${verdict}.`);
+    goals.push(`- ${b}, ${x.s.real ? 'the real list' : `${mega(x.s.rows)} rows`}: ${fmtRatioCI(r)} of ${NATIVE[b]}: ${verdict}.`);
   }
   if (goals.length) lines.push(`zipbench's bulk load within ${GOAL}x of the native loader:`, '', ...goals, '');
   const flat = Object.entries(memory).map(([b, xs]) => {
@@ -249,12 +249,6 @@ function report(ctx, { done, caches }) {
   }
   plots(ctx, done);
   return lines.join('\n');
-}
-
-// "1.02x [0.97-1.08]" of a same-round ratio {value, lo, hi, n}.
-function fmtSameRound(r) {
-  if (!Number.isFinite(r.value)) return '-';
-  return Number.isFinite(r.lo) ? `${r.value.toFixed(2)}x [${r.lo.toFixed(2)}-${r.hi.toFixed(2)}]` : `${r.value.toFixed(2)}x (n=${r.n})`;
 }
 
 function plots(ctx, done) {
