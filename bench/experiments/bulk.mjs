@@ -135,8 +135,9 @@ async function columnsOf(ctx, dataset) {
 // Each tool, replacing its table; {code, stdout, stderr, seconds, kib}. A
 // dataset d is {name, csv}: csv, a file in the postal layout (loaded
 // --raw, the table bench_bulk_NAME_B), else the cities' tab-separated one.
-// The rows experiment loads its generated files through the same tools.
-export function tools(ctx, work, env) {
+// The rows experiment loads its generated files through the same tools
+// (timeoutS: the longest a load may take before it is killed).
+export function tools(ctx, work, env, { timeoutS = 900 } = {}) {
   const sqliteDb = path.resolve(work, 'bulk.sqlite');
   // Where the databases have passwords (scripts/db keeps them in ZB_DB_DIR),
   // MariaDB's client reads its option file and pgloader gets libpq's.
@@ -151,7 +152,7 @@ export function tools(ctx, work, env) {
       return line ? line.split(':').slice(4).join(':') : '';
     } catch { return ''; }
   })();
-  const opts = { env, log: ctx.logFile, timeoutS: 900 };
+  const opts = { env, log: ctx.logFile, timeoutS };
   // GNU time for the peak RSS; the wall time is run()'s own clock.
   async function timed(argv, input, extraEnv) {
     const rss = path.join(work, 'rss');

@@ -49,7 +49,8 @@ export default {
     const work = path.join(ctx.work, 'rows');
     fs.mkdirSync(work, { recursive: true });
     const env = await dbEnv(ctx);
-    const t = tools(ctx, work, env);
+    // Ten million rows take minutes per load, more on a busy machine.
+    const t = tools(ctx, work, env, { timeoutS: 7200 });
     const sizes = ctx.quick ? [10000] : rowsSizes(process.env.ZB_BENCH_ROWS_SIZES || undefined);
     const sets = [...sizes.map(n => ({ name: `rows${n}`, rows: n })),
                   ...(ctx.quick ? [] : [{ name: 'rowsreal', rows: 0, file: ctx.dataset, real: true }])];
