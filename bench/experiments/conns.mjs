@@ -169,7 +169,7 @@ async function measureAll(ctx, { port, work, levels, memLevels, keys, avail, ski
               { minRuns: Math.min(ctx.repeat.minRuns, 6), maxRuns: Math.min(ctx.repeat.maxRuns, 8) });
   await cells.measure();
   const version = (await run(ctx.bin('server'), ['-V'])).stdout.trim();
-  return report(ctx, { cells, levels, memLevels, memTargets, targets, avail, skipped, size, version, secondsAt, keys, port, ng });
+  return report(ctx, { cells, levels, memLevels, memTargets, targets, avail, skipped, size, version, secondsAt, keys, ng });
 }
 
 // The path of one loaded key's lookup: every held connection asks for the
@@ -227,7 +227,7 @@ function extraRatio(cells, a, b, field) {
 const num = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '-');
 const ciText = (s, f) => (Number.isFinite(s.lo) ? `${f(s.median)} [${f(s.lo)}-${f(s.hi)}]` : Number.isFinite(s.median) ? `${f(s.median)} (n=${s.n})` : '-');
 
-function report(ctx, { cells, levels, memLevels, memTargets, targets, avail, skipped, size, version, secondsAt, keys, port, ng }) {
+function report(ctx, { cells, levels, memLevels, memTargets, targets, avail, skipped, size, version, secondsAt, keys, ng }) {
   const cell = k => cells.get(k);
   const lines = ['## Connections by the thousand: zipbench against nginx', '',
     `Command: \`${ctx.command('conns', ['ZB_BENCH_CONNS_LEVELS'])}\`. Server: \`${version}\`, ` +
