@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'rows', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'conns', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -35,6 +35,11 @@ Experiments (PART):
              spawn, a connection to PostgreSQL and MariaDB, an SQLite open,
              one HTTP request to nginx serving a static file
   load       loading the postal codes: rows/s per backend and load mode
+  rows       the cost as the rows grow: the postal layout generated at 10^5,
+             10^6 and 10^7 rows and the real list; per backend the bulk
+             load against the native loader (same rounds), each loader's
+             peak memory, the table's size on disk, lookups at uniform and
+             Zipfian keys (ZB_BENCH_ROWS_SIZES picks the sizes)
   server     the lookup server: req/s per backend and connection strategy at
              c 1, 10, 100 next to nginx serving a file of the same size, the
              server's CPU per request and per thread, pgbench on the same
@@ -60,6 +65,10 @@ Experiments (PART):
   poolsize   the pool-sizing curve: pooled req/s and p99 against the pool
              size (1-64) at c 100 for pg, InnoDB and MyISAM, and the
              server's default pool settings against the peak
+  conns      keep-alive connections by the thousand (c 100, 1,000, 10,000):
+             zipbench SQLite and PostgreSQL pooled against nginx static,
+             same rounds: req/s, p50/p99, CPU per request, memory under
+             load, and each server's memory per idle connection
   sql        sqlbench: the 2001 speed tests, separate vs single transaction,
              concurrent writers and the job queue, next to the file system
   as3ap      an AS3AP-style run over the postal data: single-user queries

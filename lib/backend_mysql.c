@@ -36,13 +36,18 @@ static int my_open(const struct backend_conf *bc, struct db **out, struct zb_err
     if (!db)
         return zb_fail(err, ZB_ERR_SYS, "mysql: out of memory");
     unsigned timeout = bc->connect_timeout_s > 0 ? (unsigned)bc->connect_timeout_s : 5;
-    /* The library's timeouts are whole seconds, per read or write. */
-    unsigned rw_timeout = bc->query_timeout_ms > 0 ? (unsigned)(bc->query_timeout_ms + 999) / 1000 : 30;
+    /* The library's timeouts are whole seconds, per read or write; none
+     * for query_timeout_ms 0 (the loader's and sqlbench's, as with pg): a
+     * LOAD DATA of ten million rows into MyISAM sends nothing while it
+     * builds the indexes, minutes at a time. */
+    unsigned rw_timeout = bc->query_timeout_ms > 0 ? (unsigned)(bc->query_timeout_ms + 999) / 1000 : 0;
     db->read_timeout_s = rw_timeout;
     my_bool on = 1;
     mysql_options(db->h, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
-    mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+    if (rw_timeout) {
+        mysql_options(db->h, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+        mysql_options(db->h, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+    }
     mysql_options(db->h, MYSQL_OPT_LOCAL_INFILE, &on);
     uint64_t t0 = zb_now_ns();
     if (!mysql_real_connect(db->h, my_host(bc), bc->user ? bc->user : "zipbench", bc->password,

@@ -336,7 +336,7 @@ int my_run(struct stmt *st, const char *const *params, row_fn fn, void *arg,
 {
     uint64_t t0 = zb_now_ns();
     int rc = run_stmt(st, params, fn, arg, affected, err);
-    if (rc < 0 && err && err->kind == ZB_ERR_CONN &&
+    if (rc < 0 && err && err->kind == ZB_ERR_CONN && st->db->read_timeout_s &&
         zb_failure_kind(t0, (uint64_t)st->db->read_timeout_s * 1000000000u) == ZB_ERR_TIMEOUT) {
         char was[sizeof err->msg];
         memcpy(was, err->msg, sizeof was);

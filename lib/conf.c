@@ -80,7 +80,7 @@ void conf_defaults(struct zb_conf *conf)
     conf->server.connection_timeout_s = 10;
     conf->server.header_timeout_s = 10;
     conf->server.max_connections = 1024;
-    conf->server.max_request_bytes = 32 * 1024;
+    conf->server.max_request_bytes = 4096;   /* docs/SERVER.md: what a request needs */
     conf->server.cache_entries = 10000;
     conf->ndatasets = 1;
     postal_defaults(&conf->dataset[0]);

@@ -269,6 +269,14 @@ struct stats {
     uint64_t ledger_lines;     /* --ledger: lines written */
     uint64_t ledger_lost;      /* --ledger: 2xx POST bodies too long or not written */
     uint64_t last_done_ns;
+    /* The connections' opening, so that a slow ramp (a listen backlog
+     * overflowing at -c 10000: a SYN retried a second later) is not read
+     * as the server's latency: the -c connections (slots) that opened at
+     * least once, and when the last of them first did (ns from the
+     * run's start); open: each new connection's time from connect() to
+     * connected (TLS: handshake done). */
+    uint64_t slots_opened, last_open_ns;
+    struct hist open;
     /* latency: from the request's start, or its intended start under
      * --rate; the rest are ab's Connection Times, from the real start */
     struct hist lat, connect, processing, waiting, total;
@@ -394,6 +402,8 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
     COUNT("keepalive_requests", r->st.keepalive_reqs, a->st.keepalive_reqs) \
     COUNT("connections", r->st.connects, a->st.connects) \
     COUNT("abandoned", r->st.abandoned, a->st.abandoned) \
+    COUNT("slots_opened", r->st.slots_opened, a->st.slots_opened) \
+    COUNT("last_open_ns", r->st.last_open_ns, a->st.last_open_ns) \
     COUNT("failed_connect", r->st.err_connect, a->st.err_connect) \
     COUNT("failed_receive", r->st.err_recv, a->st.err_recv) \
     COUNT("failed_send", r->st.err_send, a->st.err_send) \
@@ -432,7 +442,8 @@ int hdrlog_parse(const char *text, size_t n, const char *name, struct agent_log 
     HIST("connect", r->st.connect, a->st.connect) \
     HIST("processing", r->st.processing, a->st.processing) \
     HIST("waiting", r->st.waiting, a->st.waiting) \
-    HIST("total", r->st.total, a->st.total)
+    HIST("total", r->st.total, a->st.total) \
+    HIST("open", r->st.open, a->st.open)
 
 void agent_log_free(struct agent_log *a);
 

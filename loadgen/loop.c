@@ -49,10 +49,12 @@ struct conn {
     bool reused;               /* this fd carried a whole response before */
     bool retried;              /* this request was resent once already */
     bool want_out;             /* TLS wants the socket writable */
+    bool opened_once;          /* this slot had a connection open (stats' slots_opened) */
     void *ssl;                 /* https: the TLS client on fd */
     uint64_t idx;              /* request number */
     uint64_t t0;               /* latency starts here (intended time under --rate) */
     uint64_t t_start, t_conn, t_sent, t_first;   /* ab's moments */
+    uint64_t t_open;           /* connect() of the connection now on fd */
     uint64_t deadline;
     uint64_t next_at;          /* --rate: when the next request is due */
     const char *wstart;        /* the request head */
@@ -183,6 +185,7 @@ static int open_conn(struct loop *L, struct conn *c)
     if (t->locallen && bind(c->fd, (const struct sockaddr *)&t->local, t->locallen) < 0)
         return -1;
     L->st->connects++;
+    c->t_open = zb_now_ns();
     /* On loopback the handshake is usually done when connect returns
      * EINPROGRESS, so the request is sent at once without waiting for
      * EPOLLOUT; send says EAGAIN if it was not. */
@@ -194,6 +197,21 @@ static int open_conn(struct loop *L, struct conn *c)
         return -1;
     }
     return 0;
+}
+
+/* c's connection is open (TLS: its handshake done) at c->t_conn: how long
+ * it took, and for the slot's first, when (the ramp of the run). */
+static void opened(struct loop *L, struct conn *c)
+{
+    c->connected = true;
+    hist_record(&L->st->open, c->t_conn - c->t_open);
+    if (!c->opened_once) {
+        c->opened_once = true;
+        L->st->slots_opened++;
+        uint64_t at = c->t_conn > L->sh->start_ns ? c->t_conn - L->sh->start_ns : 0;
+        if (at > L->st->last_open_ns)
+            L->st->last_open_ns = at;
+    }
 }
 
 /* One send of what is left: the head, then the shared body. */
@@ -233,7 +251,8 @@ static int send_more(struct loop *L, struct conn *c)
                                                                     : set_events(L, c, c->want_out);
             return -1;
         }
-        c->connected = true;
+        if (!c->connected)
+            opened(L, c);
         c->wdone += (size_t)k;
         L->st->bytes_sent += (uint64_t)k;
     }
@@ -272,7 +291,7 @@ static int handshake(struct loop *L, struct conn *c)
     L->st->resumed += tls_resumed(c->ssl);
     note_tls(L, c);
     c->t_conn = zb_now_ns();
-    c->connected = true;
+    opened(L, c);
     c->state = S_SEND;
     return send_more(L, c);
 }

@@ -118,6 +118,20 @@ static void connection_times(FILE *out, const struct result *r)
 
 static const int percs[] = { 50, 66, 75, 80, 90, 95, 98, 99 };
 
+/* The connections' opening: how many of the -c opened, by when, and how
+ * long each new one took (so that a slow ramp is not read as latency). */
+static void connections_opened(FILE *out, const struct result *r)
+{
+    const struct stats *s = &r->st;
+    const struct hist *h = &s->open;
+    fprintf(out, "Connections opened:     %llu of %d, the last at %.3f s from the start; "
+            "each in p50 %.2f, p99 %.2f, max %.2f ms\n", (unsigned long long)s->slots_opened,
+            r->concurrency, (double)s->last_open_ns / 1e9,
+            hist_count(h) ? (double)hist_percentile(h, 50) / 1e6 : 0.0,
+            hist_count(h) ? (double)hist_percentile(h, 99) / 1e6 : 0.0,
+            hist_count(h) ? (double)hist_max(h) / 1e6 : 0.0);
+}
+
 /* ab's percentile table of h, under heading (and a second line saying
  * from when it is measured, if given). */
 static void percentile_table(FILE *out, const struct hist *h, const char *heading, const char *from)
@@ -248,6 +262,8 @@ void report_text(const struct result *r, FILE *out)
     if (s->abandoned)
         fprintf(out, "Abandoned at the end:   %llu (in flight when the time limit ran out)\n",
                (unsigned long long)s->abandoned);
+    if (s->slots_opened)
+        connections_opened(out, r);
     if (r->rate > 0)
         fprintf(out, "Target rate:            %.10g [#/sec] (latency from the intended send time)\n",
                r->rate);
@@ -400,6 +416,19 @@ void report_json(const struct result *r, FILE *f)
             us(hist_min(h)), hist_mean(h) / 1000.0, hist_stddev(h) / 1000.0,
             us(hist_percentile(h, 50)), us(hist_percentile(h, 90)), us(hist_percentile(h, 99)),
             us(hist_percentile(h, 99.9)), us(hist_max(h)));
+    /* The connections' opening: all_open_s is when the last of the -c
+     * first opened (null when some never did). */
+    const struct hist *o = &s->open;
+    fprintf(f, "\"connections_open\":{\"slots\":%d,\"opened\":%llu,\"all_open_s\":",
+            r->concurrency, (unsigned long long)s->slots_opened);
+    if (s->slots_opened >= (uint64_t)r->concurrency && r->concurrency > 0)
+        fprintf(f, "%.6f", (double)s->last_open_ns / 1e9);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\"open_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}},",
+            hist_count(o) ? (double)hist_percentile(o, 50) / 1e6 : 0.0,
+            hist_count(o) ? (double)hist_percentile(o, 99) / 1e6 : 0.0,
+            hist_count(o) ? (double)hist_max(o) / 1e6 : 0.0);
     fprintf(f, "\"connection_times_ms\":{");
     json_times(f, "connect", &s->connect);
     fputc(',', f);

@@ -13,6 +13,7 @@ void stats_init(struct stats *s)
     hist_init(&s->processing);
     hist_init(&s->waiting);
     hist_init(&s->total);
+    hist_init(&s->open);
 }
 
 void stats_add(struct stats *t, const struct stats *s)
@@ -44,6 +45,10 @@ void stats_add(struct stats *t, const struct stats *s)
     t->resumed += s->resumed;
     if (s->last_done_ns > t->last_done_ns)
         t->last_done_ns = s->last_done_ns;
+    t->slots_opened += s->slots_opened;
+    if (s->last_open_ns > t->last_open_ns)
+        t->last_open_ns = s->last_open_ns;
+    hist_merge(&t->open, &s->open);
     hist_merge(&t->lat, &s->lat);
     hist_merge(&t->connect, &s->connect);
     hist_merge(&t->processing, &s->processing);

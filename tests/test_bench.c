@@ -128,7 +128,7 @@ START_TEST(quick_run_produces_every_table)
     ck_assert_msg(fpm_before || !running("scripts/php-fpm"), "the quick run left PHP-FPM running");
     ck_assert_msg(poolers_before || !running("scripts/pooler"), "the quick run left a pooler running");
     ck_assert_int_eq(our_processes("bin/server", mark), 0);
-    static const char *const parts[] = { "calibrate", "load", "bulk", "server", "queries", "requests", "mix", "durability", "php", "poolsize", "sql",
+    static const char *const parts[] = { "calibrate", "load", "bulk", "rows", "server", "queries", "requests", "mix", "durability", "php", "poolsize", "conns", "sql",
                                          "as3ap", "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];
@@ -145,7 +145,9 @@ START_TEST(quick_run_produces_every_table)
                   stat(build_path("bench/quick/plots/updates.svg"), &st) == 0 &&
                   stat(build_path("bench/quick/plots/mix.svg"), &st) == 0 &&
                   stat(build_path("bench/quick/plots/durability.svg"), &st) == 0 &&
-                  stat(build_path("bench/quick/plots/poolsize.svg"), &st) == 0, "no quick plots");
+                  stat(build_path("bench/quick/plots/poolsize.svg"), &st) == 0 &&
+                  stat(build_path("bench/quick/plots/conns.svg"), &st) == 0 &&
+                  stat(build_path("bench/quick/plots/rows.svg"), &st) == 0, "no quick plots");
     for (int i = 0; i < 2; i++) {
         ck_assert_msg(stat(recorded[i], &after) == 0, "%s gone", recorded[i]);
         ck_assert_msg(after.st_mtim.tv_sec == before[i].st_mtim.tv_sec &&

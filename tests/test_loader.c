@@ -333,6 +333,27 @@ START_TEST(mariadb_bulk_without_local_infile)
 }
 END_TEST
 
+/* The loader's statements run as long as they take (conf_unbounded_queries):
+ * on MariaDB no read may time out, as a LOAD DATA of 10^7 rows into MyISAM
+ * sends nothing for minutes while it builds the indexes. A statement silent
+ * for 31 s stands for it (the driver's reads gave up after 30 s). */
+START_TEST(mariadb_waits_as_long_as_a_load_takes)
+{
+    struct zb_conf c;
+    struct zb_err err = { 0 };
+    ck_assert_int_eq(conf_load(&c, conf_path(), &err), 0);
+    conf_unbounded_queries(&c);
+    struct backend b;
+    ck_assert_msg(backend_open(&b, conf_backend(&c, "myisam"), &err) == 0, "%s", err.msg);
+    uint64_t t0 = zb_now_ns();
+    int rc = b.drv->exec(b.db, "DO SLEEP(31)", &err);
+    double secs = (double)(zb_now_ns() - t0) / 1e9;
+    backend_close(&b);
+    conf_free(&c);
+    ck_assert_msg(rc == 0 && secs >= 31, "after %.1f s: %s", secs, err.msg);
+}
+END_TEST
+
 static int first_value(void *arg, int n, const char *const *v, const size_t *l)
 {
     (void)n;
@@ -1745,7 +1766,7 @@ Suite *suite_loader(void)
         every_backend_every_mode, index_after_and_sync_are_reported,
         bad_row_fails_and_keeps_the_old_table, killed_load_leaves_the_old_table,
         empty_or_smaller_file_keeps_the_old_table, raw_mode_loads_every_line,
-        mariadb_bulk_without_local_infile, mariadb_never_truncates,
+        mariadb_bulk_without_local_infile, mariadb_never_truncates, mariadb_waits_as_long_as_a_load_takes,
         csv_dataset_every_backend_every_mode, csv_dataset_bad_rows_keep_the_old_table,
         mariadb_text_is_sized_from_the_data,
         cities_dataset_every_backend, usage_errors_exit_2));

@@ -39,6 +39,8 @@ static struct {
     char (*log)[64];               /* paths in arrival order */
     int nlog;
     char last_head[4096];          /* the last request's head */
+    int backlog;                   /* listen()'s, 1024 unless set (server_start_slow) */
+    int accept_after_ms;           /* no accept() before this long after the start */
     _Atomic long body_bytes;       /* request bodies (Content-Length) read */
 } srv;
 
@@ -204,6 +206,10 @@ static void *serve_conn(void *arg)
 static void *accept_loop(void *arg)
 {
     (void)arg;
+    /* A server slow to accept: with a small backlog, the SYNs past it are
+     * dropped and retried by the client's kernel a second later. */
+    for (int t = 0; t < srv.accept_after_ms && !atomic_load(&srv.stop); t += 10)
+        usleep(10000);
     while (!atomic_load(&srv.stop)) {
         struct pollfd p = { .fd = srv.lfd, .events = POLLIN };
         if (poll(&p, 1, 20) <= 0)
@@ -237,9 +243,11 @@ static void *accept_loop(void *arg)
     return NULL;
 }
 
-static void server_start_on(bool close_all, int family)
+static void server_start_with(bool close_all, int family, int backlog, int accept_after_ms)
 {
     memset(&srv, 0, sizeof srv);
+    srv.backlog = backlog;
+    srv.accept_after_ms = accept_after_ms;
     pthread_mutex_init(&srv.mu, NULL);
     srv.log = calloc(LOG_MAX, sizeof *srv.log);
     srv.close_all = close_all;
@@ -263,11 +271,16 @@ static void server_start_on(bool close_all, int family)
         al = sizeof *a4;
     }
     ck_assert_int_eq(bind(srv.lfd, (struct sockaddr *)&ss, al), 0);
-    ck_assert_int_eq(listen(srv.lfd, 1024), 0);
+    ck_assert_int_eq(listen(srv.lfd, srv.backlog), 0);
     getsockname(srv.lfd, (struct sockaddr *)&ss, &al);
     srv.port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                         : ((struct sockaddr_in *)&ss)->sin_port);
     ck_assert_int_eq(pthread_create(&srv.accepter, NULL, accept_loop, NULL), 0);
+}
+
+static void server_start_on(bool close_all, int family)
+{
+    server_start_with(close_all, family, 1024, 0);
 }
 
 static void server_start(bool close_all) { server_start_on(close_all, AF_INET); }
@@ -322,6 +335,16 @@ static double jnum(const char *key)
 }
 
 static long jint(const char *key) { return (long)jnum(key); }
+
+/* The number after "key": in text (first occurrence). */
+static double num_in(const char *text, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    ck_assert_msg(p != NULL, "no %s in: %.2000s", key, text);
+    return strtod(p + strlen(pat), NULL);
+}
 
 static void check_identity(long n)
 {
@@ -576,6 +599,33 @@ START_TEST(many_connections_interleaved)
     double run_us = jnum("seconds") * 1e6;
     ck_assert_msg(min_us < run_us / 10, "fastest request %.0f us of a %.0f us run: the answers "
                   "waited for the connects", min_us, run_us);
+}
+END_TEST
+
+/* How long the connections took to open is reported apart from the
+ * latency: a server that accepts nothing for 300 ms behind a backlog of
+ * one makes the client's kernel drop SYNs and retry them a second later
+ * (its initial retransmission timeout), which the report says. */
+START_TEST(slow_ramp_reported)
+{
+    server_start_with(false, AF_INET, 0, 300);
+    int rc = loadgen("-q -k --json --threads 1 -n 60 -c 6 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, OUT);
+    const char *o = strstr(out, "\"connections_open\":");
+    ck_assert_msg(o != NULL, "no connections_open in: %s", OUT);
+    ck_assert_msg(strstr(o, "\"slots\":6,\"opened\":6,"), "%s", OUT);
+    double all = strtod(strstr(o, "\"all_open_s\":") + 13, NULL);
+    double max = strtod(strstr(o, "\"max\":") + 6, NULL);
+    ck_assert_msg(all >= 0.9 && max >= 900, "all open at %.3f s, slowest %.1f ms: %s", all, max, OUT);
+    /* Only the connects waited: the requests sent on open connections
+     * did not (the fastest is far under the retry). */
+    ck_assert_msg(num_in(strstr(out, "\"latency_us\":"), "min") < 300000, "%s", OUT);
+    /* The text report's line. */
+    server_start(false);
+    rc = loadgen("-k -n 20 -c 4 http://127.0.0.1:%d/", srv.port);
+    server_stop();
+    ck_assert_msg(rc == 0 && strstr(out, "Connections opened:     4 of 4, the last at "), "%s", OUT);
 }
 END_TEST
 
@@ -851,15 +901,6 @@ static void reference_read(const char *logs)
     int rc = run_cmd(node_out, sizeof node_out, "ZB_HDRJS=%s node tests/hdrlog/check.mjs %s",
                      dir, logs);
     ck_assert_msg(rc == 0, "check.mjs (is hdr-histogram-js installed? make hdrjs): %s", node_out);
-}
-
-static double num_in(const char *text, const char *key)
-{
-    char pat[80];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(text, pat);
-    ck_assert_msg(p != NULL, "no %s in: %.2000s", key, text);
-    return strtod(p + strlen(pat), NULL);
 }
 
 /* loadgen's own percentiles against the reference decoder's, read from
@@ -2034,7 +2075,7 @@ Suite *suite_loadgen(void)
         keepalive_counts, no_keepalive_one_connection_per_request, non2xx_counted_apart,
         chunked_bodies, split_head_across_reads, server_closes_every_connection,
         timelimit_stops_by_itself, rate_is_held, rate_below_one, timeout_fails_requests,
-        refused_connects_fail, close_with_the_data, many_connections_interleaved,
+        refused_connects_fail, close_with_the_data, many_connections_interleaved, slow_ramp_reported,
         concurrency_beyond_fd_limit, exit_status_and_two_lengths, framing_content_length,
         framing_chunked, framing_heads, head_limit_however_split, every_address_tried,
         ab_report_lines, request_flags,

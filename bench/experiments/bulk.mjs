@@ -21,7 +21,7 @@ import { run } from '../lib/run.mjs';
 import { dbEnv } from '../lib/services.mjs';
 
 const BACKENDS = ['sqlite', 'pg', 'innodb', 'myisam'];
-const NATIVE = { sqlite: 'sqlite3 .import', pg: 'psql \\copy', innodb: 'LOAD DATA', myisam: 'LOAD DATA' };
+export const NATIVE = { sqlite: 'sqlite3 .import', pg: 'psql \\copy', innodb: 'LOAD DATA', myisam: 'LOAD DATA' };
 
 export default {
   title: 'bulk loading against the native loaders',
@@ -132,8 +132,12 @@ async function columnsOf(ctx, dataset) {
   return m[1].split(', ').map(c => c.split(' ')[0]);
 }
 
-// Each tool, replacing its table; {code, stdout, stderr, seconds, kib}.
-function tools(ctx, work, env) {
+// Each tool, replacing its table; {code, stdout, stderr, seconds, kib}. A
+// dataset d is {name, csv}: csv, a file in the postal layout (loaded
+// --raw, the table bench_bulk_NAME_B), else the cities' tab-separated one.
+// The rows experiment loads its generated files through the same tools
+// (timeoutS: the longest a load may take before it is killed).
+export function tools(ctx, work, env, { timeoutS = 900 } = {}) {
   const sqliteDb = path.resolve(work, 'bulk.sqlite');
   // Where the databases have passwords (scripts/db keeps them in ZB_DB_DIR),
   // MariaDB's client reads its option file and pgloader gets libpq's.
@@ -148,7 +152,7 @@ function tools(ctx, work, env) {
       return line ? line.split(':').slice(4).join(':') : '';
     } catch { return ''; }
   })();
-  const opts = { env, log: ctx.logFile, timeoutS: 900 };
+  const opts = { env, log: ctx.logFile, timeoutS };
   // GNU time for the peak RSS; the wall time is run()'s own clock.
   async function timed(argv, input, extraEnv) {
     const rss = path.join(work, 'rss');
@@ -160,18 +164,22 @@ function tools(ctx, work, env) {
   }
   const self = {
     citiesColumns: [],
-    async count(b, tableName) {
-      const q = `SELECT count(*) FROM ${tableName}`;
+    sqliteDb,
+    // One statement's answer, as text, in backend b's database.
+    async scalar(b, q) {
       const r = b === 'pg' ? await run('psql', ['-X', '-q', '-tA', '-c', q], opts)
               : b === 'sqlite' ? await run('sqlite3', [sqliteDb, q], opts)
               : await run(mariadb[0], [...mariadb.slice(1), '-N', '-e', q], opts);
-      return Number(r.stdout.trim()) || 0;
+      return r.stdout.trim();
+    },
+    async count(b, tableName) {
+      return Number(await self.scalar(b, `SELECT count(*) FROM ${tableName}`)) || 0;
     },
     zipbench(b, d, file) {
       const argv = [ctx.bin('loader'), '-q', '--json', '--conf', ctx.conf, '--mode', 'bulk', '-b', b,
                     '--allow-shrink', '--set', `sqlite.path=${sqliteDb}`];
-      if (d.name === 'postal')
-        argv.push('--raw', '-f', file, '--set', `${b}.table=bench_bulk_postal_${b}`);
+      if (d.csv)
+        argv.push('--raw', '-f', file, '--set', `${b}.table=bench_bulk_${d.name}_${b}`);
       else
         argv.push('-f', 'cities', '--set', `dataset.cities.file=${file}`, '--set', 'dataset.cities.table=bench_bulk_cities');
       return timed(argv);

@@ -26,7 +26,7 @@ import { ab, loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote, cellErrors } from '../lib/goodput.mjs';
 import { keysFile, countLines } from '../lib/dataset.mjs';
 import { median } from '../lib/stats.mjs';
-import { ratioOf, verdict, ranking, rankingText, extraSummary } from '../lib/rank.mjs';
+import { ratioOf, verdict, ranking, rankingText, extraSummary, fmtRatioCI } from '../lib/rank.mjs';
 import { provenance } from '../lib/provenance.mjs';
 import { clockTicks, nproc, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { findProgram, programs } from '../lib/machine.mjs';
@@ -347,11 +347,6 @@ async function measureAll(ctx, { port, work, seconds, levels, keys, avail, skipp
 }
 
 const fmtK = x => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-');
-// "3.41x [3.20-3.66]", or with the count of rounds where too few.
-function fmtRatioCI(r) {
-  if (!Number.isFinite(r.value)) return '-';
-  return Number.isFinite(r.lo) ? `${r.value.toFixed(2)}x [${r.lo.toFixed(2)}-${r.hi.toFixed(2)}]` : `${r.value.toFixed(2)}x (n=${r.n})`;
-}
 
 // What RESULTS.md's answer is made of (lib/summary.mjs renders it): per
 // backend, strategy and level the rate and its interval, the CPU of each

@@ -212,3 +212,13 @@ export function machineDelta(a, b) {
   const other = shares.ticks ? Math.max(0, shares.busy - (b.own - a.own) / shares.ticks) : 0;
   return { seconds: (b.at - a.at) / 1000, load1: a.load[0], ...shares, other };
 }
+
+// Resident memory in KiB (VmRSS) of pid, 0 if it is gone; with tree, of
+// pid and its children too (nginx: its master and workers).
+export function rssKiB(pid, { tree = false } = {}) {
+  const one = p => {
+    try { return Number(/^VmRSS:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] || 0); }
+    catch { return 0; }
+  };
+  return one(pid) + (tree ? childrenOf(pid).reduce((s, k) => s + one(k), 0) : 0);
+}

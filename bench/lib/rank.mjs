@@ -13,6 +13,13 @@ export function ratioOf(cells, a, b) {
   return { value: r.value, lo: s ? s.lo : NaN, hi: s ? s.hi : NaN, n: s ? s.n : 0 };
 }
 
+// "3.41x [3.20-3.66]" of a ratioOf: with too few rounds for an interval,
+// the count ("3.41x (n=4)"); '-' when there is none.
+export function fmtRatioCI(r) {
+  if (!r || !Number.isFinite(r.value)) return '-';
+  return Number.isFinite(r.lo) ? `${r.value.toFixed(2)}x [${r.lo.toFixed(2)}-${r.hi.toFixed(2)}]` : `${r.value.toFixed(2)}x (n=${r.n})`;
+}
+
 // 'a' where a is faster than b (the interval above 1), 'b' where slower,
 // '~' where the interval holds 1 or there is none.
 export function verdict(r) {

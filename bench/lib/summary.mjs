@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { commitText, machineKey } from './provenance.mjs';
 import { SETTINGS, CRASH_SETTINGS, DURABLE, KINDS, crashCells } from './durability.mjs';
+import { roundRatios } from './cells.mjs';
+import { summarize } from './stats.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
@@ -91,9 +93,12 @@ export function answer(dataDir) {
       `${fmtFigure(nat)} rows/s: ${ratio(ours, nat)}.`;
   });
   lines.push('Bulk load of the postal list against the native loader (rows/s; the bulk experiment):', '', ...bl, '');
+  const conns = readJSON(path.join(dataDir, 'conns.json')) || {};
+  const rowsScale = readJSON(path.join(dataDir, 'rows-scale.json')) || {};
+  lines.push(...scale(conns, rowsScale));
   lines.push(...sources({ 'answer.json': ans || {}, 'php.json': php, 'queries.json': queries, 'requests.json': requests,
                          'mix.json': mix, 'durability.json': readJSON(path.join(dataDir, 'durability.json')) || {},
-                         'bulk.json': bulk }), '');
+                         'bulk.json': bulk, 'conns.json': conns, 'rows-scale.json': rowsScale }), '');
   return lines;
 }
 
@@ -119,6 +124,39 @@ export function survivedText(crash, b, s) {
     parts.push(DURABLE.has(`${b} ${s}`) ? `**${text}**` : text);
   }
   return `, ${parts.join('; ')}`;
+}
+
+// Scale: zipbench / nginx at the most connections the conns experiment
+// measured (the same-round ratio of its runs), the memory an idle
+// connection costs each, and the rows experiment's largest load, seconds
+// per million rows against the native loader.
+function scale(conns, rowsScale) {
+  const levels = Object.keys(conns).map(k => /^nginx (\d+)$/.exec(k)).filter(Boolean).map(m => Number(m[1]));
+  const top = levels.length ? Math.max(...levels) : null;
+  const sameRound = (a, b) => {
+    if (!a?.values?.length || !b?.values?.length) return null;
+    const r = roundRatios({ values: a.values, rounds: a.rounds || [] }, { values: b.values, rounds: b.rounds || [] });
+    if (!r.length) return null;
+    const s = summarize(r);
+    return { value: s.median, lo: s.lo, hi: s.hi, n: s.n };
+  };
+  const kib = f => (f && Number.isFinite(f.median) ? `${(f.median / 1024).toFixed(1)} KiB` : NOT);
+  const secs = x => (Number.isFinite(x) ? x.toFixed(1) : '-');
+  const conn = top === null ? `${NOT} (\`scripts/bench --only conns\`)`
+    : ['sqlite', 'pg'].filter(b => conns[`${b} ${top}`]).map(b =>
+      `${LABEL[b]} pooled / nginx ${fmtRatioCI(sameRound(conns[`${b} ${top}`], conns[`nginx ${top}`]))}`).join(', ') +
+      ` at ${top.toLocaleString('en-US')} keep-alive connections (same-round ratios of answered req/s)`;
+  const memC = Object.keys(conns).map(k => /^memory zipbench (\d+)$/.exec(k)).filter(Boolean).map(m => Number(m[1]));
+  const mc = memC.length ? Math.max(...memC) : null;
+  const mem = mc === null ? `memory per idle connection ${NOT}`
+    : `memory per idle keep-alive connection: zipbench ${kib(conns[`memory zipbench ${mc}`])}, nginx ${kib(conns[`memory nginx ${mc}`])} ` +
+      `(${mc.toLocaleString('en-US')} connections)`;
+  const bs = Object.entries(rowsScale.backends || {});
+  const load = !bs.length ? `bulk load per million rows ${NOT} (\`scripts/bench --only rows\`)`
+    : `bulk load of ${Number(rowsScale.rows).toLocaleString('en-US')} generated rows, seconds per million, zipbench against ` +
+      'the native loader (and the same-round ratio of their rates): ' +
+      bs.map(([b, x]) => `${LABEL[b]} ${secs(x.zipbench_s_per_m)} against ${secs(x.native_s_per_m)} (${fmtRatioCI(x.over_native)})`).join(', ');
+  return ['Scale (the conns and rows experiments, their own runs): ' + `${conn}; ${mem}; ${load}.`, ''];
 }
 
 // What a durability setting buys (the durability experiment's updates/s
