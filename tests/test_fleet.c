@@ -150,6 +150,9 @@ START_TEST(exit_statuses)
     ck_assert_msg(fleet("up", "--purge") == 2 && strstr(out, "--purge is down's option"), "%s", out);
     ck_assert_msg(fleet("run", "--runs 0") == 2 && strstr(out, "--runs") && !strstr(out, "PLAY"), "%s", out);
     ck_assert_msg(fleet("down", "--no-such-option") == 2, "%s", out);
+    /* An inventory Ansible cannot read is refused, not an empty fleet. */
+    ck_assert_msg(run_cmd(out, sizeof out, "printf '[db\\nx = = y\\n' > '%s/bad.ini' && scripts/fleet up -i '%s/bad.ini'",
+                          dir, dir) == 2 && strstr(out, "refused"), "%s", out);
     ck_assert_msg(fleet("down", "-l lab-client1 -e ansible_port=2") == 3 && strstr(out, "UNREACHABLE"), "%s", out);
     timings[0] = 0;
 }
