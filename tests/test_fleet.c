@@ -70,8 +70,10 @@ static void setup(void)
     setenv("ZB_FLEET_DIR", state, 1);
     snprintf(inv, sizeof inv, "%s/inventory.ini", labdir);
     /* Fewer pgpool-II children and Apache workers start faster (the lab
-     * writes them into its inventory); the test asks one at a time. */
-    setenv("ZB_PGPOOL_CHILDREN", "4", 1);
+     * writes them into its inventory). The test asks one at a time, but
+     * the server's pools through pgpool-II (pg_pool, pg_pool_lb: pool_min
+     * 2 each, opened by /health) hold children of their own: 16. */
+    setenv("ZB_PGPOOL_CHILDREN", "16", 1);
     setenv("ZB_APACHE_WORKERS", "4", 1);
     char why[4096];
     if (geteuid() != 0 || run_cmd(why, sizeof why, "unshare --net true") != 0) {
@@ -129,7 +131,7 @@ START_TEST(inventory_of_the_lab)
     static const char *const want[] = { "[db]\nlab-db\n", "[pooler]\nlab-db\n",
                                         "[app]\nlab-app\n", "[client]\nlab-client1\nlab-client2\n",
                                         "ansible_ssh_private_key_file=", "StrictHostKeyChecking=yes",
-                                        "zipbench_pgpool_children=4\n", "zipbench_apache_workers=4\n" };
+                                        "zipbench_pgpool_children=16\n", "zipbench_apache_workers=4\n" };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "no '%s' in %s", want[i], out);
     /* --no-replica: no db2 host, an empty db_replica group. */
@@ -181,7 +183,8 @@ START_TEST(setup_up_load_run_down)
     snprintf(want, sizeof want, "%.8000s", strstr(out, "\"code\":"));
     static const char *const paths[] = { "/zip/pg/%s", "/zip/innodb/%s?strategy=per-request", "/zip/myisam/%s",
                                          "/zip/pg_bouncer/%s?strategy=per-request",
-                                         "/zip/pg_pool/%s?strategy=per-request", "/zip/pg_spread/%s" };
+                                         "/zip/pg_pool/%s?strategy=per-request", "/zip/pg_pool_lb/%s",
+                                         "/zip/pg_spread/%s" };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, paths[i], code);
