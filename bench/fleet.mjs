@@ -390,12 +390,13 @@ async function main() {
   console.log(lines.join('\n'));
   console.log(`Measured in ${Math.round((Date.now() - t0) / 1000)} s; the log: ${ctx.logFile}.`);
   const prov = { ...provenance(), inventory };
+  const runsOf = cl => ({ runs: cl.values, ...cl.summary, errors: cellErrors(cl), rounds: cl.rounds });
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ provenance: prov, seconds, runs, cells: list.map(([label, url, c]) => {
     const cl = cells.get(`${label} ${c}`);
-    return { cell: label, url, concurrency: c, runs: cl.values, ...cl.summary, errors: cellErrors(cl), rounds: cl.rounds,
+    return { cell: label, url, concurrency: c, ...runsOf(cl),
              agents: cl.extras.map(e => e.agents), client_busy: cl.extras.map(e => e.clientBusy),
              server_us: cl.extras.map(e => e.serverUs),
-             ...(labDir ? { lab_loadgen: (lab => ({ runs: lab.values, ...lab.summary, errors: cellErrors(lab), rounds: lab.rounds }))(cells.get(`${label} ${c}${LAB}`)) } : {}) };
+             ...(labDir ? { lab_loadgen: runsOf(cells.get(`${label} ${c}${LAB}`)) } : {}) };
   }) }, null, 1) + '\n');
   if (sectionOut) {
     const title = args.title || 'Lookups through the fleet';
