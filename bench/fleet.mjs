@@ -1,7 +1,8 @@
 // The measurement of `scripts/fleet run` (./zipbench fleet run), on the
 // controller, against a fleet that `scripts/fleet up` started: the cells of
 // `make run` (backend x strategy x concurrency; with --php, nginx + PHP-FPM
-// on the app host beside them, as scripts/bench's php experiment; with
+// and Apache + mod_php on the app host beside them, as scripts/bench's php
+// experiment; with
 // --cells network, the network experiment's strategies), each run one
 // loadgen agent per client host, started together (--start-at) over SSH,
 // their HdrHistogram logs merged (loadgen merge) into the run's figure;
@@ -13,7 +14,11 @@
 // client, not the app, was then the bottleneck) and the server's CPU per
 // answered lookup. The inventory (roles, hosts, each host's CPU model and
 // cores, the RTTs, the clock offsets) is in the provenance of the report,
-// of --json and of --section.
+// of --json and of --section. With --lab-loadgen (the fleet being the lab,
+// scripts/lab up --ssh), every cell is measured a second way in the same
+// rounds, by `scripts/lab loadgen` (agents started in the lab's namespaces,
+// no SSH), and the two intervals are compared: the orchestration should add
+// no error of its own.
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -36,7 +41,7 @@ process.chdir(root);
 // Above this share of their CPUs busy, the client hosts were the bottleneck.
 export const CLIENT_BUSY = 0.7;
 
-const usage = `Usage: scripts/fleet run [-i INVENTORY] [OPTIONS]   (./zipbench fleet run)
+const usage = `Usage: ./zipbench fleet run [-i INVENTORY] [--ansible ARG]... [OPTIONS]   (scripts/fleet run)
 
 Measures random-key lookups against the fleet's app host as scripts/run
 does on one machine: every cell (backend x strategy x concurrency) repeated,
@@ -46,12 +51,16 @@ per client host, started together (--start-at) and merged (loadgen merge);
 a cell's concurrency is the agents' total, split among them.
 
 Options:
+  -i, --inventory FILE    the fleet (default conf/fleet.ini; ./zipbench
+                          fleet --help)
+      --ansible ARG       one argument for ansible-playbook (repeat it)
       --backends LIST     sqlite, pg, innodb, myisam (default sqlite,pg)
       --strategies LIST   pooled, per-request, pipelined (default
                           pooled,per-request; pipelined is pg only)
       --concurrency LIST  total concurrent connections (default "1 10 100")
-      --php               also nginx + PHP-FPM on the app host (zip.php,
-                          persistent and per-request), per backend
+      --php               also PHP on the app host (zip.php, persistent and
+                          per-request), per backend: nginx + PHP-FPM and
+                          Apache + mod_php
       --cells network     the network experiment's cells instead: its pg and
                           innodb strategies and PHP-FPM's through the poolers
       --duration S        seconds of one measured run (default 1)
@@ -62,13 +71,23 @@ Options:
                           the provenance with the inventory, as JSON
       --section FILE      also write the report as a Markdown section
       --title TEXT        the section's title
+      --lab-loadgen       on the lab's inventory (scripts/lab up --ssh):
+                          each cell also measured by scripts/lab loadgen on
+                          client1..N (N: the fleet's client hosts), in the
+                          same rounds, interleaved; prints both intervals,
+                          whether they overlap, and fleet / lab from the
+                          same rounds (--runs 6 at least; each level of
+                          --concurrency a multiple of N)
   -h, --help              this text
 
-Exit status: 0 when every cell was measured without errors, 1 when a run
-failed or answered errors, 2 on bad usage, 3 when the clocks disagree.`;
+Exit status: 0 when every cell was measured without errors (and, with
+--lab-loadgen, every cell's two intervals overlap); 1 when a run failed or
+answered errors; 2 on bad usage; 3 when a host could not be reached; 4
+when the client hosts' clocks disagree; 5 when --lab-loadgen found a cell
+whose two intervals do not overlap.`;
 
 function usageError(msg) {
-  console.error(`scripts/fleet run: ${msg}\n(scripts/fleet run --help)`);
+  console.error(`scripts/fleet run: ${msg}\n(./zipbench fleet run --help)`);
   process.exit(2);
 }
 
@@ -80,7 +99,7 @@ try {
     php: { type: 'boolean' }, cells: { type: 'string' }, duration: { type: 'string', default: '1' },
     runs: { type: 'string', default: '10' }, 'max-clock-offset': { type: 'string', default: '5' },
     json: { type: 'string' }, section: { type: 'string' }, title: { type: 'string' },
-    help: { type: 'boolean', short: 'h' } } }).values;
+    'lab-loadgen': { type: 'boolean' }, 'check-usage': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } }).values;
 } catch (e) { usageError(e.message); }
 if (args.help) { console.log(usage); process.exit(0); }
 const list = s => s.trim().split(/[\s,]+/).filter(Boolean);
@@ -94,8 +113,19 @@ if (!(seconds > 0 && seconds <= 3600)) usageError(`--duration: '${args.duration}
 if (!(Number.isInteger(runs) && runs >= 1 && runs <= 1000)) usageError(`--runs: '${args.runs}' is not a whole number 1-1000`);
 if (!(maxOffsetMs > 0)) usageError(`--max-clock-offset: '${args['max-clock-offset']}' is not milliseconds > 0`);
 if (args.cells !== undefined && args.cells !== 'network') usageError(`--cells: '${args.cells}' is not network`);
+// scripts/fleet checks the options (--check-usage) before it asks the hosts anything.
+if (args['check-usage']) process.exit(0);
 if (!args.fleet) usageError('--fleet FILE is given by scripts/fleet run (fleet/run.yml writes it)');
 const fleet = JSON.parse(fs.readFileSync(args.fleet, 'utf8'));
+// --lab-loadgen: the lab's directory, for scripts/lab (its inventory names it).
+const labDir = args['lab-loadgen'] ? Object.values(fleet.hosts).map(h => h.lab_dir).find(Boolean) : undefined;
+if (args['lab-loadgen']) {
+  if (!labDir) usageError('--lab-loadgen: the inventory is not a lab\'s (scripts/lab up --ssh writes one, with zipbench_lab_dir)');
+  if (runs < 6) usageError(`--lab-loadgen: --runs ${runs} gives no 95% interval to compare: 6 at least`);
+  const n = fleet.roles.client.length;
+  const odd = levels.filter(c => c % n);
+  if (odd.length) usageError(`--lab-loadgen: --concurrency ${odd.join(' ')}: not a multiple of the ${n} client hosts (scripts/lab loadgen gives every agent the same -c)`);
+}
 const jsonOut = callersPath(args.json), sectionOut = callersPath(args.section);
 
 const build = process.env.ZB_BUILD || 'build';
@@ -127,8 +157,10 @@ function onHost(host, script) {
 async function sh(host, script, timeoutS = 120) {
   const [cmd, a] = onHost(host, script);
   const r = await run(cmd, a, { log: ctx.logFile, timeoutS });
-  if (r.code !== 0) throw new Error(`${host.name}: exit ${r.code}: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
-  return r.stdout;
+  if (r.code === 0) return r.stdout;
+  const e = new Error(`${host.name}: exit ${r.code}: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+  e.unreachable = host.connection !== 'local' && r.code === 255;   // ssh's own failure
+  throw e;
 }
 
 // The clock of each client host against the controller's: over one SSH
@@ -187,6 +219,7 @@ const app = hostsOf('app')[0];
 const clients = hostsOf('client');
 const baseUrl = `http://${app.addr}:${fleet.ports.app}`;
 const phpUrl = `http://${app.addr}:${fleet.ports.php}/zip.php`;
+const apacheUrl = `http://${app.addr}:${fleet.ports.apache}/zip.php`;
 let startMarginMs = 500;
 
 // Each agent's share of the cell's concurrency c (at least 1 each).
@@ -269,6 +302,23 @@ async function fleetRun(url, c, { warm = false } = {}) {
            clientUs: m.cpu_us_per_req ?? NaN, p50: m.latency_us?.p50, p99: m.latency_us?.p99 };
 }
 
+// One run of url at total concurrency c by `scripts/lab loadgen` (the same
+// agents, started in the lab's namespaces without SSH, merged by the same
+// loadgen merge): the merged report's rate (rateRun); NaN when it gave none.
+async function labRun(url, c, { warm = false } = {}) {
+  const secs = warm ? Math.min(1, seconds) : seconds;
+  const keys = url.includes('{key}') ? ['--keys', path.join(path.dirname(args.fleet), 'dataset.keys')] : [];
+  const r = await run(path.join(root, 'scripts', 'lab'),
+                      ['loadgen', '--clients', String(clients.length), '--json', ...keys, '-k', '-c', String(c / clients.length),
+                       '-t', String(secs), '-n', '50000000', url],
+                      { env: { ZB_LAB_DIR: labDir }, log: ctx.logFile, timeoutS: secs * 4 + 60 });
+  const line = r.stdout.trim().split('\n').filter(l => l.startsWith('{')).pop();
+  if (!line) { ctx.log(`scripts/lab loadgen: exit ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`); return NaN; }
+  const m = JSON.parse(line);
+  return { ...rateRun(loadgenReport(m)), p50: m.latency_us?.p50, p99: m.latency_us?.p99 };
+}
+const LAB = ' (scripts/lab loadgen)';
+
 // ---- the cells ---------------------------------------------------------------
 
 // [label, url, c] of every cell.
@@ -284,8 +334,9 @@ function cellList() {
       if (s === 'pipelined' && b !== 'pg') continue;
       out.push([`${b} ${s}`, `${baseUrl}/zip/${b}/{key}?strategy=${s}`, c]);
     }
-    if (args.php) for (const b of backends) for (const [p, what] of [[1, 'persistent'], [0, 'per-request']])
-      out.push([`PHP-FPM ${b} ${what}`, `${phpUrl}?backend=${b}&code=random&persistent=${p}`, c]);
+    if (args.php) for (const [front, url] of [['PHP-FPM', phpUrl], ['Apache', apacheUrl]])
+      for (const b of backends) for (const [p, what] of [[1, 'persistent'], [0, 'per-request']])
+        out.push([`${front} ${b} ${what}`, `${url}?backend=${b}&code=random&persistent=${p}`, c]);
   }
   return out;
 }
@@ -314,7 +365,7 @@ async function main() {
   if (worst.ms > maxOffsetMs) {
     console.error(`scripts/fleet run: the client hosts' clocks differ by ${worst.ms.toFixed(2)} ms (${worst.pair}), more than ` +
                   `--max-clock-offset ${maxOffsetMs} ms: synchronise them (chrony) before measuring`);
-    return 3;
+    return 4;
   }
   // The round trips between the tiers.
   const rtt = { client_app: {}, app_db: {} };
@@ -326,35 +377,60 @@ async function main() {
 
   const cells = new Cells(ctx, 'fleet');
   const list = cellList();
-  for (const [label, url, c] of list)
+  for (const [label, url, c] of list) {
     cells.add(`${label} ${c}`, () => fleetRun(url, c), { warm: () => fleetRun(url, c, { warm: true }), runsPerVisit: 1 });
+    if (labDir) cells.add(`${label} ${c}${LAB}`, () => labRun(url, c), { warm: () => labRun(url, c, { warm: true }), runsPerVisit: 1 });
+  }
   console.log(`== lookups through the fleet: ${list.length} cells, ${runs} runs of ${seconds} s each, interleaved; ` +
-              `${clients.length} agent(s) per run (${names.join(', ')}), started together, merged\n`);
+              `${clients.length} agent(s) per run (${names.join(', ')}), started together, merged` +
+              (labDir ? `; each cell also by scripts/lab loadgen on client1..${clients.length} in the same rounds` : '') + '\n');
   await cells.measure();
 
   const lines = report(cells, list, inventory, clockText);
   console.log(lines.join('\n'));
   console.log(`Measured in ${Math.round((Date.now() - t0) / 1000)} s; the log: ${ctx.logFile}.`);
   const prov = { ...provenance(), inventory };
+  const runsOf = cl => ({ runs: cl.values, ...cl.summary, errors: cellErrors(cl), rounds: cl.rounds });
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ provenance: prov, seconds, runs, cells: list.map(([label, url, c]) => {
     const cl = cells.get(`${label} ${c}`);
-    return { cell: label, url, concurrency: c, runs: cl.values, ...cl.summary, errors: cellErrors(cl), rounds: cl.rounds,
+    return { cell: label, url, concurrency: c, ...runsOf(cl),
              agents: cl.extras.map(e => e.agents), client_busy: cl.extras.map(e => e.clientBusy),
-             server_us: cl.extras.map(e => e.serverUs) };
+             server_us: cl.extras.map(e => e.serverUs),
+             ...(labDir ? { lab_loadgen: runsOf(cells.get(`${label} ${c}${LAB}`)) } : {}) };
   }) }, null, 1) + '\n');
   if (sectionOut) {
     const title = args.title || 'Lookups through the fleet';
     fs.writeFileSync(sectionOut, [`## ${title}`, '', `Command: \`./zipbench fleet run -i ${fleet.inventory} ` +
       `${process.argv.slice(2).filter(a => !a.startsWith('--fleet') && a !== args.fleet).join(' ')}\`.`, '', ...lines, ''].join('\n'));
   }
-  const bad = list.filter(([label, , c]) => { const cl = cells.get(`${label} ${c}`); return cl.values.length < runs || cellErrors(cl).total; }).length;
-  if (bad) console.error(`scripts/fleet run: ${bad} cell(s) had errors or failed runs (see the errors column)`);
-  return bad ? 1 : 0;
+  const bad = cells.keys().filter(k => { const cl = cells.get(k); return cl.values.length < runs || cellErrors(cl).total; }).length;
+  if (bad) {
+    console.error(`scripts/fleet run: ${bad} cell(s) had errors or failed runs (see the errors column and ${ctx.logFile})`);
+    return 1;
+  }
+  const apart = labDir ? agreement(cells, list).filter(a => a.overlap === false) : [];
+  if (apart.length) {
+    console.error(`scripts/fleet run: --lab-loadgen: the two intervals do not overlap for ${apart.map(a => `${a.cell} ${a.c}`).join(', ')}`);
+    return 5;
+  }
+  return 0;
 }
 
 const pct = x => (Number.isFinite(x) ? `${Math.round(100 * x)}%` : '-');
 const ms = x => (Number.isFinite(x) ? x.toFixed(3) : '-');
 const med = (cl, f) => { const v = cl.extras.map(f).filter(Number.isFinite); return v.length ? median(v) : NaN; };
+
+// --lab-loadgen: each cell's two measurements (its Cells' cells), whether
+// their 95% intervals overlap (null: either has none), and fleet / lab
+// from the same rounds.
+function agreement(cells, list) {
+  return list.map(([label, , c]) => {
+    const key = `${label} ${c}`, fleetCell = cells.get(key), labCell = cells.get(key + LAB);
+    const f = fleetCell.summary, l = labCell.summary;
+    const overlap = [f.lo, f.hi, l.lo, l.hi].some(Number.isNaN) ? null : f.lo <= l.hi && l.lo <= f.hi;
+    return { cell: label, c, fleet: fleetCell, lab: labCell, overlap, ratio: cells.sameRoundRatio(key, key + LAB) };
+  });
+}
 
 // The report's lines: the cells, the same-round ratios, the fleet.
 function report(cells, list, inventory, clockText) {
@@ -379,6 +455,15 @@ function report(cells, list, inventory, clockText) {
     ratios.push([b, c, s && !Number.isNaN(s.lo) ? `${fmtRatio(x.value)} [${s.lo.toFixed(2)}-${s.hi.toFixed(2)}]` : fmtRatio(x.value)]);
   }
   if (ratios.length) out.push('pooled / per-request, from the runs of the same rounds:', '', table(['backend', 'c', 'ratio [95% CI]'], ratios, 'lrr'), '');
+  if (labDir) {
+    out.push('The same cells by scripts/lab loadgen, in the same rounds (--lab-loadgen):', '',
+      table(['cell', 'c', 'fleet run [95% CI]', 'scripts/lab loadgen [95% CI]', 'overlap', 'fleet / lab, same rounds [95% CI]'],
+            agreement(cells, list).map(a => [a.cell, a.c, fmtCell(a.fleet), fmtCell(a.lab), a.overlap === null ? '- (no interval)' : a.overlap ? 'yes' : 'NO',
+              a.ratio.summary && !Number.isNaN(a.ratio.summary.lo)
+                ? `${fmtRatio(a.ratio.value)} [${a.ratio.summary.lo.toFixed(3)}-${a.ratio.summary.hi.toFixed(3)}]` : fmtRatio(a.ratio.value)]), 'lrrrlr'), '',
+      'The orchestration adds no error of its own when the two intervals of a cell overlap (and fleet / lab is about 1): ' +
+      'the same agents, the same server, the same rounds; one started over SSH by the fleet, the other in the lab\'s namespaces.', '');
+  }
   out.push('The fleet (the inventory as Ansible read it):', '',
     table(['host', 'roles', 'address', 'CPU', 'cores', 'kernel'], Object.entries(inventory.hosts).map(([n, h]) =>
       [n, h.roles.join(', '), h.addr, h.cpu, h.cores, h.kernel]), 'llllrl'), '',
@@ -388,4 +473,9 @@ function report(cells, list, inventory, clockText) {
   return out;
 }
 
-await runMain('scripts/fleet run', main);
+// A host SSH cannot reach: exit 3, as scripts/fleet's playbooks.
+await runMain('scripts/fleet run', () => main().catch(e => {
+  if (!e.unreachable) throw e;
+  console.error(`scripts/fleet run: a host could not be reached over SSH: ${e.message}`);
+  return 3;
+}));
