@@ -263,7 +263,11 @@ START_TEST(bad_and_missing_keys)
         ck_assert_msg(strstr(body, "\"key\":\"999999999\",\"error\":\"no such key\""), "%s", body);
         snprintf(path, sizeof path, "/cities/%s/-5", be);
         ck_assert_int_eq(get(path), 404);
-        const char *bad[] = { "abc", "12a", "1234567890123456789", "-", "1.5", "%2012" };
+        /* 19 digits within 64 bits is a key (404 here); past 64 bits not. */
+        snprintf(path, sizeof path, "/cities/%s/9223372036854775807", be);
+        ck_assert_msg(get(path) == 404, "%s: %s", path, body);
+        const char *bad[] = { "abc", "12a", "9223372036854775808", "12345678901234567890", "-",
+                              "1.5", "%2012" };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             snprintf(path, sizeof path, "/cities/%s/%s", be, bad[i]);
             ck_assert_msg(get(path) == 400, "%s: %s", path, body);
@@ -272,14 +276,16 @@ START_TEST(bad_and_missing_keys)
         snprintf(path, sizeof path, "/cities/%s/random", be);
         ck_assert_int_eq(get(path), 400);
         ck_assert_msg(strstr(body, "loadgen --keys"), "%s", body);
-        /* A text key: any bytes, percent-decoded, up to 255 of them; a
-         * '/' as it is (the key is the rest of the path): %2F is no
-         * separator, and so refused wherever it is (issue 47). */
+        /* A text key: any bytes, percent-decoded, up to 255 of them; its
+         * '/' as it is or as %2F (the key is the rest of the path, where no
+         * segment is read); %2F where segments are read is refused. */
         snprintf(path, sizeof path, "/words/%s/a%%20b/c", be);
         ck_assert_msg(get(path) == 200, "%s: %s", path, body);
         ck_assert_msg(strstr(body, "\"key\":\"a b/c\",\"rows\":[{\"word\":\"a b/c\",\"meaning\":"
                                    "\"a space, a slash\"}]}"), "%s", body);
         snprintf(path, sizeof path, "/words/%s/a%%20b%%2Fc", be);
+        ck_assert_msg(get(path) == 200 && strstr(body, "\"key\":\"a b/c\""), "%s: %s", path, body);
+        snprintf(path, sizeof path, "/words%%2F%s/a%%20b", be);
         ck_assert_msg(get(path) == 400 && strstr(body, "percent-encoded '/'"), "%s: %s", path, body);
         snprintf(path, sizeof path, "/words/%s/50%%25", be);
         ck_assert_msg(get(path) == 200, "%s: %s", path, body);

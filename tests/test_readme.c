@@ -90,8 +90,12 @@ START_TEST(the_readme_journeys_work_as_written)
     int run_port = free_port(18780);
     /* A fresh tree's environment: make's variables of this run and the
      * tree's own (ZB_BUILD...) dropped, its own ports. */
+    /* Shorter runs of the same commands (the journey is that they work,
+     * not their figures): run's defaults, which a command line's own
+     * options would win over. */
     snprintf(env, sizeof env, "env -u MAKELEVEL -u MFLAGS -u ZB_BUILD -u ZB_DATA -u ZB_CONF -u ZB_RUNS -u ZB_HDRJS "
              "-u BUILD -u OPT -u LDFLAGS -u CFLAGS -u CC MAKEFLAGS=-j2 TESTS=conf "
+             "ZB_RUN_DEFAULTS='--runs 3 --duration 0.3' "
              "ZB_PG_PORT=%d ZB_MY_PORT=%d ZB_RUN_PORT=%d", pg_port, my_port, run_port);
     for (size_t s = 0; s < NSECTIONS; s++)
         for (int i = 0; i < counts[s]; i++) {
