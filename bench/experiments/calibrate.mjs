@@ -88,6 +88,12 @@ export default {
     const fsync = perOp(fig('machine', 'fsync')), tcp = perOp(fig('machine', 'tcp')),
           spawn = perOp(fig('machine', 'spawn')), pg = perOp(fig('pg', 'connect')),
           my = perOp(fig('innodb', 'connect')), lite = perOp(fig('sqlite', 'open'));
+    // A round trip is two wake-ups (two switches): each figure per one.
+    const half = x => (x.summary ? { us: x.us / 2,
+                                     summary: { median: x.summary.median / 2, lo: x.summary.lo / 2, hi: x.summary.hi / 2 } } : x);
+    const wake = half(perOp(fig('machine', 'wake'))), swtch = half(perOp(fig('machine', 'switch'))),
+          fork = perOp(fig('machine', 'fork')), mem = perOp(fig('machine', 'memory'));
+    const usText = x => (x.summary ? `${us(x.summary.median)} [${us(x.summary.lo)}-${us(x.summary.hi)}]` : '-');
     const c = k => cells.get(k);
     const cellUs = k => (c(k) && c(k).values.length ? fmtCell(c(k), us) : '-');
     const rows = [
@@ -95,6 +101,10 @@ export default {
       ...Object.entries(pgtf).map(([m, v]) => [`fsync: ${m}, one 8 kB write`, '`pg_test_fsync -s 1`, the same directory, one run', `${v}`, perSec(v)]),
       ['loopback TCP round trip (1 byte)', '`sqlbench calibrate`: two threads, TCP_NODELAY', tcp.text, perSec(tcp.us)],
       ['process spawn', '`sqlbench calibrate`: posix_spawn /bin/true + waitpid', spawn.text, perSec(spawn.us)],
+      ['wake-up', '`sqlbench calibrate`: a thread asleep in epoll_wait woken through an eventfd (half a round trip)', usText(wake), perSec(wake.us)],
+      ['context switch', '`sqlbench calibrate`: two processes on one CPU, a pipe round trip (half of it)', usText(swtch), perSec(swtch.us)],
+      ['fork and exit', '`sqlbench calibrate`: fork + _exit + waitpid', fork.text, perSec(fork.us)],
+      ['memory-bound load', '`sqlbench calibrate`: a dependent load through 64 MiB (µs; a cache miss)', usText(mem), perSec(mem.us)],
       ['PostgreSQL connection', '`sqlbench calibrate`: connect + close (libpq, unix socket)', pg.text, perSec(pg.us)],
       ...(pgbench ? [['PostgreSQL connection, pgbench -C', '`pgbench -n -C -c 1 -f select1.sql`: "average connection time"', cellUs('pgbench -C'), perSec(c('pgbench -C')?.summary?.median)]] : []),
       ['MariaDB connection', '`sqlbench calibrate`: connect + close (Connector/C, unix socket)', my.text, perSec(my.us)],
@@ -108,6 +118,7 @@ export default {
     const med = k => (c(k) && c(k).values.length ? c(k).summary.median : undefined);
     const data = {
       fsync_us: fsync.us, tcp_rtt_us: tcp.us, spawn_us: spawn.us,
+      wake_us: wake.us, switch_us: swtch.us, fork_us: fork.us, memory_load_us: mem.us,
       connect_us: { pg: pg.us, innodb: my.us, sqlite: lite.us, pgbench: med('pgbench -C') },
       nginx_us: med('nginx keep-alive'), nginx_conn_us: med('nginx close'), pg_test_fsync_us: pgtf,
     };
