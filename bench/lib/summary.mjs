@@ -9,6 +9,7 @@ import { commitText, machineKey } from './provenance.mjs';
 import { SETTINGS, CRASH_SETTINGS, DURABLE, KINDS, crashCells } from './durability.mjs';
 import { roundRatios } from './cells.mjs';
 import { summarize } from './stats.mjs';
+import { readReproductions, spread } from './reproduction.mjs';
 
 const LABEL = { sqlite: 'SQLite', pg: 'PostgreSQL', innodb: 'InnoDB (MariaDB)', myisam: 'MyISAM (MariaDB)' };
 const NOT = 'not measured in this run';
@@ -51,7 +52,7 @@ export function answer(dataDir) {
   const backends = ['sqlite', 'pg', 'innodb', 'myisam'];
   const lines = ['## The answer', ''];
   if (!ans) lines.push(`Lookups over HTTP: ${NOT} (\`scripts/bench --only calibrate,server\`).`, '');
-  else lines.push(...lookups(ans));
+  else lines.push(...lookups(ans, readReproductions(dataDir)));
   // PHP: experiment 3's own run.
   const phpTool = Object.keys(php).some(k => / loadgen /.test(k)) ? 'loadgen' : 'ab';
   const phpAt = (stack, b) => php[`${stack} ${phpTool} ${b} 1 10`];
@@ -188,12 +189,33 @@ function durability(dataDir, backends) {
           'fsync (fsync-eio) (docs/RESULTS-durability.md, docs/RESULTS-crash.md, docs/CRASH.md):', '', ...out, ''];
 }
 
+// What the reproductions showed of carrying to another machine (none: it
+// is not known, and the answer claims nothing).
+function carryText(reps) {
+  if (!reps.length)
+    return 'Whether they carry to another machine: no reproduction is recorded (`./zipbench reproduce`).';
+  const moved = reps.flatMap(r => (r.ratios || []).map(x => x.now_over_recorded?.value).filter(Number.isFinite))
+    .map(v => Math.abs(v - 1));
+  const max = moved.length ? Math.round(100 * Math.max(...moved)) : null;
+  const held = reps.filter(r => r.ranking?.held !== false).length;
+  return `On ${reps.length + 1} machines of this kind (this one and ${reps.length} reproduction${reps.length > 1 ? 's' : ''}, ` +
+    `docs/data/reproductions): the ranking carried on ${held} of ${reps.length}` +
+    (max === null ? '' : `; the same-round ratios moved up to ${max}% (each ratio's spread below)`) + '.';
+}
+
 // The lookups over HTTP (the server experiment's answer.json): the ranking
 // at the headline level, every backend and strategy with its intervals,
 // ratios and CPU per tier, the cost of a connection, the native client.
-function lookups(ans) {
+function lookups(ans, reps = []) {
   const backends = ['sqlite', 'pg', 'innodb', 'myisam'];
   const lines = [];
+  // A ratio's spread on the machines that reproduced the answer.
+  const across = (key, r) => {
+    const sp = Number.isFinite(r?.value) ? spread(key, r.value, reps) : null;
+    if (!sp) return '';
+    const d = x => (x >= 100 ? 0 : x >= 10 ? 1 : 2);
+    return `; ${sp.lo.toFixed(d(sp.lo))}-${sp.hi.toFixed(d(sp.hi))}x on ${sp.machines} machines`;
+  };
   const H = ans.headline, levels = ans.levels;
   const tool = ans.tool === 'loadgen' ? '`loadgen -k`' : '`ab -k`';
   lines.push(`Answered lookups per second over HTTP (2xx only; errors counted apart), ${tool} at concurrency c, ` +
@@ -203,7 +225,7 @@ function lookups(ans) {
     'cells drift with the machine over minutes, so on a drifting host some ' +
     'stay wider (docs/DECISIONS.md, Precision), and the ranking below rests on same-round ratios, which the drift ' +
     'leaves alone. Client, server and database share this machine\'s cores, so read the ratios (taken from runs of ' +
-    'the same rounds) and the CPU per lookup before the rates: they are what carries to another machine.', '',
+    'the same rounds) and the CPU per lookup before the rates. ' + carryText(reps), '',
     `At c=${H}, fastest first (\`>\`: faster than the next, the same-round ratio's 95% interval above 1; ` +
     `\`~\`: no clear difference): ${(ans.ranking[H] || []).map(x => label(x.key) + (x.next ? ` ${x.next} ` : '')).join('')}.`, '');
   const head = ['backend', 'strategy', ...levels.map(c => `c=${c}`), `/ nginx static, c=${H}`, `/ per-request, c=${H}`,
@@ -217,7 +239,7 @@ function lookups(ans) {
       const cpu = h?.cpu;
       const own = cpu ? cpu.server.median + (Number.isFinite(cpu.db.median) ? cpu.db.median : 0) : NaN;
       rows.push([LABEL[b], s, ...levels.map(c => fmtRate(per[c])), fmtRatioCI(h?.over_nginx),
-                 s === 'per-request' ? '-' : fmtRatioCI(h?.over_per_request),
+                 s === 'per-request' ? '-' : fmtRatioCI(h?.over_per_request) + across(`${b} ${s} / ${b} per-request`, h?.over_per_request),
                  cpu ? `${usText(cpu.client)} / ${usText(cpu.server)} / ${b === 'sqlite' ? 'in the server' : usText(cpu.db)}` : NOT,
                  Number.isFinite(own) ? big(1e6 / own) : '-']);
     }
@@ -241,7 +263,7 @@ function lookups(ans) {
     lines.push(`What HTTP and the server cost: each backend over HTTP against its own client on the same query and table ` +
       `(c=${H}, same rounds):`, '',
       ...natives.map(([b, n]) => `- ${LABEL[b]}: ${n.label} ${fmtFigure(n.fig)} lookups/s; ` +
-        Object.entries(n.over).map(([s, r]) => `zipbench ${s} / native ${fmtRatioCI(r)}`).join(', ') + '.'), '');
+        Object.entries(n.over).map(([s, r]) => `zipbench ${s} / native ${fmtRatioCI(r)}${across(`${b} ${s} / native`, r)}`).join(', ') + '.'), '');
   return lines;
 }
 
