@@ -188,10 +188,15 @@ static int time_switch(int n, double *secs, struct zb_err *err)
     pid_t pid = fork();
     if (pid == 0) {
         char c;
+        close(a[1]);   /* its read ends when the parent's write end closes */
+        close(b[0]);
         while (read(a[0], &c, 1) == 1 && write(b[1], &c, 1) == 1)
             ;
         _exit(0);
     }
+    close(a[0]);
+    close(b[1]);
+    a[0] = b[1] = -1;
     int rc = pid < 0 ? zb_fail(err, ZB_ERR_SYS, "fork: %s", strerror(errno)) : 0;
     char c = 'x';
     double t0 = zb_now_s();
@@ -202,9 +207,7 @@ static int time_switch(int n, double *secs, struct zb_err *err)
     close(a[1]);
     if (pid > 0)
         waitpid(pid, NULL, 0);
-    close(a[0]);
     close(b[0]);
-    close(b[1]);
     sched_setaffinity(0, sizeof was, &was);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "conf.h"
@@ -1715,6 +1716,21 @@ START_TEST(dataset_mistakes_are_said_once_with_the_next_step)
                              prog("loader"), own_conf, own_csv), 2);
     ck_assert_msg(strstr(out, "already has a dataset cities: give this one another --name"), "%s",
                   out);
+    /* A name the server's routes take (the file's, or --name): refused
+     * before anything is written; before, a dataset named list or cached
+     * was loaded, and the server served it on /list/ and /cached/. */
+    static const char *const routes[] = { "list", "cached", "zip", "updates" };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        ck_assert_int_eq(run_cmd(out, sizeof out, "%s --conf %s --csv %s --key sku --name %s",
+                                 prog("loader"), own_conf, own_csv, routes[i]), 2);
+        char said[200];
+        snprintf(said, sizeof said, "is the server's route /%s/ (server --list-routes): give it "
+                 "another with --name NAME", routes[i]);
+        ck_assert_msg(strstr(out, said), "--name %s: %s", routes[i], out);
+        char overlay[1400];
+        snprintf(overlay, sizeof overlay, "%s/conf.d/%s.conf", own_dir, routes[i]);
+        ck_assert_msg(access(overlay, F_OK) != 0, "%s was written", overlay);
+    }
     /* A config with no include has nowhere to put the overlay. */
     char bare[1300], why[256];
     snprintf(bare, sizeof bare, "%s/bare.conf", own_dir);
