@@ -168,6 +168,10 @@ START_TEST(calibrate_the_machine)
     ck_assert_int_eq(figures_named("calibrate", "machine", "fsync"), 1);
     ck_assert_int_eq(figures_named("calibrate", "machine", "tcp"), 1);
     ck_assert_int_eq(figures_named("calibrate", "machine", "spawn"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "wake"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "switch"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "fork"), 1);
+    ck_assert_int_eq(figures_named("calibrate", "machine", "memory"), 1);
     ck_assert_int_eq(figures_named("calibrate", "sqlite", "open"), 1);
     ck_assert_int_eq(figures_named("calibrate", "pg", "connect"), 1);
 }
