@@ -37,6 +37,14 @@ const char *const zb_sync_names[3] = { "full", "normal", "off" };
 
 #define NDRIVERS (sizeof drivers / sizeof drivers[0])
 
+int zb_first_number(void *arg, int ncols, const char *const *vals, const size_t *lens)
+{
+    (void)lens;
+    if (ncols > 0 && vals[0])
+        *(long long *)arg = atoll(vals[0]);
+    return 1;
+}
+
 const struct backend_driver *backend_driver(const char *name)
 {
     for (size_t i = 0; i < NDRIVERS; i++)

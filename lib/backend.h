@@ -28,6 +28,9 @@ struct backend_async;
  * NULL). Return non-zero to stop early. */
 typedef int (*row_fn)(void *arg, int ncols, const char *const *vals, const size_t *lens);
 
+/* A row_fn for one number: the first row's first value into *(long long *)arg. */
+int zb_first_number(void *arg, int ncols, const char *const *vals, const size_t *lens);
+
 /* Source of rows for bulk_load: fills fields (one per column of the table,
  * NULL for SQL NULL) and returns 1, 0 at the end, -1 on error (err filled). */
 typedef int (*rows_fn)(void *arg, const char *const **fields, struct zb_err *err);

@@ -207,14 +207,6 @@ static long long my_bulk_load(struct db *db, const struct zb_table *table, rows_
     return loaded;
 }
 
-static int first_number(void *arg, int n, const char *const *v, const size_t *l)
-{
-    (void)l;
-    if (n > 0 && v[0])
-        *(long long *)arg = atoll(v[0]);
-    return 1;
-}
-
 static long long my_table_bytes(struct db *db, const char *table)
 {
     const char *params[] = { table };
@@ -227,7 +219,7 @@ static long long my_table_bytes(struct db *db, const char *table)
     if (my_prepare(db, "SELECT data_length + index_length FROM information_schema.TABLES "
                        "WHERE table_schema = DATABASE() AND table_name = ?", 1, &st, NULL) < 0)
         return -1;
-    if (my_run(st, params, first_number, &bytes, NULL, NULL) < 0)
+    if (my_run(st, params, zb_first_number, &bytes, NULL, NULL) < 0)
         bytes = -1;
     stmt_free(st);
     return bytes;

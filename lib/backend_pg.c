@@ -628,14 +628,6 @@ static int pg_stamp_setup(struct db *db, const char *table, struct zb_err *err)
     return pg_query(db, sql, 0, NULL, NULL, NULL, NULL, err);
 }
 
-static int take_number(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    (void)lens;
-    if (ncols > 0 && vals[0])
-        *(long long *)arg = atoll(vals[0]);
-    return 0;
-}
-
 /* The swap and its record, one transaction (PostgreSQL's DDL is
  * transactional; names are plain identifiers, conf.c's). */
 static int pg_swap_table(struct db *db, const char *from, const char *to, long long rows,
@@ -653,7 +645,7 @@ static int pg_swap_table(struct db *db, const char *from, const char *to, long l
              "ON CONFLICT (name) DO UPDATE SET generation = " ZB_LOADS_TABLE ".generation + 1, "
              "rows = excluded.rows, loaded_at = excluded.loaded_at RETURNING generation");
     if (pg_exec(db, sql, err) < 0 ||
-        pg_query(db, rec, 2, (const char *const[]){ to, nrows }, take_number, &g, NULL, err) < 0 ||
+        pg_query(db, rec, 2, (const char *const[]){ to, nrows }, zb_first_number, &g, NULL, err) < 0 ||
         pg_exec(db, "COMMIT", err) < 0) {
         PQclear(PQexec(db->conn, "ROLLBACK"));
         return -1;

@@ -435,14 +435,6 @@ static const char *sqlite_create_suffix(struct db *db)
     return "";
 }
 
-static int first_number(void *arg, int ncols, const char *const *vals, const size_t *lens)
-{
-    (void)lens;
-    if (ncols > 0 && vals[0])
-        *(long long *)arg = atoll(vals[0]);
-    return 0;
-}
-
 /* The swap and its record, one transaction (names are plain identifiers,
  * conf.c's, so they go into the SQL as they are). */
 static int sqlite_swap_table(struct db *db, const char *from, const char *to, long long rows,
@@ -460,7 +452,7 @@ static int sqlite_swap_table(struct db *db, const char *from, const char *to, lo
     long long g = 0;
     if (sqlite_exec(db, sql, err) < 0 ||
         sqlite_query(db, "SELECT generation FROM " ZB_LOADS_TABLE " WHERE name = ?", 1,
-                     (const char *const[]){ to }, first_number, &g, NULL, err) < 0 ||
+                     (const char *const[]){ to }, zb_first_number, &g, NULL, err) < 0 ||
         sqlite_exec(db, "COMMIT", err) < 0) {
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
         return -1;

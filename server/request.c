@@ -230,19 +230,26 @@ static int put_row(struct lookup *lk, int ncols, const char *const *vals, const 
     return request_put_row(&rq->body, rq->sv, lk->rows, ncols, vals, lens);
 }
 
-void request_lookup(struct request *rq, struct lookup *lk, const char *key, size_t len,
-                    void (*done)(struct lookup *lk, int rc, const struct zb_err *err))
+void request_lookup_rows(struct request *rq, struct lookup *lk, const char *key, size_t len,
+                         lookup_row_fn on_row,
+                         void (*done)(struct lookup *lk, int rc, const struct zb_err *err))
 {
     memcpy(lk->key, key, len);
     lk->key[len] = 0;
     lk->keylen = len;
-    request_rows_begin(&rq->body, rq->sv, key, len);
     lk->lane = rq->lane;
     lk->strategy = rq->strategy;
-    lk->on_row = put_row;
+    lk->on_row = on_row;
     lk->arg = rq;
     lk->done = done;
     lookup_start(lk);
+}
+
+void request_lookup(struct request *rq, struct lookup *lk, const char *key, size_t len,
+                    void (*done)(struct lookup *lk, int rc, const struct zb_err *err))
+{
+    request_rows_begin(&rq->body, rq->sv, key, len);
+    request_lookup_rows(rq, lk, key, len, put_row, done);
 }
 
 bool request_went_on(struct request *rq, struct lookup *lk, int rc, const struct zb_err *err,

@@ -87,6 +87,11 @@ void request_rows_begin(struct jbuf *b, const struct served *sv, const char *key
  * json.h's jb_real), NULL as null, the rest as strings. */
 int  request_put_row(struct jbuf *b, const struct served *sv, long nth, int ncols,
                      const char *const *vals, const size_t *lens);
+/* Looks key up on rq's lane by rq's strategy, each row to on_row (rq as
+ * the lookup's arg); done ends it, maybe before this returns. */
+void request_lookup_rows(struct request *rq, struct lookup *lk, const char *key, size_t len,
+                         lookup_row_fn on_row,
+                         void (*done)(struct lookup *lk, int rc, const struct zb_err *err));
 /* Looks key up on rq's lane by rq's strategy, its rows into rq->body
  * (begun here), with lk (the route's); done ends it: it calls
  * request_rows_answer, maybe before this returns. */

@@ -70,15 +70,7 @@ static void serve(struct request *rq)
     /* Served, and counted, by the listing table. */
     rq->sv = t->of[rq->sv->index];
     rq->lane = &rq->loop->lanes[rq->sv->index];
-    struct lookup *lk = &st->lk;
-    memcpy(lk->key, rq->key, 6);
-    lk->keylen = 5;
-    lk->lane = rq->lane;
-    lk->strategy = rq->strategy;
-    lk->on_row = add_row;
-    lk->arg = rq;
-    lk->done = done;
-    lookup_start(lk);
+    request_lookup_rows(rq, &st->lk, rq->key, 5, add_row, done);
 }
 
 /* A load replaced the table: the listing's connections, prepared against

@@ -28,6 +28,16 @@ const char *build_path(const char *rest)
     return b;
 }
 
+void build_path_absolute(const char *rest, char *out, size_t len)
+{
+    char cwd[512];
+    const char *d = build_path(rest);
+    if (d[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(out, len, "%s/%s", cwd, d);
+    else
+        snprintf(out, len, "%s", d);
+}
+
 const char *prog(const char *name)
 {
     static char bufs[8][1200];

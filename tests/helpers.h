@@ -13,6 +13,8 @@
 /* "$ZB_BUILD/rest" (ZB_BUILD defaults to "build"), in a static buffer
  * per call site's slot: copy it if you need it long. */
 const char *build_path(const char *rest);
+/* build_path(rest) made absolute (a lab is named after its directory's path). */
+void build_path_absolute(const char *rest, char *out, size_t len);
 /* The command that runs program NAME of the build: "$ZB_WRAP $ZB_BUILD/bin/NAME",
  * so `make valgrind` can run every program the tests start under valgrind. */
 const char *prog(const char *name);

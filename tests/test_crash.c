@@ -59,12 +59,7 @@ static void setup(void)
         fflush(stdout);
         return;
     }
-    char cwd[512];
-    const char *d = build_path("test/crash");
-    if (d[0] != '/' && getcwd(cwd, sizeof cwd))
-        snprintf(root, sizeof root, "%s/%s", cwd, d);
-    else
-        snprintf(root, sizeof root, "%s", d);
+    build_path_absolute("test/crash", root, sizeof root);
     unmount_all();
     test_dir("crash");
 }

@@ -58,11 +58,7 @@ static void setup_failed(const char *what)
 
 static void setup(void)
 {
-    char cwd[512];
-    if (!getcwd(cwd, sizeof cwd))
-        cwd[0] = 0;
-    const char *d = build_path("test/fleet");
-    snprintf(dir, sizeof dir, "%s%s%s", d[0] == '/' ? "" : cwd, d[0] == '/' ? "" : "/", d);
+    build_path_absolute("test/fleet", dir, sizeof dir);
     char labdir[1100];
     snprintf(labdir, sizeof labdir, "%s/lab", dir);
     setenv("ZB_LAB_DIR", labdir, 1);

@@ -104,11 +104,7 @@ static void setup_failed(const char *what)
 static void setup(void)
 {
     /* Absolute: the lab is named after its directory's path. */
-    char cwd[512];
-    if (!getcwd(cwd, sizeof cwd))
-        cwd[0] = 0;
-    const char *d = build_path("test/lab");
-    snprintf(dir, sizeof dir, "%s%s%s", d[0] == '/' ? "" : cwd, d[0] == '/' ? "" : "/", d);
+    build_path_absolute("test/lab", dir, sizeof dir);
     char labdir[1100];
     snprintf(labdir, sizeof labdir, "%s/lab", dir);
     setenv("ZB_LAB_DIR", labdir, 1);
