@@ -113,6 +113,13 @@ if (!(seconds > 0 && seconds <= 3600)) usageError(`--duration: '${args.duration}
 if (!(Number.isInteger(runs) && runs >= 1 && runs <= 1000)) usageError(`--runs: '${args.runs}' is not a whole number 1-1000`);
 if (!(maxOffsetMs > 0)) usageError(`--max-clock-offset: '${args['max-clock-offset']}' is not milliseconds > 0`);
 if (args.cells !== undefined && args.cells !== 'network') usageError(`--cells: '${args.cells}' is not network`);
+// Where the report goes must be there before minutes of measuring (a
+// missing directory once lost a run's JSON and section at the end).
+for (const [opt, file] of [['--json', args.json], ['--section', args.section]]) {
+  if (file === undefined) continue;
+  const dir = path.dirname(callersPath(file));
+  try { fs.accessSync(dir, fs.constants.W_OK); } catch { usageError(`${opt} ${file}: no directory ${dir} to write it in (or not writable)`); }
+}
 // scripts/fleet checks the options (--check-usage) before it asks the hosts anything.
 if (args['check-usage']) process.exit(0);
 if (!args.fleet) usageError('--fleet FILE is given by scripts/fleet run (fleet/run.yml writes it)');
@@ -142,6 +149,9 @@ const ctx = {
 
 const hostsOf = role => fleet.roles[role].map(name => ({ name, ...fleet.hosts[name] }));
 const q = s => `'${String(s).replace(/'/g, "'\\''")}'`;
+// A word as a shell reads it back: quoted only where it must be (a
+// section's Command line is copied into a shell).
+const shellWord = s => (/^[\w@%+=:,./-]+$/.test(s) ? s : q(s));
 
 // The argv that runs a bash script on host (as its login user, in its
 // project directory): ssh with the inventory's own options (bash splits
@@ -401,7 +411,7 @@ async function main() {
   if (sectionOut) {
     const title = args.title || 'Lookups through the fleet';
     fs.writeFileSync(sectionOut, [`## ${title}`, '', `Command: \`./zipbench fleet run -i ${fleet.inventory} ` +
-      `${process.argv.slice(2).filter(a => !a.startsWith('--fleet') && a !== args.fleet).join(' ')}\`.`, '', ...lines, ''].join('\n'));
+      `${process.argv.slice(2).filter(a => !a.startsWith('--fleet') && a !== args.fleet).map(shellWord).join(' ')}\`.`, '', ...lines, ''].join('\n'));
   }
   const bad = cells.keys().filter(k => { const cl = cells.get(k); return cl.values.length < runs || cellErrors(cl).total; }).length;
   if (bad) {
@@ -446,7 +456,10 @@ function report(cells, list, inventory, clockText) {
                       'client hosts busy', 'server µs', 'p50 / p99 ms', 'errors'], rows, 'lrrrrrrrl'), '',
     `Merged: loadgen merge of the agents' HdrHistogram logs, one figure per run; each agent: its own rate (median over the runs). ` +
     `Client hosts busy: the busiest client host's CPUs (those its agent may use) over the run; above ${pct(CLIENT_BUSY)} ` +
-    'the cell says CLIENT-BOUND: the clients, not the app, were the bottleneck. Server µs: CPU per answered lookup of the server on the app host.', ''];
+    'the cell says CLIENT-BOUND: the clients, not the app, were the bottleneck. Server µs: CPU per answered lookup of the server on the app host. ' +
+    `Marks after the interval: \`!\` the runs (--runs) ran out before the interval was within +-5% (the width column says how wide); ` +
+    '`*` this machine, the controller, was busy with other work during the cell (not the hosts: in the lab, whose hosts share this machine, ' +
+    'their processes are that other work); `E` some runs had errors (the errors column).', ''];
   const ratios = [];
   for (const c of levels) for (const b of backends) {
     const a = `${b} pooled ${c}`, r = `${b} per-request ${c}`;

@@ -11,13 +11,16 @@
  * php (the config, both databases, the lookup server, Apache + PHP, nginx
  * none: test_bench covers its own), not the whole suite: three whole runs
  * inside a run would triple CI's time. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <dirent.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +80,54 @@ START_TEST(ports_are_below_the_ephemeral_range)
                       zc.backend[i].port);
     ck_assert_int_lt(zc.server.port, low);
     conf_free(&zc);
+}
+END_TEST
+
+/* A listening socket on addr, port chosen by the kernel: its fd, the port
+ * in *port; -1 when it cannot be made. */
+static int listen_on(const char *addr, int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    socklen_t len = sizeof a;
+    if (fd < 0 || inet_pton(AF_INET, addr, &a.sin_addr) != 1 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        listen(fd, 1) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A port taken on the address a database listens on besides loopback
+ * (ZB_DB_LISTEN, a fleet's db host) stops its start with the holder named:
+ * PostgreSQL once started anyway, on loopback alone (it only warns), and
+ * `fleet up` failed later at the app's login with "timeout expired".
+ * 127.0.0.2 stands for the host's address: loopback, yet not 127.0.0.1. */
+START_TEST(a_port_taken_on_a_listen_address_stops_the_start)
+{
+    char out[8192], db[PATH_MAX + 8], where[64];
+    int port, fd = listen_on("127.0.0.2", &port);
+    ck_assert_msg(fd >= 0, "cannot listen on 127.0.0.2");
+    snprintf(where, sizeof where, "127.0.0.2:%d is already taken by", port);
+    ck_assert_msg(run_cmd(out, sizeof out, "scripts/port-check X %d ZB_X", port) == 0,
+                  "127.0.0.1 is free: %s", out);
+    ck_assert_msg(run_cmd(out, sizeof out, "scripts/port-check --also 192.0.2.1,127.0.0.2 X %d ZB_X", port) == 1 &&
+                  strstr(out, where) && strstr(out, "ZB_X="), "%s", out);
+    snprintf(db, sizeof db, "%s/db", dir);
+    static const char *const servers[][2] = { { "pg", "ZB_PG_PORT" }, { "mariadb", "ZB_MY_PORT" } };
+    for (size_t i = 0; i < 2; i++) {
+        int rc = run_cmd(out, sizeof out, "ZB_DB_DIR='%s' ZB_DB_LISTEN=127.0.0.2 %s=%d scripts/db start %s",
+                         db, servers[i][1], port, servers[i][0]);
+        if (rc == 0)   /* started after all: stopped before the test fails */
+            run_cmd(NULL, 0, "ZB_DB_DIR='%s' %s=%d scripts/db stop %s", db, servers[i][1], port, servers[i][0]);
+        ck_assert_msg(rc == 1 && strstr(out, where) && strstr(out, servers[i][1]), "%s: exit %d: %s",
+                      servers[i][0], rc, out);
+    }
+    close(fd);
+    run_cmd(NULL, 0, "d=$(readlink -f '%s'); rm -rf '%s'; case $d in /var/tmp/zipbench-db.*) rm -rf \"$d\" ;; esac",
+            db, db);
 }
 END_TEST
 
@@ -378,7 +429,9 @@ Suite *suite_lifecycle(void)
     TCase *t = tier(test_case("ports", setup, NULL, 180, TESTS(
         ports_are_below_the_ephemeral_range, databases_restart_right_after_a_load,
         foreign_environment_is_dropped)), TIER_SLOW);
+    TCase *k = tier(test_case("taken port", setup, NULL, 60, TESTS(
+        a_port_taken_on_a_listen_address_stops_the_start)), TIER_UNIT);
     TCase *r = tier(test_case("make test", setup, NULL, 1200, TESTS(
         make_test_twice_then_in_a_second_checkout, ctrl_c_stops_make_test)), TIER_SLOW);
-    return suite_of("lifecycle", t, r, NULL);
+    return suite_of("lifecycle", t, k, r, NULL);
 }
