@@ -14,6 +14,10 @@ const cleanups = [];
 // script still running (scripts/: a start under way) is waited for, so
 // that what it starts is registered and then stopped.
 let stopping = false;
+// A child ended by Ctrl-C (SIGINT, or exit 130 as the loader reports it):
+// the terminal signalled the whole process group, and this process's own
+// SIGINT may be handled after that child's end is seen.
+let interruptedByChild = false;
 const inCleanup = new AsyncLocalStorage();
 const live = new Map();   // child -> {done: its promise, lifecycle}
 const refused = () => stopping && !inCleanup.getStore();
@@ -77,6 +81,7 @@ export function run(cmd, args = [], { env, cwd, input, log, timeoutS = 1800, inh
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       live.delete(child);
+      if (signal === 'SIGINT' || code === 130) { interruptedByChild = true; stopping = true; }
       const stderr = Buffer.concat(err).toString('utf8');
       if (log) fs.appendFileSync(log, `$ ${redacted([cmd, ...args].join(' '))}\n${stderr}`);
       resolve({ code: code ?? 128, signal, stdout: Buffer.concat(out).toString('utf8'), stderr,
@@ -172,7 +177,7 @@ export async function runMain(name, main) {
   });
   await done;
   await runCleanups();
-  process.exit(interrupted ? 130 : code);
+  process.exit(interrupted || interruptedByChild ? 130 : code);
 }
 
 // Nothing new starts, and the clients running now (not the lifecycle
