@@ -136,8 +136,10 @@ test-slow: all $(BIN)/zbtest dataset hdrjs
 	ZB_BUILD=$(BUILD) ZB_DATA=$(DATA) ZB_HDRJS=$(HDRJS) scripts/with-servers $(BIN)/zbtest --tier slow $(TESTS)
 
 # Same programs and tests under AddressSanitizer and UBSan.
+# ASan and UBSan make every program 2-3 times slower: the tests' bounds on
+# a hang (Check's timeouts) stretch as much.
 sanitize:
-	$(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-3} $(MAKE) BUILD=build/asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
 # The suites under valgrind: the runner itself (no fork, so valgrind sees

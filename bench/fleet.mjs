@@ -187,10 +187,20 @@ async function clockOf(host) {
     let i;
     while ((i = buf.indexOf('\n')) >= 0) { lines.push(buf.slice(0, i)); buf = buf.slice(i + 1); if (waiting) waiting(); }
   });
+  // The condition is the session: an answer, or its end (ssh's own
+  // ConnectTimeout bounds a host that cannot be reached). The bound on top
+  // only stops a session that hangs: the first answer carries the login,
+  // which a busy machine stretches (30 s was once not enough).
+  let ended = null;
+  child.on('exit', code => { ended = `the SSH session ended (exit ${code})`; if (waiting) waiting(); });
   const now = () => performance.timeOrigin + performance.now();
-  const next = () => new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${host.name}: no answer to the clock probe in 30 s`)), 30000);
-    waiting = () => { if (lines.length) { clearTimeout(t); waiting = null; resolve(lines.shift()); } };
+  const next = first => new Promise((resolve, reject) => {
+    const s = first ? 300 : 30;
+    const t = setTimeout(() => reject(new Error(`${host.name}: no answer to the clock probe in ${s} s`)), s * 1000);
+    waiting = () => {
+      if (lines.length) { clearTimeout(t); waiting = null; resolve(lines.shift()); }
+      else if (ended) { clearTimeout(t); waiting = null; reject(new Error(`${host.name}: clock probe: ${ended}`)); }
+    };
     waiting();
   });
   let best = null;
@@ -198,7 +208,7 @@ async function clockOf(host) {
     for (let i = 0; i < 21; i++) {
       const t0 = now();
       child.stdin.write('\n');
-      const remote = Number(await next()) * 1000;
+      const remote = Number(await next(i === 0)) * 1000;
       const t1 = now();
       if (i === 0) continue;   // the session's first answer carries its start
       if (!best || t1 - t0 < best.rttMs) best = { rttMs: t1 - t0, offsetMs: remote - (t0 + t1) / 2 };

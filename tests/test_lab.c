@@ -448,7 +448,7 @@ static struct ab loadgen_from(const char *host, const char *args, const char *pa
     lab("exec %s bash -c 'source \"$ZB_LAB_DIR/lab.env\"; o=$ZB_LAB_DIR/loadgen-%s.out; "
         "%s -v 2 -s 10 %s \"$ZB_LAB_URL%s\" > $o 2>&1; echo exit=$?; "
         "grep -E \"^(Complete|Failed|Non-2xx|Requests per)\" $o; "
-        "grep -o \"not 2xx ([0-9]*)\" $o | tr -dc \"0-9\\n\" | sort | uniq -c'",
+        "grep -o \"not 2xx ([0-9]*)\" $o | sed \"s/.*(//; s/)//\" | sort | uniq -c'",
         host, host, prog("loadgen"), args, path);
     const char *p = strstr(out, "exit=");
     struct ab g = ab_parse(p ? atoi(p + 5) : -1);

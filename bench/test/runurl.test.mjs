@@ -85,7 +85,7 @@ test('run --url takes its keys from a CSV column, and says what is wrong with on
     const r = await runDriver(['--url', `${url}/p/{key}`, '--csv', csv, '--key', 'sku', '--runs', '1', '--duration', '0.2', '--concurrency', '1'], { runs });
     assert.equal(r.code, 0, r.err + r.out);
     assert.match(r.out, new RegExp(`== keys: 2 of column sku of ${csv}`));
-    assert.equal(fs.readFileSync(path.join(root, 'build', 'run', 'url.keys'), 'utf8'), 'A1\nB2\n');
+    assert.equal(fs.readFileSync(path.join(build, 'run', 'url.keys'), 'utf8'), 'A1\nB2\n');
     const bad = await runDriver(['--url', `${url}/p/{key}`, '--csv', csv, '--key', 'id', '--runs', '1'], { runs });
     assert.equal(bad.code, 1);
     assert.match(bad.err, new RegExp(`--csv ${csv}:1: no column 'id' \\(the columns: sku, name\\)`));
@@ -162,7 +162,7 @@ test('Ctrl-C: the clients end at once, what was measured is printed with its int
   spawnSync(process.execPath, ['-e', '0']);
   const nodeStart = Date.now() - t0;
   let child, signalled = 0;
-  const log = path.join(root, 'build', 'run', 'run.log');
+  const log = path.join(build, 'run', 'run.log');
   try {
     const done = runDriver(['--url', `${url}/i/{key}`, '--keys', mine, '--runs', '100', '--duration', '0.3', '--concurrency', '1'],
                            { runs, detached: true, onStart: c => { child = c; } });
