@@ -179,7 +179,9 @@ async function sh(host, script, timeoutS = 120) {
 // - the middle of the round trip, known to +- half that round trip.
 async function clockOf(host) {
   const [cmd, a] = onHost(host, 'while read -r _; do echo "$EPOCHREALTIME"; done');
-  const child = spawn(cmd, a, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(cmd, a, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', d => { stderr = (stderr + d).slice(-2000); });
   const lines = [];
   let waiting = null, buf = '';
   child.stdout.on('data', d => {
@@ -191,15 +193,24 @@ async function clockOf(host) {
   // ConnectTimeout bounds a host that cannot be reached). The bound on top
   // only stops a session that hangs: the first answer carries the login,
   // which a busy machine stretches (30 s was once not enough).
-  let ended = null;
-  child.on('exit', code => { ended = `the SSH session ended (exit ${code})`; if (waiting) waiting(); });
+  let ended = null, endCode = null;
+  child.on('exit', code => {
+    endCode = code;
+    ended = `the SSH session ended (exit ${code}${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' | ')}` : ''})`;
+    if (waiting) waiting();
+  });
   const now = () => performance.timeOrigin + performance.now();
   const next = first => new Promise((resolve, reject) => {
     const s = first ? 300 : 30;
     const t = setTimeout(() => reject(new Error(`${host.name}: no answer to the clock probe in ${s} s`)), s * 1000);
     waiting = () => {
       if (lines.length) { clearTimeout(t); waiting = null; resolve(lines.shift()); }
-      else if (ended) { clearTimeout(t); waiting = null; reject(new Error(`${host.name}: clock probe: ${ended}`)); }
+      else if (ended) {
+        clearTimeout(t); waiting = null;
+        const e = new Error(`${host.name}: clock probe: ${ended}`);
+        e.sshFailed = endCode === 255 && host.connection !== 'local';   // ssh's own failure, not the script's
+        reject(e);
+      }
     };
     waiting();
   });
@@ -370,7 +381,16 @@ async function main() {
 
   // Clocks first: --start-at means nothing across clocks that disagree.
   const clocks = {};
-  for (const h of clients) clocks[h.name] = await clockOf(h);
+  // An SSH login that fails (exit 255: a busy host's sshd may drop a
+  // login) is tried again, twice; what the script itself says is not.
+  for (const h of clients) {
+    for (let attempt = 1; ; attempt++) {
+      try { clocks[h.name] = await clockOf(h); break; } catch (e) {
+        if (!e.sshFailed || attempt === 3) throw e;
+        console.error(`fleet: ${e.message}; trying again (${attempt + 1} of 3)`);
+      }
+    }
+  }
   const names = clients.map(h => h.name);
   let worst = { ms: 0, pair: '-', pm: 0 };
   for (const a of names) for (const b of names) if (a < b) {
