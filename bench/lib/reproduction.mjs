@@ -149,14 +149,19 @@ function table(head, rows) {
 export function reproductionText(r) {
   const who = p => (p ? `${commitText(p)}, ${machineKey(p)}` : 'unknown');
   const carried = rows => rows.filter(x => x.carried).length;
+  // "moved" only where both sides have an interval: a side with too few
+  // runs for one shows nothing either way.
+  const open = x => !x.carried && !(fin(x.recorded?.lo) && fin(x.now?.lo));
+  const verdict = x => (x.carried ? 'carried' : open(x) ? 'no interval' : 'moved');
+  const unknown = rows => (rows.some(open) ? `; ${rows.filter(open).length} with no interval on one side (too few runs), neither carried nor moved` : '');
   const lines = [`## Reproduction of the answer's c=${HEADLINE} headline`, '',
     `Recorded: ${who(r.recorded.provenance)}. This run: ${who(r.now.provenance)}${r.seconds ? `, ${r.seconds} s` : ''}.`, '',
-    `Rates (answered lookups/s, median [95% CI]): ${carried(r.rates)} of ${r.rates.length} carried (the intervals overlap).`, '',
+    `Rates (answered lookups/s, median [95% CI]): ${carried(r.rates)} of ${r.rates.length} carried (the intervals overlap)${unknown(r.rates)}.`, '',
     ...table(['cell', 'recorded', 'now', 'now / recorded', ''],
-             r.rates.map(x => [x.key, fig(x.recorded), fig(x.now), quot(x.now_over_recorded), x.carried ? 'carried' : 'moved'])), '',
-    `Same-round ratios: ${carried(r.ratios)} of ${r.ratios.length} carried; ${r.ratios.filter(x => x.moved).length} moved more than ${MOVED * 100}%.`, '',
+             r.rates.map(x => [x.key, fig(x.recorded), fig(x.now), quot(x.now_over_recorded), verdict(x)])), '',
+    `Same-round ratios: ${carried(r.ratios)} of ${r.ratios.length} carried${unknown(r.ratios)}; ${r.ratios.filter(x => x.moved).length} moved more than ${MOVED * 100}%.`, '',
     ...table(['ratio', 'recorded', 'now', 'now / recorded', '', 'why it moved'],
-             r.ratios.map(x => [x.key, fig(x.recorded), fig(x.now), quot(x.now_over_recorded), x.carried ? 'carried' : 'moved',
+             r.ratios.map(x => [x.key, fig(x.recorded), fig(x.now), quot(x.now_over_recorded), verdict(x),
                                 x.explanation?.verdict || ''])), '',
     `The ranking at c=${HEADLINE} ${r.ranking.held ? 'held' : `did not hold: ${r.ranking.swaps.join('; ')}`}.`, '',
     "The machines' own costs (µs; `scripts/bench --only calibrate`):", '',
