@@ -557,6 +557,13 @@ int session_running(pid_t sid)
     return n;
 }
 
+bool process_running(pid_t pid)
+{
+    char state;
+    int session;
+    return proc_state(pid, &state, &session) && state != 'Z';
+}
+
 int processes_with(const char *text)
 {
     DIR *d = opendir("/proc");

@@ -142,6 +142,10 @@ pid_t start_in_group(const char *cmd);
 /* How many processes of session sid still run (zombies not counted: one
  * whose parent ended waits for init to reap it, which may take a while). */
 int session_running(pid_t sid);
+/* Whether pid runs: true while it exists and is not a zombie (an ended
+ * child of someone else's is reaped when its parent gets to it, which on
+ * a busy machine takes a while; kill(pid, 0) counts it until then). */
+bool process_running(pid_t pid);
 /* How many processes of session sid (not zombies) have text in their
  * command line: what a command started, not another tree's like it. */
 int session_has(pid_t sid, const char *text);
@@ -194,7 +198,7 @@ Suite *suite_of(const char *name, TCase *first, ...);
 
 /* The tiers of the tests: `make check` runs the cases tagged TIER_UNIT,
  * which need no database, web server, network or fetched dataset (the
- * programs of build/bin only), in under a minute; `make test-slow` the
+ * programs of build/bin only), in under 30 s on a quiet machine; `make test-slow` the
  * cases tagged TIER_SLOW (lifecycle, bench, lab); `make test` every case,
  * untagged ones (end to end against the real servers) included. */
 #define TIER_UNIT "unit"

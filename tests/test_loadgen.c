@@ -217,6 +217,9 @@ static void *accept_loop(void *arg)
         int fd = accept(srv.lfd, NULL, NULL);
         if (fd < 0)
             continue;
+        /* Answers go out in pieces (chunked bodies): Nagle would hold each
+         * small one back for the client's delayed ACK, 40 ms a time. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
         atomic_fetch_add(&srv.accepted, 1);
         if (srv.serial) {          /* one request, answered at once: no thread */
             char req[4096];
