@@ -528,6 +528,7 @@ struct result {
     uint64_t doc_length;
     struct stats st;           /* all threads (or agents) merged */
     double seconds, start_epoch_s;
+    double start_skew_s;       /* merged: the last agent's start after the first's */
     double cpu_user, cpu_sys;
     const struct point *points;
     size_t npoints;

@@ -5,7 +5,8 @@
  * from the summed histogram, never from averaging the agents' figures.
  * The counts, bytes and CPU come from each log's summary line and are
  * summed too; the run lasted from the first agent's start to the last
- * one's end. */
+ * one's end, so agents started apart lower the merged rate: the skew is
+ * reported, and warned of past 1% of the shortest agent's run. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,10 @@ static const char merge_usage[] =
     "aligned by each log's StartTime (start the agents with one --start-at).\n"
     "Concurrency, requests, failures, bytes and client CPU are the agents' sums;\n"
     "every latency figure and percentile comes from the summed histograms.\n"
+    "The merged run lasts from the first agent's start to the last one's end, so\n"
+    "agents that started apart lower the merged rate: the report says how far\n"
+    "apart they started (start_skew_s), and a skew above 1% of the shortest\n"
+    "agent's run is warned of on stderr.\n"
     "\n"
     "  --json       the report as one JSON object\n"
     "  --percentiles  the latency's percentile distribution instead, in\n"
@@ -201,10 +206,17 @@ int merge_main(int argc, const char *const *argv)
         return rc;
     }
 
-    double base = a[0].start_epoch_s, end = 0;
-    for (int i = 0; i < nlogs; i++)
-        if (a[i].start_epoch_s < base)
-            base = a[i].start_epoch_s;
+    double base = a[0].start_epoch_s, last = base, shortest = a[0].seconds, end = 0;
+    for (int i = 0; i < nlogs; i++) {
+        base = fmin(base, a[i].start_epoch_s);
+        last = fmax(last, a[i].start_epoch_s);
+        shortest = fmin(shortest, a[i].seconds);
+    }
+    if (nlogs > 1 && last - base > 0.01 * shortest)
+        fprintf(stderr, "loadgen merge: the agents started %.0f ms apart, more than 1%% of the "
+                "shortest run (%.3f s): the merged run counts from the first start to the last "
+                "end, so its rate is low; start them with one --start-at, far enough ahead\n",
+                (last - base) * 1000, shortest);
     static struct result r;
     cfg.method = a[0].method[0] ? a[0].method : "GET";
     r = (struct result){ .cfg = &cfg, .host = a[0].host, .path = a[0].path, .port = a[0].port,
@@ -212,7 +224,7 @@ int merge_main(int argc, const char *const *argv)
                          .posted = a[0].posted, .server = a[0].server,
                          .tls_info = a[0].tls_info, .tls_tmpkey = a[0].tls_tmpkey,
                          .tls_sni = a[0].tls_sni, .doc_length = a[0].doc_length,
-                         .start_epoch_s = base, .url = "" };
+                         .start_epoch_s = base, .start_skew_s = last - base, .url = "" };
     cfg.variable_length |= a[0].variable_length;
     static struct provenance prov;
     memset(&prov, 0, sizeof prov);

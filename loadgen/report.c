@@ -271,7 +271,8 @@ void report_text(const struct result *r, FILE *out)
         fprintf(out, "TLS handshakes:         %llu (%llu resumed)\n", (unsigned long long)s->handshakes,
                (unsigned long long)s->resumed);
     if (r->agents > 1)
-        fprintf(out, "Agents merged:          %d\n", r->agents);
+        fprintf(out, "Agents merged:          %d (started within %.1f ms of each other)\n",
+                r->agents, r->start_skew_s * 1000);
     const struct hist *h = &s->lat;
     fprintf(out, "Latency (us)      min      mean    [+/-sd]      p50      p90      p99    p99.9      max\n");
     fprintf(out, "Total:      %9.0f %9.1f %10.1f %8.0f %8.0f %8.0f %8.0f %8.0f\n", us(hist_min(h)),
@@ -373,6 +374,8 @@ void report_json(const struct result *r, FILE *f)
             (unsigned long long)s->connects, (unsigned long long)s->abandoned,
             (unsigned long long)s->bytes_total, (unsigned long long)s->bytes_body,
             (unsigned long long)s->bytes_sent, r->start_epoch_s, r->seconds, rps(r));
+    if (r->agents > 1)
+        fprintf(f, "\"start_skew_s\":%.6f,", r->start_skew_s);
     /* Goodput beside ab's rate (which counts every answer, 503s too): the
      * answers the run asked for, and the errors by kind. */
     uint64_t answered = stats_answered(s, r->miss_answers);

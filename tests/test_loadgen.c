@@ -1011,9 +1011,26 @@ START_TEST(merge_agents)
      * p99s would be under 20 ms. */
     const char *lat = strstr(out, "\"latency_us\":");
     ck_assert_msg(num_in(lat, "p99") >= 20000 && num_in(lat, "p50") < 20000, "%s", lat);
-    /* The text report says how many were merged. */
+    /* One --start-at: they started together, and the report says how
+     * close; the text report says how many were merged. */
+    rc = loadgen("merge --json%s", logs);
+    ck_assert_msg(rc == 0 && jnum("start_skew_s") >= 0 && jnum("start_skew_s") < 0.3, "%s", OUT);
     rc = loadgen("merge%s", logs);
-    ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3"), "%s", OUT);
+    ck_assert_msg(rc == 0 && strstr(out, "Agents merged:          3 (started within "), "%s", OUT);
+    ck_assert_msg(!strstr(out, "started 0 ms apart") && !strstr(out, "apart, more than"), "%s", OUT);
+    /* An agent that started half a second late: the merged window spans
+     * from the first start to the last end, so the skew is given, and
+     * warned of (more than 1% of the shortest run). */
+    char late[1200];
+    snprintf(late, sizeof late, "%s/late.hlog", dir);
+    rc = run_cmd(out, sizeof out,
+                 "awk '/^#\\[StartTime: / { sub(/[0-9.]+/, sprintf(\"%%.3f\", $2 + 0.5)) } 1' "
+                 "%s/agent0.hlog > %s", dir, late);
+    ck_assert_msg(rc == 0, "%s", OUT);
+    rc = loadgen("merge --json %s/agent1.hlog %s", dir, late);
+    double skew = jnum("start_skew_s");
+    ck_assert_msg(rc == 0 && skew > 0.4 && skew < 0.8, "skew %.3f: %s", skew, OUT);
+    ck_assert_msg(strstr(out, "apart, more than 1% of the shortest run"), "%s", OUT);
     /* --percentiles: HdrHistogram's distribution of the summed histogram,
      * rising to the largest value at 1.0 with every request counted. */
     rc = loadgen("merge --percentiles%s", logs);
