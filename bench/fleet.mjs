@@ -314,17 +314,13 @@ async function fleetRunOnce(url, c, { warm = false } = {}) {
   // After the probe of the server's CPU, which is an SSH round trip of its
   // own: set before it, --start-at left the agents less than the margin.
   const at = Math.round(Date.now() + startMarginMs);
-  const t0 = Date.now();
   const outs = await Promise.all(clients.map((h, i) => sh(h, [
     'grep ^Cpus_allowed_list /proc/self/status; echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====',
     `build/bin/loadgen -q --json --start-at ${at} --hdr-log build/fleet/agent.hlog ${keys} --seed ${runNo * 100 + i} ` +
     `-k -c ${share[i]} -t ${secs} -n 50000000 ${q(url)}; echo "===== $?"`,
     'echo "t $EPOCHREALTIME"; grep "^cpu[0-9]" /proc/stat; echo =====; cat build/fleet/agent.hlog'].join('\n'), secs * 4 + 60)
     .catch(e => { ctx.log(e.message); return ''; })));
-  const took = Date.now() - t0;
   const cpu1 = warm ? 0 : await serverTicks();
-  // An agent that started late says so: give the next runs more time.
-  if (took - secs * 1000 > startMarginMs + 1000) startMarginMs = Math.min(5000, startMarginMs * 1.5);
   const agents = [];
   for (const [i, out] of outs.entries()) {
     const parts = out.split(/^=====.*$/m);
