@@ -103,9 +103,9 @@ START_TEST(quick_run_produces_every_table)
     bool nginx_before = running("scripts/nginx"), apache_before = running("scripts/apache");
     bool fpm_before = running("scripts/php-fpm"), poolers_before = running("scripts/pooler");
     /* The user's own server of this tree, serving on a port of its own
-     * throughout: not the run's, so neither counted nor stopped by it. */
-    /* Past the bench's own ports (ZB_BENCH_PORT and up to +60 above it),
-     * wherever the user moved them. */
+     * throughout: not the run's, so neither counted nor stopped by it. Its
+     * port is past the bench's own (ZB_BENCH_PORT to +60), wherever the
+     * user moved them. */
     int user_port = free_port(env_port("ZB_BENCH_PORT", 18280) + 100);
     pid_t user_server = spawn_server(conf_path(), user_port, build_path("test/bench-user-server.log"),
                                      "--backends sqlite");
