@@ -28,9 +28,10 @@ import { holdConnections } from '../lib/hold.mjs';
 
 // The backends measured (pooled), beside nginx.
 const BACKENDS = ['sqlite', 'pg'];
-// The goals the section judges: zipbench / nginx at these levels, the
-// memory of an idle connection, p99 no worse than nginx's.
-const GOAL = { ratio: 0.95, ratioAt: [1000, 10000], memoryKiB: 2 };
+// The goals the section judges: zipbench / nginx at these levels and p99
+// no worse than nginx's, for SQLite (the server at the machine's floor,
+// whose figures issue 51 set them by); the memory of an idle connection.
+const GOAL = { ratio: 0.95, ratioAt: [1000, 10000], memoryKiB: 2, backends: ['sqlite'] };
 // The fds each process needs besides its connections.
 const FD_SLACK = 512;
 // How long a request may wait for a pooled database connection here.
@@ -293,6 +294,12 @@ function report(ctx, { cells, levels, memLevels, memTargets, targets, avail, ski
   const goals = [];
   for (const b of avail) for (const c of GOAL.ratioAt.filter(x => levels.includes(x))) {
     const r = ratioOf(cells, `${b} ${c}`, `nginx ${c}`);
+    if (!GOAL.backends.includes(b)) {
+      if (Number.isFinite(r.value))
+        goals.push(`- ${label(b)} / nginx at c=${c}: ${fmtRatioCI(r)}, not judged: each lookup waits for ` +
+          'the database\'s own process, which the server experiment sets beside pgbench -S.');
+      continue;
+    }
     if (Number.isFinite(r.value))
       goals.push(`- ${label(b)} / nginx at c=${c} >= ${GOAL.ratio}: ${fmtRatioCI(r)}, ` +
         `${Number.isFinite(r.lo) ? (r.lo >= GOAL.ratio ? 'met' : r.hi < GOAL.ratio ? 'not met' : 'not shown either way') : 'too few rounds to say'}.`);
