@@ -157,7 +157,10 @@ static int table_generation(struct served *sv, struct backend *vb, const struct 
 
 /* Frees old once no loop can hold it: every loop has begun an iteration
  * since the new set was published (each takes a set and is done with it
- * within one), or the loops are gone (the stop). */
+ * within one), or the loops are gone (the stop). A loop that has not is
+ * woken while it is waited for: an idle one would begin no iteration
+ * until its next event, up to a minute, and the watcher, with every
+ * reload after this one, would wait that long. */
 static void retire(struct keyset *ks, struct key_set *old)
 {
     if (!old)
@@ -165,8 +168,10 @@ static void retire(struct keyset *ks, struct key_set *old)
     for (int i = 0; i < ks->nloops; i++)
         ks->turns[i] = atomic_load(&ks->loops[i]->turns);
     for (int i = 0; i < ks->nloops; i++)
-        while (atomic_load(&ks->loops[i]->turns) == ks->turns[i] && !atomic_load(&ks->stop))
+        while (atomic_load(&ks->loops[i]->turns) == ks->turns[i] && !atomic_load(&ks->stop)) {
+            loop_wake(ks->loops[i]);
             usleep(1000);
+        }
     free(old);
 }
 

@@ -140,6 +140,43 @@ int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t ou
     return (int)got;
 }
 
+int http_kept_exchange(int port, int *fd, const char *req, char *out, size_t outlen,
+                       int timeout_ms)
+{
+    if (*fd < 0) {
+        *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (*fd >= 0 && (setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+                         connect(*fd, (struct sockaddr *)&a, sizeof a) < 0)) {
+            close(*fd);
+            *fd = -1;
+        }
+        if (*fd < 0)
+            return -1;
+    }
+    size_t len = strlen(req), got = 0;
+    long need = -1;
+    if (send(*fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
+        goto fail;
+    while (need < 0 || (long)got < need) {
+        ssize_t k = got + 1 < outlen ? recv(*fd, out + got, outlen - 1 - got, 0) : -1;
+        if (k <= 0)
+            goto fail;
+        got += (size_t)k;
+        out[got] = 0;
+        const char *end = strstr(out, "\r\n\r\n"), *cl = strcasestr(out, "Content-Length:");
+        if (need < 0 && end && cl && cl < end)
+            need = (long)(end + 4 - out) + atol(cl + 15);
+    }
+    return (int)got;
+fail:
+    close(*fd);
+    *fd = -1;
+    return -1;
+}
+
 int http_status(const char *buf)
 {
     int st;

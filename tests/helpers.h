@@ -96,6 +96,12 @@ double json_num(const char *s, const char *key);
  * not connect. */
 int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t outlen,
                   int timeout_ms);
+/* req on the keep-alive connection *fd to 127.0.0.1:port (opened first if
+ * *fd < 0), one whole answer read (its head and Content-Length bytes of
+ * body) into out, NUL-terminated; the connection stays open. Returns the
+ * bytes read, or -1 (*fd closed and -1 then). */
+int http_kept_exchange(int port, int *fd, const char *req, char *out, size_t outlen,
+                       int timeout_ms);
 /* The HTTP status of a response in buf ("HTTP/1.x NNN"), -1 if none. */
 int http_status(const char *buf);
 /* Starts "$ZB_WRAP build/bin/server --conf conf --port port ARGS" with its

@@ -283,6 +283,7 @@ END_TEST
 /* ---- a load's generation: what the server derives follows it ---- */
 
 #define GEN_PORT test_port(18098)
+#define IDLE_PORT test_port(18099)
 static char gdir[1024], gconf[1100], ga[1100], gb[1100], gc[1100], glog[1100], gcode[16];
 static char gnew[16], gen_error[8192];
 static pid_t gen_pid;
@@ -317,10 +318,15 @@ static int with_first_town(const char *in, const char *out, const char *town, ch
     return rc;
 }
 
+static int load_into(const char *backends, const char *csv, char *out, size_t len)
+{
+    return run_cmd(out, len, "%s -q --conf %s --backend %s --mode bulk --allow-shrink --dataset %s",
+                   prog("loader"), gconf, backends, csv);
+}
+
 static int load_gen(const char *csv, char *out, size_t len)
 {
-    return run_cmd(out, len, "%s -q --conf %s --backend sqlite,pg,innodb,myisam --mode bulk "
-                   "--allow-shrink --dataset %s", prog("loader"), gconf, csv);
+    return load_into("sqlite,pg,innodb,myisam", csv, out, len);
 }
 
 static void gen_setup(void)
@@ -439,6 +445,58 @@ START_TEST(cached_follows_reloads_of_the_same_size)
 }
 END_TEST
 
+/* /cached answers as /zip does on backend b, both asked on the keep-alive
+ * connection *fd to port: true then, the last /cached answer in cached. */
+static bool kept_cached_is_fresh(int port, int *fd, const char *b, char *cached, size_t len)
+{
+    char req[256], zip[1 << 14];
+    snprintf(req, sizeof req, "GET /zip/%s/%s HTTP/1.1\r\nHost: x\r\n\r\n", b, gcode);
+    if (http_kept_exchange(port, fd, req, zip, sizeof zip, 5000) < 0 || http_status(zip) != 200)
+        return false;
+    snprintf(req, sizeof req, "GET /cached/%s/%s HTTP/1.1\r\nHost: x\r\n\r\n", b, gcode);
+    if (http_kept_exchange(port, fd, req, cached, len, 5000) < 0 || http_status(cached) != 200)
+        return false;
+    const char *zb = strstr(zip, "\r\n\r\n"), *cb = strstr(cached, "\r\n\r\n");
+    return zb && cb && !strcmp(zb, cb);
+}
+
+/* Reloads one after another while one keep-alive connection is all the
+ * traffic, on a server of SQLite alone (no pool's timers wake a loop): one
+ * loop serves the connection, the other has nothing to do. Every reload is
+ * followed. Before, the watcher waited after each new key set until every
+ * loop had begun an iteration, and an idle loop begins none until its next
+ * event (up to a minute): a reload in that time was not followed, and
+ * /cached kept the older load's answer. */
+START_TEST(reloads_are_followed_with_a_loop_idle)
+{
+    ck_assert_msg(!gen_error[0], "setup: %s", gen_error);
+    char out[8192], cached[1 << 14], log[1200], why[8192] = "";
+    snprintf(log, sizeof log, "%s/idle.log", gdir);
+    pid_t pid = fixture_server(gconf, IDLE_PORT, log, "--backends sqlite", why, sizeof why);
+    ck_assert_msg(!why[0], "%s", why);
+    int fd = -1;
+    bool fresh = true;
+    double s = 0;
+    int round = 0;
+    for (; round < 3 && fresh; round++) {
+        const char *csv = round % 2 ? ga : gb;
+        ck_assert_msg(load_into("sqlite", csv, out, sizeof out) == 0, "loader: %s", out);
+        uint64_t t0 = zb_now_ns();
+        while (!(fresh = kept_cached_is_fresh(IDLE_PORT, &fd, "sqlite", cached, sizeof cached) &&
+                         !strstr(cached, "再読込") == (csv == ga)) &&
+               zb_now_ns() - t0 < 10000000000ull)
+            usleep(50 * 1000);
+        s = (double)(zb_now_ns() - t0) / 1e9;
+    }
+    if (fd >= 0)
+        close(fd);
+    int rc = term_server(pid);
+    ck_assert_msg(fresh, "round %d: /cached not the last load's %.1f s after it: %.300s", round - 1,
+                  s, cached);
+    ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
 /* A reload that brings new codes: POST /update/ takes them (their rows
  * are added to the write table when the generation moves), without a
  * restart. Before, the write table was filled only at start: 404. */
@@ -464,6 +522,7 @@ Suite *suite_reload(void)
     TCase *t = test_case("reload", setup, teardown, 120, TESTS(reload_with_changed_types_under_load));
     TCase *k = test_case("keys", keys_setup, keys_teardown, 120, TESTS(random_follows_a_reload));
     TCase *g = test_case("generation", gen_setup, gen_teardown, 180, TESTS(
-        cached_follows_reloads_of_the_same_size, updates_take_the_codes_a_reload_brought));
+        cached_follows_reloads_of_the_same_size, reloads_are_followed_with_a_loop_idle,
+        updates_take_the_codes_a_reload_brought));
     return suite_of("reload", t, k, g, NULL);
 }

@@ -1576,31 +1576,15 @@ static long server_rss_kib(pid_t pid)
  * stays open. The fd, or -1. */
 static int one_request_kept(const char *req)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)PORT),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-        if (fd >= 0)
-            close(fd);
+    int fd = -1;
+    char buf[8192];
+    if (http_kept_exchange(PORT, &fd, req, buf, sizeof buf, 5000) < 0)
+        return -1;
+    if (http_status(buf) != 200) {
+        close(fd);
         return -1;
     }
-    char buf[8192];
-    size_t got = 0;
-    long need = -1;
-    while (need < 0 || (long)got < need) {
-        ssize_t k = recv(fd, buf + got, sizeof buf - 1 - got, 0);
-        if (k <= 0) {
-            close(fd);
-            return -1;
-        }
-        got += (size_t)k;
-        buf[got] = 0;
-        const char *end = strstr(buf, "\r\n\r\n"), *cl = strcasestr(buf, "Content-Length:");
-        if (need < 0 && end && cl && cl < end)
-            need = (long)(end + 4 - buf) + atol(cl + 15);
-    }
-    return http_status(buf) == 200 ? fd : -1;
+    return fd;
 }
 
 /* An idle keep-alive connection costs the server about the memory pool
