@@ -56,18 +56,21 @@ export default {
                   ...(ctx.quick ? [] : [{ name: 'rowsreal', rows: 0, file: ctx.dataset, real: true }])];
     const caches = await defaultCaches(t);
     const port = benchPort('ROWS', 22);
-    // Each set's share of the budget: by its rows (the real list's as
-    // 10^5), at least a twentieth; four fifths of it for the loads.
+    // The budget: three quarters for the loads, each set's share by its
+    // rows (the real list's as 10^5), at least a twentieth; a quarter for
+    // the lookups, shared evenly (a lookup run takes as long at any size).
     const weight = s => Math.max(s.rows || 126431, 1);
     const total = sets.reduce((a, s) => a + weight(s), 0);
-    const budget = s => Math.max(ctx.repeat.budgetS / 20, ctx.repeat.budgetS * weight(s) / total);
+    const B = ctx.repeat.budgetS;
+    const budget = s => ({ loadsS: Math.max(B * 0.75 / 20, B * 0.75 * weight(s) / total),
+                           lookupsS: B * 0.25 / sets.length });
     const done = [];
     try {
       for (const s of sets) {
         if (!s.real) s.file = await generate(ctx, work, s.rows);
         s.lines = countLines(s.file);
         s.bytes = fs.statSync(s.file).size;
-        done.push(await oneSet(ctx, { t, s, port, work, budgetS: budget(s) }));
+        done.push(await oneSet(ctx, { t, s, port, work, ...budget(s) }));
         if (!s.real && s.bytes > 100 * 1048576) fs.rmSync(s.file, { force: true });   // made again by gen, the same bytes
       }
     } finally {
@@ -100,10 +103,10 @@ const mib = bytes => (Number.isFinite(bytes) && bytes > 0 ? `${(bytes / 1048576)
 
 // One set: its loads (zipbench and the native loader, same rounds), each
 // table's size, the lookups on a server of its own, then its tables dropped.
-async function oneSet(ctx, { t, s, port, work, budgetS }) {
+async function oneSet(ctx, { t, s, port, work, loadsS, lookupsS }) {
   const d = { name: s.name, csv: true };
   const model = b => `bench_bulk_${s.name}_${b}`;
-  const loads = new Cells(ctx, `rows ${s.name}`, { ownIo: true, budgetS: budgetS * 0.8 });
+  const loads = new Cells(ctx, `rows ${s.name}`, { ownIo: true, budgetS: loadsS });
   const counts = {};
   for (const b of BACKENDS)
     for (const [tool, target, go] of [['zipbench', model(b), () => t.zipbench(b, d, s.file)],
@@ -126,7 +129,7 @@ async function oneSet(ctx, { t, s, port, work, budgetS }) {
   // Lookups of the loaded keys, on a server serving these tables.
   const keys = path.join(work, `${s.name}.keys`);
   const kr = await run(ctx.bin('loader'), ['-q', '--conf', ctx.conf, '-f', s.file, '--write-keys', keys], { log: ctx.logFile, timeoutS: 3600 });
-  const lookups = new Cells(ctx, `rows lookups ${s.name}`, { budgetS: budgetS * 0.2 });
+  const lookups = new Cells(ctx, `rows lookups ${s.name}`, { budgetS: lookupsS });
   let srv = null;
   if (kr.code === 0 && loaded.length) {
     const sets = ['--set', `sqlite.path=${t.sqliteDb}`, ...loaded.flatMap(b => ['--set', `${b}.table=${model(b)}`])];

@@ -169,7 +169,7 @@ export class Cells {
         this.ctx.warn(`${this.name}: ${c.key}: ` + (c.values.length >= 6
           ? `95% CI of the median is +-${(100 * c.summary.halfWidth).toFixed(1)}% after ${c.values.length} runs`
           : c.values.length ? `${c.values.length} runs, too few for a 95% interval` : `no run succeeded (${c.failed} failed)`) +
-          ` (cap: ${c.timeCap ? this.budgetS + ' s' : Math.max(c.meta.minRuns ?? 0, c.meta.maxRuns ?? this.maxRuns) + ' runs'})`);
+          ` (cap: ${c.timeCap ? Math.round(this.budgetS) + ' s' : Math.max(c.meta.minRuns ?? 0, c.meta.maxRuns ?? this.maxRuns) + ' runs'})`);
     }
     return this;
   }
