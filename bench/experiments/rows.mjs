@@ -58,16 +58,16 @@ export default {
                   ...(ctx.quick ? [] : [{ name: 'rowsreal', rows: 0, file: ctx.dataset, real: true }])];
     const caches = await defaultCaches(t);
     const port = benchPort('ROWS', 22);
-    // The budget: three quarters for the loads, each set's share by its
-    // rows (the real list's as 10^5), at least a twentieth; a quarter for
-    // the lookups, shared evenly (a lookup run takes as long at any size).
+    // The budget: 70% for the loads, each set's share by its rows (the
+    // real list's as 10^5), at least a twentieth; 30% for the lookups,
+    // shared evenly (a lookup run takes as long at any size).
     // A set of ONCE_ROWS or more is loaded once per backend and loader,
     // outside the budget: one round of ten million rows takes 40 minutes.
     const weight = s => (s.rows >= ONCE_ROWS ? 0 : Math.max(s.rows || 126431, 1));
     const total = sets.reduce((a, s) => a + weight(s), 0) || 1;
     const B = ctx.repeat.budgetS;
-    const budget = s => ({ loadsS: Math.max(B * 0.75 / 20, B * 0.75 * weight(s) / total),
-                           lookupsS: B * 0.25 / sets.length, once: s.rows >= ONCE_ROWS });
+    const budget = s => ({ loadsS: Math.max(B * 0.7 / 20, B * 0.7 * weight(s) / total),
+                           lookupsS: B * 0.3 / sets.length, once: s.rows >= ONCE_ROWS });
     const done = [];
     try {
       for (const s of sets) {
