@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 // The experiments, in the order they run and appear.
-const PARTS = ['calibrate', 'load', 'bulk', 'rows', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'conns', 'sql', 'as3ap', 'loadgen', 'network'];
+const PARTS = ['calibrate', 'load', 'bulk', 'rows', 'server', 'queries', 'requests', 'mix', 'durability', 'php', 'poolsize', 'conns', 'spin', 'sql', 'as3ap', 'loadgen', 'network'];
 
 const usage = `Usage: scripts/bench [OPTIONS]
 
@@ -69,6 +69,10 @@ Experiments (PART):
              zipbench SQLite and PostgreSQL pooled against nginx static,
              same rounds: req/s, p50/p99, CPU per request, memory under
              load, and each server's memory per idle connection
+  spin       the MariaDB lookup path: the server's CPU per pooled lookup on
+             InnoDB and MyISAM against PostgreSQL's, one server per
+             [server] spin_us (0, 20, 50; ZB_BENCH_SPIN_US), same rounds: the
+             CPU spent spinning apart, the database's CPU beside it
   sql        sqlbench: the 2001 speed tests, separate vs single transaction,
              concurrent writers and the job queue, next to the file system
   as3ap      an AS3AP-style run over the postal data: single-user queries

@@ -32,7 +32,7 @@ import { table, fmtRatio } from './lib/table.mjs';
 import { rateRun, fmtErrors, cellErrors } from './lib/goodput.mjs';
 import { Cells } from './lib/cells.mjs';
 import { summarize } from './lib/stats.mjs';
-import { clockTicks, processTicks, treeTicks, nproc, listensOn } from './lib/proc.mjs';
+import { ticksToUs, processTicks, treeTicks, nproc, listensOn } from './lib/proc.mjs';
 import { databases, dbPids } from './lib/services.mjs';
 import { provenance, provenanceLine, gitState, commitText } from './lib/provenance.mjs';
 import { RATE_FOLLOWS } from './lib/hostprobe.mjs';
@@ -223,7 +223,6 @@ const ctx = {
 
 // The strategies a backend offers: pipelined is PostgreSQL's alone.
 const offers = (b, s) => s !== 'pipelined' || b === 'pg';
-const ticksToUs = (ticks, n) => (n > 0 ? ticks / clockTicks() * 1e6 / n : NaN);
 
 async function main() {
   provenance();   // the tree and machine as they are at the start

@@ -130,7 +130,7 @@ START_TEST(quick_run_produces_every_table)
     ck_assert_msg(fpm_before || !running("scripts/php-fpm"), "the quick run left PHP-FPM running");
     ck_assert_msg(poolers_before || !running("scripts/pooler"), "the quick run left a pooler running");
     ck_assert_int_eq(our_processes("bin/server", mark), 0);
-    static const char *const parts[] = { "calibrate", "load", "bulk", "rows", "server", "queries", "requests", "mix", "durability", "php", "poolsize", "conns", "sql",
+    static const char *const parts[] = { "calibrate", "load", "bulk", "rows", "server", "queries", "requests", "mix", "durability", "php", "poolsize", "conns", "spin", "sql",
                                          "as3ap", "loadgen" };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char rest[128];

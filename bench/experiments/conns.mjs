@@ -22,8 +22,8 @@ import { loadgen, warmRun } from '../lib/clients.mjs';
 import { rateRun, serverSplit, splitDelta, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { keysFile } from '../lib/dataset.mjs';
 import { median, summarize } from '../lib/stats.mjs';
-import { ratioOf, extraSummary, fmtRatioCI } from '../lib/rank.mjs';
-import { clockTicks, pidInFile, processTicks, rssKiB, treeTicks } from '../lib/proc.mjs';
+import { ratioOf, extraSummary, extraRatio, fmtRatioCI } from '../lib/rank.mjs';
+import { ticksToUs, pidInFile, processTicks, rssKiB, treeTicks } from '../lib/proc.mjs';
 import { holdConnections } from '../lib/hold.mjs';
 
 // The backends measured (pooled), beside nginx.
@@ -45,7 +45,6 @@ export function connsLevels(text = '100,1000,10000') {
   return levels;
 }
 
-const ticksToUs = (ticks, n) => (n > 0 ? ticks / clockTicks() * 1e6 / n : NaN);
 const label = t => (t === 'nginx' ? 'nginx (static)' : `zipbench ${t} pooled`);
 
 export default {
@@ -216,15 +215,6 @@ async function idleMemory(ctx, { t, c, ng, memPort, avail, serverSets, work, mem
 
 // The same-round ratio of one extra figure of two cells (p99 of zipbench
 // over nginx's): {value, lo, hi, n}.
-function extraRatio(cells, a, b, field) {
-  const pick = k => { const c = cells.get(k); return c && { values: c.extras.map(e => e[field]), rounds: c.rounds }; };
-  const x = pick(a), y = pick(b);
-  const r = x && y ? roundRatios(x, y) : [];
-  if (!r.length) return { value: NaN, lo: NaN, hi: NaN, n: 0 };
-  const s = summarize(r);
-  return { value: s.median, lo: s.lo, hi: s.hi, n: s.n };
-}
-
 const num = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '-');
 const ciText = (s, f) => (Number.isFinite(s.lo) ? `${f(s.median)} [${f(s.lo)}-${f(s.hi)}]` : Number.isFinite(s.median) ? `${f(s.median)} (n=${s.n})` : '-');
 

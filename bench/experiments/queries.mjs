@@ -15,7 +15,7 @@ import { rateRun, fmtErrors, errorNote } from '../lib/goodput.mjs';
 import { BACKENDS, loadBenchTables, startServer } from '../lib/benchdb.mjs';
 import { dbPids, benchPort } from '../lib/services.mjs';
 import { verdict } from '../lib/rank.mjs';
-import { clockTicks, processTicks, treeTicks } from '../lib/proc.mjs';
+import { ticksToUs, processTicks, treeTicks } from '../lib/proc.mjs';
 
 const NS = [1, 5, 20];
 // Per-request opens N connections per request: at N = 20 and c 10 that is
@@ -23,7 +23,6 @@ const NS = [1, 5, 20];
 const PER_REQUEST_MAX_N = 5;
 const C = 10;
 const strategiesOf = b => ['pooled', 'per-request', ...(b === 'pg' ? ['pipelined'] : [])];
-const ticksToUs = (ticks, lookups) => (lookups > 0 ? ticks / clockTicks() * 1e6 / lookups : NaN);
 
 export default {
   title: 'multiple queries per request: lookups/s against N, per strategy',

@@ -28,7 +28,7 @@ import { keysFile, countLines } from '../lib/dataset.mjs';
 import { median } from '../lib/stats.mjs';
 import { ratioOf, verdict, ranking, rankingText, extraSummary, fmtRatioCI } from '../lib/rank.mjs';
 import { provenance } from '../lib/provenance.mjs';
-import { clockTicks, nproc, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
+import { ticksToUs, nproc, pidInFile, processTicks, threadTicks, treeTicks } from '../lib/proc.mjs';
 import { findProgram, programs } from '../lib/machine.mjs';
 import { explain, loadCalibration } from '../lib/calibration.mjs';
 
@@ -60,7 +60,6 @@ export function serverLevels(text = '1,10,100') {
   return levels;
 }
 
-const ticksToUs = (ticks, requests) => (requests > 0 ? ticks / clockTicks() * 1e6 / requests : NaN);
 
 export default {
   title: 'the lookup server under load',

@@ -15,6 +15,9 @@ export function clockTicks() {
   return tck;
 }
 
+// CPU ticks over n events, in µs each (NaN for none).
+export const ticksToUs = (ticks, n) => (n > 0 ? ticks / clockTicks() * 1e6 / n : NaN);
+
 export const nproc = () => os.availableParallelism ? os.availableParallelism() : os.cpus().length;
 
 export function loadavg() {

@@ -4,6 +4,7 @@
 // between rounds). Elsewhere: "no clear difference".
 import { summarize } from './stats.mjs';
 import { fmtSameRound } from './table.mjs';
+import { roundRatios } from './cells.mjs';
 
 // {value, lo, hi, n} of a/b from the rounds in which both ran (Cells'
 // sameRoundRatio), lo/hi NaN where the rounds are too few for an interval.
@@ -52,6 +53,17 @@ export function extraSummary(cell, field) {
   if (!xs.length) return { median: NaN, lo: NaN, hi: NaN, n: 0 };
   const s = summarize(xs);
   return { median: s.median, lo: s.lo, hi: s.hi, n: s.n, halfWidth: s.halfWidth };
+}
+
+// The same-round ratio a/b of one number the runs carried beside their
+// figure (extras: serverUs, p99Us...): {value, lo, hi, n}, as ratioOf.
+export function extraRatio(cells, a, b, field) {
+  const pick = k => { const c = cells.get(k); return c && { values: c.extras.map(e => e[field]), rounds: c.rounds }; };
+  const x = pick(a), y = pick(b);
+  const r = x && y ? roundRatios(x, y) : [];
+  if (!r.length) return { value: NaN, lo: NaN, hi: NaN, n: 0 };
+  const s = summarize(r);
+  return { value: s.median, lo: s.lo, hi: s.hi, n: s.n };
 }
 
 // A same-round ratio as a table prints it, "(no clear difference)" where

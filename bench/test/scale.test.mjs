@@ -1,4 +1,4 @@
-// The conns and rows experiments' pieces: idle connections held open
+// The conns, rows and spin experiments' pieces: idle connections held open
 // (lib/hold.mjs), the levels and sizes they take, and the answer's line on
 // scale (lib/summary.mjs) from their data. Run by `node --test bench/test/`.
 import test from 'node:test';
@@ -11,6 +11,7 @@ import { holdConnections } from '../lib/hold.mjs';
 import { answer } from '../lib/summary.mjs';
 import { connsLevels } from '../experiments/conns.mjs';
 import { rowsSizes } from '../experiments/rows.mjs';
+import { spinLevels } from '../experiments/spin.mjs';
 
 test('holdConnections: each connection makes one request, stays open until close()', async () => {
   let open = 0;
@@ -37,6 +38,9 @@ test('the levels and sizes: lists of positive integers, else an error naming the
   assert.throws(() => connsLevels('100,x'), /ZB_BENCH_CONNS_LEVELS/);
   assert.deepEqual(rowsSizes(), [100000, 1000000, 10000000]);
   assert.throws(() => rowsSizes('0'), /ZB_BENCH_ROWS_SIZES/);
+  assert.deepEqual(spinLevels(), [0, 20, 50]);
+  assert.deepEqual(spinLevels('10'), [0, 10], 'no spin is always measured, first');
+  assert.throws(() => spinLevels('-1'), /ZB_BENCH_SPIN_US/);
 });
 
 test("the answer's scale line: same-round ratios at the most connections, memory, loads per million rows", () => {
