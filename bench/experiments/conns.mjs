@@ -292,17 +292,17 @@ function report(ctx, { cells, levels, memLevels, memTargets, targets, avail, ski
     }
     if (Number.isFinite(r.value))
       goals.push(`- ${label(b)} / nginx at c=${c} >= ${GOAL.ratio}: ${fmtRatioCI(r)}, ` +
-        `${Number.isFinite(r.lo) ? (r.lo >= GOAL.ratio ? 'met' : r.hi < GOAL.ratio ? 'not met' : 'not shown either way') : 'too few rounds to say'}.`);
+        `${Number.isFinite(r.lo) ? (r.lo >= GOAL.ratio ? 'reached' : r.hi < GOAL.ratio ? 'missed' : 'not shown either way') : 'too few rounds to say'}.`);
     const p = extraRatio(cells, `${b} ${c}`, `nginx ${c}`, 'p99Us');
     if (Number.isFinite(p.value))
       goals.push(`- ${label(b)} p99 no worse than nginx's at c=${c}: ${fmtRatioCI(p)} of it, ` +
-        `${Number.isFinite(p.lo) ? (p.hi <= 1 ? 'met' : p.lo > 1 ? 'not met' : 'not shown either way') : 'too few rounds to say'}.`);
+        `${Number.isFinite(p.lo) ? (p.hi <= 1 ? 'reached' : p.lo > 1 ? 'missed' : 'not shown either way') : 'too few rounds to say'}.`);
   }
   for (const c of memLevels) {
     const m = cell(`memory zipbench ${c}`);
     if (m?.values.length)
       goals.push(`- zipbench's memory per idle connection at c=${c} <= ${GOAL.memoryKiB} KiB: ${kib(m.summary.median)} KiB, ` +
-        `${m.summary.median <= GOAL.memoryKiB * 1024 ? 'met' : 'not met'}` +
+        `${m.summary.median <= GOAL.memoryKiB * 1024 ? 'reached' : 'missed'}` +
         (cell(`memory zipbench-1024 ${c}`)?.values.length ? `; at max_request_bytes = 1024, ${kib(cell(`memory zipbench-1024 ${c}`).summary.median)} KiB` : '') +
         (cell(`memory nginx ${c}`)?.values.length ? `; nginx ${kib(cell(`memory nginx ${c}`).summary.median)} KiB` : '') + '.');
   }

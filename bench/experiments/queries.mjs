@@ -97,7 +97,7 @@ async function measure(ctx, { port, seconds, ns, avail, skipped, srv }) {
     const r = cells.sameRoundRatio(key('pg', 'pipelined', last), key('pg', 'pooled', last));
     const lo = r.summary?.lo;
     lines.push(`Target: pipelined at least 2x pooled at N=${last} on PostgreSQL (same run): ` +
-               `${Number.isFinite(lo) ? (lo >= 2 ? 'met' : r.value >= 2 ? 'met by the median, not by the interval' : 'not met') : 'not measured'} ` +
+               `${Number.isFinite(lo) ? (lo >= 2 ? 'reached' : r.value >= 2 ? 'reached by the median, not by the interval' : 'missed') : 'not measured'} ` +
                `(${fmtSameRound(r)}).`, '');
   }
   lines.push(cells.machineNote(), '');

@@ -115,7 +115,7 @@ function report(ctx, { cells, levels, avail, skipped }) {
     const r = ratioOf(cells, key(b, 0), key('pg', 0));
     const best = levels.map(n => ({ n, r: ratioOf(cells, key(b, n), key('pg', n)) })).filter(x => Number.isFinite(x.r.value))
       .sort((x, y) => x.r.value - y.r.value)[0];
-    const verdict = Number.isFinite(r.hi) ? (r.hi <= GOAL ? 'met' : r.lo > GOAL ? 'not met' : 'not shown either way') : 'too few rounds to say';
+    const verdict = Number.isFinite(r.hi) ? (r.hi <= GOAL ? 'reached' : r.lo > GOAL ? 'missed' : 'not shown either way') : 'too few rounds to say';
     return `- ${LABEL[b]} / PostgreSQL, server CPU per lookup, spin_us 0: ${fmtRatioCI(r)}, ${verdict}` +
       (best && best.n !== 0 ? `; lowest at spin_us ${best.n}: ${fmtRatioCI(best.r)}` : '') +
       `; the database's CPU per lookup ${fmtRatioCI(extraRatio(cells, key(b, 0), key('pg', 0), 'dbUs'))} of PostgreSQL's.`;
