@@ -12,6 +12,7 @@ import { answer } from '../lib/summary.mjs';
 import { connsLevels } from '../experiments/conns.mjs';
 import { rowsSizes } from '../experiments/rows.mjs';
 import { spinLevels } from '../experiments/spin.mjs';
+import { countLines } from '../lib/dataset.mjs';
 
 test('holdConnections: each connection makes one request, stays open until close()', async () => {
   let open = 0;
@@ -65,4 +66,14 @@ test("the answer's scale line: same-round ratios at the most connections, memory
   const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-scale-'));
   assert.match(answer(empty).join('\n'), /Scale .*not measured in this run \(`scripts\/bench --only conns`\)/);
   fs.rmSync(empty, { recursive: true });
+});
+
+test('countLines: the non-empty lines, a file read in pieces (10^7 rows is past the longest string)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zb-lines-'));
+  const f = path.join(dir, 'x.csv');
+  fs.writeFileSync(f, 'a\n\nb\r\nc');
+  assert.equal(countLines(f), 3);
+  fs.writeFileSync(f, 'x,y\r\n'.repeat(400000));   // 2.4 MB: more than one piece
+  assert.equal(countLines(f), 400000);
+  fs.rmSync(dir, { recursive: true });
 });
