@@ -279,6 +279,12 @@ async function main() {
                                       `${quick ? ' (--quick: one short run per cell)' : ''}.\n` +
                                       `${provenanceLine()}\n`, root)));
       process.stderr.write(`   done in ${Math.round((Date.now() - t0) / 1000)} s: ${file}\n`);
+      // Written with what it measured, and still a failure: a piece of it failed.
+      if (ctx.partFailed) {
+        failed = 1;
+        process.stderr.write(`   FAILED in part: ${ctx.partFailed}\n   see ${ctx.logFile}\n`);
+        ctx.partFailed = null;
+      }
       errored.push(...partErrors(part, mod, t0));
     } catch (e) {
       if (isStopping()) return 1;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Cells, fmtCell, writeCells } from '../lib/cells.mjs';
 import { table, fmtRatio } from '../lib/table.mjs';
 import { draw, writeData, errorBar } from '../lib/plot.mjs';
-import { run } from '../lib/run.mjs';
+import { run, isStopping } from '../lib/run.mjs';
 import { benchPort, dbEnv } from '../lib/services.mjs';
 import { startServer } from '../lib/benchdb.mjs';
 import { loadgen, warmRun } from '../lib/clients.mjs';
@@ -68,19 +68,29 @@ export default {
     const B = ctx.repeat.budgetS;
     const budget = s => ({ loadsS: Math.max(B * 0.7 / 20, B * 0.7 * weight(s) / total),
                            lookupsS: B * 0.3 / sets.length, once: s.rows >= ONCE_ROWS });
-    const done = [];
+    const done = [], failures = [];
     try {
+      // A size that fails is named, and the others are still measured and
+      // reported (the part then fails: ctx.partFailed).
       for (const s of sets) {
-        if (!s.real) s.file = await generate(ctx, work, s.rows);
-        s.lines = countLines(s.file);
-        s.bytes = fs.statSync(s.file).size;
-        done.push(await oneSet(ctx, { t, s, port, work, ...budget(s) }));
+        try {
+          if (!s.real) s.file = await generate(ctx, work, s.rows);
+          s.lines = countLines(s.file);
+          s.bytes = fs.statSync(s.file).size;
+          done.push(await oneSet(ctx, { t, s, port, work, ...budget(s) }));
+        } catch (e) {
+          if (isStopping()) throw e;
+          ctx.partFailed = `rows ${s.name}: ${e.message}`;
+          ctx.warn(ctx.partFailed);
+          failures.push(ctx.partFailed);
+        }
         if (!s.real && s.bytes > 100 * 1048576) fs.rmSync(s.file, { force: true });   // made again by gen, the same bytes
       }
+      if (!done.length) throw new Error(ctx.partFailed || 'rows: no size measured');
     } finally {
       fs.rmSync(t.sqliteDb, { force: true });
     }
-    return report(ctx, { done, caches });
+    return report(ctx, { done, caches, failures });
   },
 };
 
@@ -175,7 +185,7 @@ async function diskBytes(t, b, name) {
   return Number(await t.scalar(b, `SELECT data_length + index_length FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '${name}'`));
 }
 
-function report(ctx, { done, caches }) {
+function report(ctx, { done, caches, failures }) {
   const lines = ['## Rows by the million: loads, lookups and size on disk', '',
     `Command: \`${ctx.command('rows', ['ZB_BENCH_ROWS_SIZES'])}\`. Data: the postal layout made by ` +
     '`build/bin/gen --rows N --seed 1` (KEN_ALL\'s 15 columns, UTF-8, CRLF; split records as Japan Post writes them), ' +
@@ -189,7 +199,8 @@ function report(ctx, { done, caches }) {
     'A size\'s tables are dropped before the next is loaded.' +
       (done.some(x => x.s.rows >= ONCE_ROWS) ? ` Sizes of ${mega(ONCE_ROWS)} rows or more are loaded once per backend and loader ` +
         '(one round, so no interval: a round of 10^7 rows takes about 40 minutes on 2 vCPUs); their lookups are repeated as the others\'.' : ''),
-    `The databases' own caches here: ${Object.entries(caches).map(([b, c]) => `${b} ${c}`).join('; ')}.`, ''];
+    `The databases' own caches here: ${Object.entries(caches).map(([b, c]) => `${b} ${c}`).join('; ')}.`,
+    ...failures.map(f => `**Not measured:** ${f}.`), ''];
 
   const loadRows = [], memory = {};
   for (const x of done) for (const b of BACKENDS) {
