@@ -289,6 +289,7 @@ async function main() {
     } catch (e) {
       if (isStopping()) return 1;
       failed = 1;
+      ctx.partFailed = null;   // said by the error itself
       process.stderr.write(`   FAILED: ${e.stack || e.message}\n   see ${ctx.logFile}\n`);
       fs.appendFileSync(ctx.logFile, `FAILED: ${e.stack || e.message}\n`);
       if (fs.existsSync(file) && !only) fs.rmSync(file);
