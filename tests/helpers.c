@@ -109,8 +109,9 @@ const char *conf_path(void)
     return c && *c ? c : "conf/zipbench.conf";
 }
 
-int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t outlen,
-                  int timeout_ms)
+/* A TCP connection to 127.0.0.1:port whose reads and writes give up after
+ * timeout_ms: its fd, or -1. */
+static int connect_loopback(int port, int timeout_ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -124,6 +125,15 @@ int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t ou
         close(fd);
         return -1;
     }
+    return fd;
+}
+
+int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t outlen,
+                  int timeout_ms)
+{
+    int fd = connect_loopback(port, timeout_ms);
+    if (fd < 0)
+        return -1;
     for (size_t sent = 0; sent < reqlen;) {
         ssize_t w = send(fd, req + sent, reqlen - sent, MSG_NOSIGNAL);
         if (w <= 0)
@@ -143,19 +153,8 @@ int http_exchange(int port, const char *req, size_t reqlen, char *out, size_t ou
 int http_kept_exchange(int port, int *fd, const char *req, char *out, size_t outlen,
                        int timeout_ms)
 {
-    if (*fd < 0) {
-        *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (*fd >= 0 && (setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
-                         connect(*fd, (struct sockaddr *)&a, sizeof a) < 0)) {
-            close(*fd);
-            *fd = -1;
-        }
-        if (*fd < 0)
-            return -1;
-    }
+    if (*fd < 0 && (*fd = connect_loopback(port, timeout_ms)) < 0)
+        return -1;
     size_t len = strlen(req), got = 0;
     long need = -1;
     if (send(*fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
