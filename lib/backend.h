@@ -143,6 +143,12 @@ struct backend_driver {
      * is then an error, never cut (the load's warnings fail it). false:
      * TEXT, as PostgreSQL's DBAs use it. */
     bool sized_text;
+    /* A sized_text driver's query of one parameter, a table's name, whose
+     * rows are the table's columns in order: its name, and the characters
+     * its text type holds (0: TEXT; NULL: not a text type). A load starts
+     * from the widths of the table it replaces, and makes its pass over
+     * the rows only when they do not fit exactly (loader/load.c). */
+    const char *text_widths_sql;
     /* Dialect: text appended to a text key's "= ?" so that a lookup
      * matches the key's exact bytes, as on every other backend; NULL if
      * the comparison already does. */

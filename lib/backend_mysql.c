@@ -196,6 +196,8 @@ static long long my_bulk_load(struct db *db, const struct zb_table *table, rows_
             return -1; /* err already says which row */
         return my_fail(db, err, "LOAD DATA");
     }
+    if (in.failed)   /* the server took the rows before it; the caller drops them */
+        return -1;
     long long loaded = (long long)mysql_affected_rows(db->h);
     /* LOCAL input cannot be stopped half way, so even in strict mode the
      * server takes a value that does not fit with a warning (as IGNORE
@@ -349,6 +351,10 @@ const struct backend_driver backend_mysql = {
     .version = my_version,
     .create_suffix = my_create_suffix,
     .sized_text = true,
+    .text_widths_sql = "SELECT COLUMN_NAME, CASE WHEN DATA_TYPE = 'varchar' THEN "
+                       "CHARACTER_MAXIMUM_LENGTH WHEN DATA_TYPE IN ('tinytext', 'text', "
+                       "'mediumtext', 'longtext') THEN 0 END FROM information_schema.COLUMNS "
+                       "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
     /* The tables' utf8mb4_general_ci ignores case and trailing spaces
      * (PAD SPACE); the key's index is still used (EXPLAIN: ref). */
     .text_key_exact = " COLLATE utf8mb4_nopad_bin",

@@ -13,6 +13,8 @@
  * read (lib/names.c). */
 #include "load.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,12 +48,31 @@ int load_mode_parse(const char *s, enum load_mode *m)
     return -1;
 }
 
+/* A sized_text load's text widths taken from the table it replaces
+ * (replaced_widths): each row is checked against them as it streams, and
+ * the widest value of each column is kept for the check at the end. */
+struct widths {
+    size_t cap[ZB_MAX_COLUMNS];   /* characters the column holds; SIZE_MAX: TEXT */
+    size_t seen[ZB_MAX_COLUMNS];  /* the widest value streamed */
+};
+
 /* The row source every mode reads through: counts and draws progress. */
 struct source {
     struct dataset_reader *r;
     struct progress bar;
     long long rows, limit;
+    const struct zb_table *table;
+    struct widths *widths;  /* NULL: the types are the rows' own (or TEXT) */
+    bool misfit;            /* stopped: a value wider than its column */
 };
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
 
 static int next_row(void *arg, const char *const **fields, struct zb_err *err)
 {
@@ -63,6 +84,19 @@ static int next_row(void *arg, const char *const **fields, struct zb_err *err)
     int rc = dataset_next(s->r, fields, err);
     if (rc == 1 && (++s->rows & 1023) == 0)
         progress_update(&s->bar, dataset_offset(s->r), dataset_size(s->r), s->rows);
+    if (rc == 1 && s->widths)
+        for (int i = 0; i < s->table->ncols; i++) {
+            const char *v = (*fields)[i];
+            size_t w = s->table->cols[i].type == ZB_TEXT && v ? utf8_chars(v) : 0;
+            if (w <= s->widths->seen[i])
+                continue;
+            s->widths->seen[i] = w;
+            if (w > s->widths->cap[i]) {   /* never sent: the load starts again, sized */
+                s->misfit = true;
+                return zb_fail(err, ZB_ERR_INPUT, "column %s: a value wider than the replaced "
+                               "table's", s->table->cols[i].name);
+            }
+        }
     return rc;
 }
 
@@ -199,6 +233,47 @@ static long long table_rows(struct backend *b, const char *table)
     return n;
 }
 
+/* The replaced table's rows (check_swappable's), counted on a connection
+ * of its own while the rows load: InnoDB counts by reading a whole index
+ * (DECISIONS.md: what a MariaDB load times). Started once the load lock
+ * is held, so no other load replaces the table meanwhile, and zipbench's
+ * writes change no table's count. An in-process database (SQLite)
+ * counts on the load's connection, after the load. */
+struct replaced_count {
+    const struct backend_conf *bc;
+    const char *table;
+    long long rows;   /* -1: no such table; -2: not counted (count after) */
+    pthread_t thread;
+    bool started;
+};
+
+static void *count_replaced(void *arg)
+{
+    struct replaced_count *c = arg;
+    struct backend b;
+    struct zb_err ignored = { 0 };
+    if (backend_open(&b, c->bc, &ignored) == 0)
+        c->rows = table_rows(&b, c->table);
+    backend_close(&b);
+    return NULL;
+}
+
+static void count_replaced_start(struct replaced_count *c, struct backend *b,
+                                 const char *table)
+{
+    *c = (struct replaced_count){ .bc = b->conf, .table = table, .rows = -2 };
+    if (!b->drv->in_process)
+        c->started = pthread_create(&c->thread, NULL, count_replaced, c) == 0;
+}
+
+static long long count_replaced_end(struct replaced_count *c, struct backend *b)
+{
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    c->started = false;
+    return c->rows == -2 ? table_rows(b, c->table) : c->rows;
+}
+
 /* An index's name: <table>$<i>$<tag>, the target table's name (the one
  * it keeps after the swap) and the load's tag of TAG_LEN characters; in
  * PostgreSQL and SQLite indexes share the tables' names, and the '$' keeps
@@ -256,24 +331,35 @@ int load_check_names(const struct backend_conf *bc, const struct load_opts *o, s
 
 /* A sized_text driver's column types (backend.h): VARCHAR(n), n the most
  * characters a value of the column has in the rows to load (the first
- * --limit of them), read in a pass of their own before the table is
- * created; TEXT past ZB_VARCHAR_MAX. Rows that cannot be read twice (a
- * file on stdin) keep TEXT. A bad row ends the pass with every text
- * column TEXT, and the load then fails on it as it always has. The
- * types, written into sized, replace t's columns. */
+ * --limit of them), TEXT past ZB_VARCHAR_MAX. Rows that cannot be read
+ * twice (a file on stdin) keep TEXT. The types, written into sized,
+ * replace t's columns. */
 struct sized {
     struct zb_column col[ZB_MAX_COLUMNS];
     char type[ZB_MAX_COLUMNS][24];
 };
 
-static size_t utf8_chars(const char *s)
+/* A width as the type it makes: 1 at least, ZB_VARCHAR_MAX + 1 for TEXT. */
+static size_t type_width(size_t w)
 {
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
+    return w > ZB_VARCHAR_MAX ? ZB_VARCHAR_MAX + 1 : w ? w : 1;
 }
 
+static void apply_widths(struct zb_table *t, const size_t *width, struct sized *sz)
+{
+    for (int i = 0; i < t->ncols; i++) {
+        sz->col[i] = t->cols[i];
+        if (t->cols[i].type != ZB_TEXT || type_width(width[i]) > ZB_VARCHAR_MAX)
+            continue;
+        snprintf(sz->type[i], sizeof sz->type[i], "VARCHAR(%zu)", type_width(width[i]));
+        sz->col[i].sql_type = sz->type[i];
+    }
+    t->cols = sz->col;
+}
+
+/* The widths read in a pass of their own before the table is created. A
+ * bad row ends the pass with every text column TEXT, and the load then
+ * fails on it as it always has. */
 static int size_text_columns(const struct load_opts *o, struct zb_table *t, struct sized *sz,
                              struct zb_err *err)
 {
@@ -301,15 +387,60 @@ static int size_text_columns(const struct load_opts *o, struct zb_table *t, stru
     dataset_close(r);
     if (rc < 0)
         return 0;
-    for (int i = 0; i < t->ncols; i++) {
-        sz->col[i] = t->cols[i];
-        if (t->cols[i].type != ZB_TEXT || width[i] > ZB_VARCHAR_MAX)
-            continue;
-        snprintf(sz->type[i], sizeof sz->type[i], "VARCHAR(%zu)", width[i] ? width[i] : 1);
-        sz->col[i].sql_type = sz->type[i];
-    }
-    t->cols = sz->col;
+    apply_widths(t, width, sz);
     return 0;
+}
+
+/* The widths of the table a load replaces, when it has t's columns with
+ * text types: they replace t's (as apply_widths), w->cap holds them, and
+ * the rows must prove them the pass's (widths_exact). 1 if taken; 0 if
+ * there is no such table, or its columns are not t's, or the rows cannot
+ * be read twice (a misfit loads them again). Reloading a list whose
+ * widths did not change, the common case, reads it once. */
+struct live_columns {
+    const struct zb_table *t;
+    int n;
+    bool differ;
+    size_t width[ZB_MAX_COLUMNS];
+};
+
+static int live_column(void *arg, int ncols, const char *const *v, const size_t *l)
+{
+    (void)l;
+    struct live_columns *lc = arg;
+    int i = lc->n++;
+    if (ncols < 2 || i >= lc->t->ncols || !v[0] || strcmp(v[0], lc->t->cols[i].name) ||
+        (lc->t->cols[i].type == ZB_TEXT) != (v[1] != NULL)) {
+        lc->differ = true;
+        return 1;
+    }
+    lc->width[i] = v[1] && atoll(v[1]) > 0 ? (size_t)atoll(v[1]) : ZB_VARCHAR_MAX + 1;
+    return 0;
+}
+
+static int replaced_widths(struct backend *b, const struct load_opts *o, const char *name,
+                           struct zb_table *t, struct sized *sz, struct widths *w)
+{
+    struct live_columns lc = { .t = t };
+    const char *params[] = { name };
+    if (!b->drv->text_widths_sql || t->ncols > ZB_MAX_COLUMNS || !strcmp(o->data->conf->file, "-") ||
+        b->drv->query(b->db, b->drv->text_widths_sql, 1, params, live_column, &lc, NULL, NULL) < 0 ||
+        lc.differ || lc.n != t->ncols)
+        return 0;
+    memset(w, 0, sizeof *w);
+    for (int i = 0; i < t->ncols; i++)
+        w->cap[i] = lc.width[i] > ZB_VARCHAR_MAX ? SIZE_MAX : lc.width[i];
+    apply_widths(t, lc.width, sz);
+    return 1;
+}
+
+/* The replaced table's widths are the ones the pass would have given. */
+static bool widths_exact(const struct zb_table *t, const struct widths *w)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (t->cols[i].type == ZB_TEXT && type_width(w->seen[i]) != type_width(w->cap[i]))
+            return false;
+    return true;
 }
 
 /* Puts back a global setting that a load which did not end (killed with
@@ -349,7 +480,8 @@ static int take_load_lock(struct backend *b, const char *table, struct zb_err *e
  * Sets res->replaced_rows. */
 static int check_swappable(struct backend *b, const struct load_opts *o,
                            const struct zb_table *load, const char *name, long long loaded,
-                           long long rows, struct load_result *res, struct zb_err *err)
+                           long long rows, struct replaced_count *replaced,
+                           struct load_result *res, struct zb_err *err)
 {
     const char *file = o->data->conf->file;
     /* A bulk load's count is the database's own (bulk_load): scanning the
@@ -365,7 +497,7 @@ static int check_swappable(struct backend *b, const struct load_opts *o,
     if (in_table != rows || loaded != rows)
         return zb_fail(err, ZB_ERR_SQL, "%s: the table holds %lld rows but %s has %lld; not "
                        "swapped in", b->conf->name, in_table, file, rows);
-    res->replaced_rows = table_rows(b, name);
+    res->replaced_rows = count_replaced_end(replaced, b);
     if (res->replaced_rows > rows && !o->allow_shrink && !o->limit)
         return zb_fail(err, ZB_ERR_INPUT, "%s has %lld rows, fewer than the %lld %s holds; %s "
                        "left as it was (--allow-shrink replaces it all the same)", file, rows,
@@ -385,6 +517,48 @@ static void note_sync_change(struct backend *b, struct load_result *res)
         snprintf(res->sync, sizeof res->sync, "%.100s at the start, %.100s at the end (changed "
                  "by another session)", start, end_sync);
     }
+}
+
+/* Creates <table>$load afresh (its indexes first, unless --no-index) and
+ * fills it from src in the load's mode: the rows it took, or -1 (a bad
+ * row named, the rest of the file's bad rows listed in res). */
+static long long fill(struct backend *b, const struct load_opts *o, const struct zb_table *load,
+                      struct source *src, const char *name, const char *tag,
+                      struct load_result *res, struct zb_err *err)
+{
+    char sql[8192];
+    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load->name);
+    if (b->drv->exec(b->db, sql, err) < 0)
+        return -1;
+    if (zb_create_sql(sql, sizeof sql, load, b->drv->create_suffix(b->db)) < 0)
+        return zb_fail(err, ZB_ERR_INPUT, "%s: CREATE TABLE too long", load->name);
+    if (b->drv->exec(b->db, sql, err) < 0)
+        return -1;
+    if (!o->index_after && create_indexes(b, load, name, tag, err) < 0)
+        return -1;
+    bool txn = o->mode != MODE_AUTOCOMMIT;
+    if (txn && b->drv->exec(b->db, "BEGIN", err) < 0)
+        return -1;
+    long long loaded;
+    switch (o->mode) {
+    case MODE_AUTOCOMMIT:
+    case MODE_TRANSACTION: loaded = load_each(b, load, src, err); break;
+    case MODE_PREPARED: loaded = zb_insert_batches(b->drv, b->db, load, o->batch, next_row, src, err); break;
+    default: loaded = b->drv->bulk_load(b->db, load, next_row, src, err); break;
+    }
+    if (loaded < 0) {
+        if (!src->misfit) {
+            if (err->kind == ZB_ERR_INPUT && !err->row)
+                list_more_bad_rows(src, o->data->conf->file, res);
+            name_bad_row(o, src, err);
+        }
+        if (txn && b->drv->alive(b->db))
+            b->drv->exec(b->db, "ROLLBACK", NULL);
+        return -1;
+    }
+    if (txn && b->drv->exec(b->db, "COMMIT", err) < 0)
+        return -1;
+    return loaded;
 }
 
 int load_run(const struct backend_conf *bc, const struct load_opts *o, struct load_result *res,
@@ -409,6 +583,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (backend_open(&b, bc, err) < 0)
         return -1;
     struct source src = { .limit = o->limit };
+    struct replaced_count replaced = { 0 };
     int rc = -1;
     bool locked = false;
     load_tag(tag, sizeof tag);
@@ -416,6 +591,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     if (take_load_lock(&b, name, err) < 0)
         goto out;
     locked = true;   /* from here on, <table>$load is this load's own */
+    count_replaced_start(&replaced, &b, name);
     if (put_back_abandoned(&b, err) < 0)
         goto out;
     if (b.drv->set_sync(b.db, o->sync, res->sync, sizeof res->sync, err) < 0)
@@ -424,43 +600,37 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
         goto out;
     snprintf(res->encoding, sizeof res->encoding, "%s", dataset_encoding(src.r));
     struct sized sized;
-    if (b.drv->sized_text && size_text_columns(o, &load, &sized, err) < 0)
-        goto out;
-    snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
-    if (b.drv->exec(b.db, sql, err) < 0)
-        goto out;
-    if (zb_create_sql(sql, sizeof sql, &load, b.drv->create_suffix(b.db)) < 0) {
-        zb_fail(err, ZB_ERR_INPUT, "%s: CREATE TABLE too long", load.name);
-        goto out;
+    struct widths widths;
+    if (b.drv->sized_text) {
+        if (replaced_widths(&b, o, name, &load, &sized, &widths)) {
+            src.table = &load;
+            src.widths = &widths;
+            res->widths_from = "the replaced table";
+        } else {
+            if (size_text_columns(o, &load, &sized, err) < 0)
+                goto out;
+            res->widths_from = "a pass over the rows";
+        }
     }
-    if (b.drv->exec(b.db, sql, err) < 0)
-        goto out;
 
     char label[64];
     snprintf(label, sizeof label, "%s %s", bc->name, load_mode_name(o->mode));
     progress_start(&src.bar, label, o->quiet);
     double t0 = zb_now_s();
-    if (!o->index_after && create_indexes(&b, &load, name, tag, err) < 0)
-        goto out;
-    bool txn = o->mode != MODE_AUTOCOMMIT;
-    if (txn && b.drv->exec(b.db, "BEGIN", err) < 0)
-        goto out;
-    long long loaded;
-    switch (o->mode) {
-    case MODE_AUTOCOMMIT:
-    case MODE_TRANSACTION: loaded = load_each(&b, &load, &src, err); break;
-    case MODE_PREPARED: loaded = zb_insert_batches(b.drv, b.db, &load, o->batch, next_row, &src, err); break;
-    default: loaded = b.drv->bulk_load(b.db, &load, next_row, &src, err); break;
+    long long loaded = fill(&b, o, &load, &src, name, tag, res, err);
+    if (src.widths && (src.misfit || (loaded >= 0 && !widths_exact(&load, src.widths)))) {
+        /* Not the widths a pass gives these rows: the pass, and the load again. */
+        load.cols = table.cols;
+        dataset_close(src.r);
+        memset(err, 0, sizeof *err);
+        src = (struct source){ .limit = o->limit, .bar = src.bar };
+        if (!(src.r = dataset_open(o->data, err)) || size_text_columns(o, &load, &sized, err) < 0)
+            goto out;
+        res->widths_from = "a pass over the rows, after the replaced table's did not fit "
+                           "(loaded twice)";
+        loaded = fill(&b, o, &load, &src, name, tag, res, err);
     }
-    if (loaded < 0) {
-        if (err->kind == ZB_ERR_INPUT && !err->row)
-            list_more_bad_rows(&src, file, res);
-        name_bad_row(o, &src, err);
-        if (txn && b.drv->alive(b.db))
-            b.drv->exec(b.db, "ROLLBACK", NULL);
-        goto out;
-    }
-    if (txn && b.drv->exec(b.db, "COMMIT", err) < 0)
+    if (loaded < 0)
         goto out;
     if (src.rows == 0) {
         zb_fail(err, ZB_ERR_INPUT, "%s: no rows to load; %s left as it was (an empty load never "
@@ -476,7 +646,7 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
         res->index_seconds = zb_now_s() - t1;
     }
 
-    if (check_swappable(&b, o, &load, name, loaded, src.rows, res, err) < 0 ||
+    if (check_swappable(&b, o, &load, name, loaded, src.rows, &replaced, res, err) < 0 ||
         check_interrupted(err) < 0)
         goto out;
     if (b.drv->swap_table(b.db, load.name, name, src.rows, &res->generation, err) < 0)
@@ -488,6 +658,8 @@ int load_run(const struct backend_conf *bc, const struct load_opts *o, struct lo
     rc = 0;
 out:
     progress_end(&src.bar);
+    if (replaced.started)
+        pthread_join(replaced.thread, NULL);
     if (rc < 0 && locked && b.drv->alive(b.db)) {  /* leave nothing half-loaded lying around */
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", load.name);
         b.drv->exec(b.db, sql, NULL);

@@ -33,6 +33,7 @@ struct load_result {
     char version[64];
     char table[128];          /* the table loaded */
     long long generation;     /* its load's generation (backend.h's swap_table) */
+    const char *widths_from;  /* a sized_text load's text widths: whence; else NULL */
     char more_bad_rows[8192]; /* after a failed read: the file's other bad rows, a line each */
 };
 

@@ -161,6 +161,11 @@ static void report(const struct backend_conf *bc, const struct load_opts *o,
         printf(",\"columns\":");
         zb_json_string(columns);
         printf(",\"types_inferred_from_rows\":%ld", o->data->sampled);
+        printf(",\"text_widths_from\":");
+        if (r->widths_from)
+            zb_json_string(r->widths_from);
+        else
+            printf("null");
         if (overlay_path) {
             printf(",\"overlay\":");
             zb_json_string(overlay_path);

@@ -1589,6 +1589,111 @@ START_TEST(usage_errors_exit_2)
 }
 END_TEST
 
+/* A reload starts from the widths of the table it replaces and makes its
+ * pass over the rows only when they do not fit exactly (loader/load.c).
+ * The class: any sequence of reloads, each column's widest value wider,
+ * narrower, the same, past ZB_VARCHAR_MAX or empty, at the first, a middle
+ * or the last row, in multi-byte characters or not. After every load the
+ * columns are what the rule gives the file alone (VARCHAR(n), n its widest
+ * value in characters, 1 at least; TEXT past 255), every value is whole,
+ * and the fast path was taken exactly when the types did not change. */
+START_TEST(mariadb_reload_widths_are_the_rows_own)
+{
+    enum { W_ROWS = 40, W_COLS = 3, W_ROUNDS = 20 };
+    static const size_t choices[] = { 0, 1, 2, 7, 30, 255, 256, 300 };
+    const char *dir = test_dir("loader_widths");
+    char csv[1200], cfg[1200], out[16384];
+    snprintf(csv, sizeof csv, "%s/w.csv", dir);
+    snprintf(cfg, sizeof cfg, "%s/w.conf", dir);
+    ck_assert_int_eq(run_cmd(NULL, 0, "cp %s %s && printf '\\n[dataset zt_widths]\\nfile = %s\\n"
+                             "key = k\\ncolumns = k text not null, a text, b text, c text\\n' "
+                             ">> %s", conf_path(), cfg, csv, cfg), 0);
+    unsigned seed = 51;
+    const char *my[] = { "innodb", "myisam" };
+    for (int bi = 0; bi < 2; bi++) {
+        char want_before[256] = "";
+        size_t width[W_COLS];
+        for (int round = 0; round < W_ROUNDS; round++) {
+            size_t at[W_COLS];
+            bool multibyte[W_COLS];
+            long long chars_sum[W_COLS] = { 0 };
+            for (int c = 0; c < W_COLS; c++) {
+                if (round % 3 != 1)   /* else the same widths again, the values moved */
+                    width[c] = choices[rand_r(&seed) % (sizeof choices / sizeof choices[0])];
+                int where = rand_r(&seed) % 3;
+                at[c] = where == 0 ? 0 : where == 1 ? W_ROWS / 2 : W_ROWS - 1;
+                multibyte[c] = rand_r(&seed) % 2;
+            }
+            FILE *f = fopen(csv, "w");
+            ck_assert_ptr_nonnull(f);
+            fputs("k,a,b,c\n", f);
+            for (int r = 0; r < W_ROWS; r++) {
+                fprintf(f, "k%d", r);
+                for (int c = 0; c < W_COLS; c++) {
+                    /* The widest at row at[c]; the others shorter (never empty
+                     * when the column has a width: empty is NULL). */
+                    size_t n = r == (int)at[c] ? width[c]
+                             : width[c] ? 1 + (size_t)rand_r(&seed) % width[c] : 0;
+                    if (n == width[c] && r != (int)at[c] && n > 1)
+                        n--;
+                    fputc(',', f);
+                    for (size_t i = 0; i < n; i++)
+                        fputs(multibyte[c] ? "\xe3\x81\x82" : "x", f);
+                    chars_sum[c] += (long long)n;
+                }
+                fputc('\n', f);
+            }
+            fclose(f);
+            char want[256] = "";
+            for (int c = 0; c < W_COLS; c++) {
+                size_t n = strlen(want);
+                if (width[c] > 255)
+                    snprintf(want + n, sizeof want - n, "%ctext", 'a' + c);
+                else
+                    snprintf(want + n, sizeof want - n, "%cvarchar(%zu)", 'a' + c,
+                             width[c] ? width[c] : 1);
+                n = strlen(want);
+                snprintf(want + n, sizeof want - n, c + 1 < W_COLS ? ", " : "");
+            }
+            int rc = run_cmd(out, sizeof out, "%s -q --json --conf %s --backend %s --mode bulk "
+                             "--dataset zt_widths --allow-shrink", prog("loader"), cfg, my[bi]);
+            ck_assert_msg(rc == 0, "%s round %d: exit %d: %s", my[bi], round, rc, out);
+            bool same = round > 0 && !strcmp(want, want_before);
+            ck_assert_msg(strstr(out, same ? "\"text_widths_from\":\"the replaced table\""
+                                           : "\"text_widths_from\":\"a pass over the rows"),
+                          "%s round %d (%s after %s): %s", my[bi], round, want, want_before, out);
+            snprintf(want_before, sizeof want_before, "%s", want);
+
+            struct backend b;
+            open_backend_in(&conf, &b, my[bi]);
+            struct zb_err err = { 0 };
+            char table[64], types[256] = "", sums[256] = "", expect_sums[256];
+            snprintf(table, sizeof table, "zt_widths_%s", my[bi]);
+            const char *params[] = { table };
+            ck_assert_msg(b.drv->query(b.db, "SELECT GROUP_CONCAT(CONCAT(column_name, "
+                                       "IF(data_type = 'varchar', column_type, data_type)) ORDER BY "
+                                       "ordinal_position SEPARATOR ', ') FROM information_schema.COLUMNS "
+                                       "WHERE table_schema = DATABASE() AND table_name = ? AND "
+                                       "column_name <> 'k'", 1, params, first_value, types, NULL,
+                                       &err) == 0, "%s", err.msg);
+            ck_assert_msg(!strcmp(types, want), "%s round %d: columns '%s', want '%s'", my[bi],
+                          round, types, want);
+            char sql[256];
+            snprintf(sql, sizeof sql, "SELECT CONCAT_WS(' ', COUNT(*), COALESCE(SUM(CHAR_LENGTH(a)), 0), "
+                     "COALESCE(SUM(CHAR_LENGTH(b)), 0), COALESCE(SUM(CHAR_LENGTH(c)), 0)) FROM %s", table);
+            ck_assert_msg(b.drv->query(b.db, sql, 0, NULL, first_value, sums, NULL, &err) == 0,
+                          "%s", err.msg);
+            snprintf(expect_sums, sizeof expect_sums, "%d %lld %lld %lld", W_ROWS, chars_sum[0],
+                     chars_sum[1], chars_sum[2]);
+            ck_assert_msg(!strcmp(sums, expect_sums), "%s round %d: rows and characters %s, want %s",
+                          my[bi], round, sums, expect_sums);
+            backend_close(&b);
+            conf_free(&conf);
+        }
+    }
+}
+END_TEST
+
 /* ---- a CSV of one's own: loader --csv and ./zipbench run --csv ---- */
 
 static char own_dir[1100], own_csv[1200], own_conf[1200];
@@ -1784,7 +1889,7 @@ Suite *suite_loader(void)
         empty_or_smaller_file_keeps_the_old_table, raw_mode_loads_every_line,
         mariadb_bulk_without_local_infile, mariadb_never_truncates, mariadb_waits_as_long_as_a_load_takes,
         csv_dataset_every_backend_every_mode, csv_dataset_bad_rows_keep_the_old_table,
-        mariadb_text_is_sized_from_the_data,
+        mariadb_text_is_sized_from_the_data, mariadb_reload_widths_are_the_rows_own,
         cities_dataset_every_backend, usage_errors_exit_2));
     /* What nothing may lose: loads at once, long names, a global setting. */
     TCase *safety = test_case("load_safety", NULL, NULL, 300, TESTS(
