@@ -253,17 +253,23 @@ START_TEST(random_follows_a_reload)
     ck_assert_msg(keys_become(distinct_many, 15, stats, sizeof stats), "keys before: want %ld: %s",
                   distinct_many, stats);
     char out[8192];
+    uint64_t started = zb_now_ns();
     int rc = load_postal(kfew, "--allow-shrink", out, sizeof out);
     ck_assert_msg(rc == 0, "loader: exit %d: %s", rc, out);
     uint64_t t0 = zb_now_ns();
     bool followed = keys_become(distinct_few, 20, stats, sizeof stats);
     double took = (double)(zb_now_ns() - t0) / 1e9;
+    /* A backend's set is no older than the reload: the loader swaps the
+     * backends in one at a time, so the first may be followed well before
+     * the loader exits (on a busy machine, seconds before). */
+    double since_start = (double)(zb_now_ns() - started) / 1e9;
     ck_assert_msg(followed, "keys after the reload: want %ld, after %.0f s: %s", distinct_few, took,
                   stats);
     printf("reload: the key sets followed a reload to %ld codes in %.1f s\n", distinct_few, took);
     for (int b = 0; b < NPOSTAL; b++) {
         double age = backend_stat(stats, postal[b], "keys_age_s");
-        ck_assert_msg(age >= 0 && age <= took + 1, "%s: keys_age_s %g: %s", postal[b], age, stats);
+        ck_assert_msg(age >= 0 && age <= since_start + 0.2, "%s: keys_age_s %g, the reload began "
+                      "%.1f s before: %s", postal[b], age, since_start, stats);
         int ok = 0, other = 0;
         char req[128], raw[16384];
         int n = snprintf(req, sizeof req, "GET /zip/%s/random HTTP/1.1\r\nHost: x\r\n"
