@@ -74,6 +74,16 @@ static size_t utf8_chars(const char *s)
     return n;
 }
 
+/* Raises width[i] to the characters of the row's value of each text column. */
+static void widen(const struct zb_table *t, const char *const *f, size_t *width)
+{
+    for (int i = 0; i < t->ncols; i++) {
+        size_t w = t->cols[i].type == ZB_TEXT && f[i] ? utf8_chars(f[i]) : 0;
+        if (w > width[i])
+            width[i] = w;
+    }
+}
+
 static int next_row(void *arg, const char *const **fields, struct zb_err *err)
 {
     struct source *s = arg;
@@ -84,19 +94,15 @@ static int next_row(void *arg, const char *const **fields, struct zb_err *err)
     int rc = dataset_next(s->r, fields, err);
     if (rc == 1 && (++s->rows & 1023) == 0)
         progress_update(&s->bar, dataset_offset(s->r), dataset_size(s->r), s->rows);
-    if (rc == 1 && s->widths)
-        for (int i = 0; i < s->table->ncols; i++) {
-            const char *v = (*fields)[i];
-            size_t w = s->table->cols[i].type == ZB_TEXT && v ? utf8_chars(v) : 0;
-            if (w <= s->widths->seen[i])
-                continue;
-            s->widths->seen[i] = w;
-            if (w > s->widths->cap[i]) {   /* never sent: the load starts again, sized */
+    if (rc == 1 && s->widths) {
+        widen(s->table, *fields, s->widths->seen);
+        for (int i = 0; i < s->table->ncols; i++)
+            if (s->widths->seen[i] > s->widths->cap[i]) {   /* never sent: loaded again, sized */
                 s->misfit = true;
                 return zb_fail(err, ZB_ERR_INPUT, "column %s: a value wider than the replaced "
                                "table's", s->table->cols[i].name);
             }
-        }
+    }
     return rc;
 }
 
@@ -378,11 +384,7 @@ static int size_text_columns(const struct load_opts *o, struct zb_table *t, stru
             dataset_close(r);
             return -1;
         }
-        for (int i = 0; i < t->ncols; i++) {
-            size_t w = t->cols[i].type == ZB_TEXT && f[i] ? utf8_chars(f[i]) : 0;
-            if (w > width[i])
-                width[i] = w;
-        }
+        widen(t, f, width);
     }
     dataset_close(r);
     if (rc < 0)
@@ -391,12 +393,7 @@ static int size_text_columns(const struct load_opts *o, struct zb_table *t, stru
     return 0;
 }
 
-/* The widths of the table a load replaces, when it has t's columns with
- * text types: they replace t's (as apply_widths), w->cap holds them, and
- * the rows must prove them the pass's (widths_exact). 1 if taken; 0 if
- * there is no such table, or its columns are not t's, or the rows cannot
- * be read twice (a misfit loads them again). Reloading a list whose
- * widths did not change, the common case, reads it once. */
+/* A column of the replaced table, as text_widths_sql gives it. */
 struct live_columns {
     const struct zb_table *t;
     int n;
@@ -418,6 +415,12 @@ static int live_column(void *arg, int ncols, const char *const *v, const size_t 
     return 0;
 }
 
+/* The widths of the table a load replaces, when it has t's columns with
+ * text types: they replace t's (as apply_widths), w->cap holds them, and
+ * the rows must prove them the pass's (widths_exact). 1 if taken; 0 if
+ * there is no such table, or its columns are not t's, or the rows cannot
+ * be read twice (a misfit loads them again). Reloading a list whose
+ * widths did not change, the common case, reads it once. */
 static int replaced_widths(struct backend *b, const struct load_opts *o, const char *name,
                            struct zb_table *t, struct sized *sz, struct widths *w)
 {
